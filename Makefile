@@ -1,0 +1,37 @@
+# cmdc_tool: `make demo` and `make test` do all set-up on a fresh machine.
+.PHONY: all setup build demo test test-rust test-elixir lint fmt bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	mix compile
+
+demo: setup
+	mix run examples/demo.exs
+
+lint: setup
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	mix format --check-formatted
+
+test-rust: setup
+	cargo test --workspace
+
+test-elixir: setup
+	MIX_ENV=test mix test
+
+test: lint test-rust test-elixir
+
+fmt:
+	cargo fmt --all
+	mix format
+
+bench: setup
+	for b in bench/*.exs; do mix run $$b || exit 1; done
+
+clean:
+	mix clean
+	cargo clean

@@ -1,0 +1,253 @@
+defmodule CMDC.Tool do
+  @moduledoc """
+  The tool behaviour of the cmdc agent framework (v0.5.1), with native validation.
+
+  Any module implementing this behaviour can be registered as a tool an agent's model may call.
+  A `tool_call` message from the model triggers it; the result goes back to the model.
+
+      defmodule MyApp.SearchTool do
+        @behaviour CMDC.Tool
+
+        @impl true
+        def name, do: "search"
+
+        @impl true
+        def description, do: "Search the code base"
+
+        @impl true
+        def parameters do
+          %{
+            "type" => "object",
+            "properties" => %{"query" => %{"type" => "string", "description" => "Search terms"}},
+            "required" => ["query"]
+          }
+        end
+
+        @impl true
+        def execute(%{"query" => query}, _context), do: {:ok, "results for: " <> query}
+      end
+
+  Optional callbacks: `c:description/1` receives a `t:tool_context/0` and returns a
+  context-aware description (`description/2` falls back to `c:description/0`); `c:meta/1`
+  returns a short human-readable summary of one call (`meta/2` falls back to `c:name/0`).
+
+  ## Results
+
+    * `{:ok, String.t()}` - success; the text goes back to the model as the tool result.
+    * `{:error, String.t()}` - failure; the text goes back to the model as the tool result.
+    * `{:effect, term()}` - a structured product (e.g. a sub-agent's) the runner handles.
+
+  ## Validation
+
+  `validate/2` checks a call's arguments against the tool's `c:parameters/0` natively (the schema
+  is compiled once per module version), and `format_errors/2` turns the errors into one compact
+  text a model can act on.
+  """
+
+  alias CMDC.Tool.Schema
+
+  @typedoc "A tool's execution result."
+  @type result :: {:ok, String.t()} | {:error, String.t()} | {:effect, term()}
+
+  @typedoc """
+  The lightweight context `c:description/1` receives when schemas are generated (runtime facts
+  such as the working directory or shell), unlike the full `t:CMDC.Context.t/0` of `c:execute/2`.
+  """
+  @type tool_context :: %{optional(:working_dir) => String.t(), optional(:shell) => atom()}
+
+  @doc "The tool's name (the `name` field of the model's tool_call)."
+  @callback name() :: String.t()
+
+  @doc "A human-readable description of the tool."
+  @callback description() :: String.t()
+
+  @doc "A context-aware description (optional); `description/2` falls back to `c:description/0`."
+  @callback description(context :: tool_context()) :: String.t()
+
+  @doc "The JSON Schema (Draft 7 unless `$schema` says otherwise) of the tool's arguments."
+  @callback parameters() :: map()
+
+  @doc "Executes the tool with the model's arguments (decoded JSON) and the session context."
+  @callback execute(args :: map(), context :: CMDC.Context.t()) :: result()
+
+  @doc ~S|A short human-readable summary of one call (optional), e.g. "read lib/cmdc.ex".|
+  @callback meta(args :: map()) :: String.t()
+
+  @optional_callbacks description: 1, meta: 1
+
+  @doc """
+  The tool's description: `c:description/1` with `context` when the module defines it, else
+  `c:description/0`.
+
+      iex> CMDC.Tool.description(CMDC.Tool.Examples.Echo)
+      "Echo the given text back."
+
+      iex> CMDC.Tool.description(CMDC.Tool.Examples.ReadFile, %{working_dir: "/srv"})
+      "Read a UTF-8 text file under /srv."
+  """
+  @spec description(module(), tool_context()) :: String.t()
+  def description(tool_module, context \\ %{}) do
+    if exports?(tool_module, :description, 1) do
+      tool_module.description(context)
+    else
+      tool_module.description()
+    end
+  end
+
+  @doc """
+  Finds the tool module with the given name: `{:ok, module}` or `{:error, :not_found}`.
+
+      iex> CMDC.Tool.find([CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile], "read_file")
+      {:ok, CMDC.Tool.Examples.ReadFile}
+
+      iex> CMDC.Tool.find([CMDC.Tool.Examples.Echo], "nope")
+      {:error, :not_found}
+  """
+  @spec find([module()], String.t()) :: {:ok, module()} | {:error, :not_found}
+  def find(modules, name) when is_list(modules) do
+    case Enum.find(modules, &(&1.name() == name)) do
+      nil -> {:error, :not_found}
+      module -> {:ok, module}
+    end
+  end
+
+  @doc """
+  A short summary of one call: `c:meta/1` when the module defines it, else `c:name/0`.
+
+      iex> CMDC.Tool.meta(CMDC.Tool.Examples.ReadFile, %{"path" => "lib/cmdc.ex"})
+      "read lib/cmdc.ex"
+
+      iex> CMDC.Tool.meta(CMDC.Tool.Examples.Echo, %{"text" => "hi"})
+      "echo"
+  """
+  @spec meta(module(), map()) :: String.t()
+  def meta(tool_module, args) do
+    if exports?(tool_module, :meta, 1), do: tool_module.meta(args), else: tool_module.name()
+  end
+
+  @doc """
+  Converts tool modules to the tools list a model request carries: one
+  `%{"type" => "function", "function" => %{"name", "description", "parameters"}}` per module.
+
+      iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
+      iex> tool["type"]
+      "function"
+      iex> Map.keys(tool["function"])
+      ["description", "name", "parameters"]
+  """
+  @spec to_schema([module()], tool_context()) :: [map()]
+  def to_schema(modules, context \\ %{}) when is_list(modules) do
+    Enum.map(modules, fn module ->
+      %{
+        "type" => "function",
+        "function" => %{
+          "name" => module.name(),
+          "description" => description(module, context),
+          "parameters" => module.parameters()
+        }
+      }
+    end)
+  end
+
+  @doc """
+  Validates a call's arguments against the tool's `c:parameters/0`, natively.
+
+  Returns `{:ok, args}` (the same map) or `{:error, errors}`, each error a map with the JSON
+  Pointer `:path` of the offending value, the failing schema `:keyword`, a `:message` and the
+  `:schema_path`. A schema that does not compile gives one error with keyword `"schema"`.
+  Arguments that are not JSON (tuples, pids, non-UTF-8 binaries...) give keyword `"json"`.
+
+      iex> CMDC.Tool.validate(CMDC.Tool.Examples.ReadFile, %{"path" => "mix.exs"})
+      {:ok, %{"path" => "mix.exs"}}
+
+      iex> {:error, [error]} = CMDC.Tool.validate(CMDC.Tool.Examples.ReadFile, %{"path" => 7})
+      iex> Map.take(error, [:path, :keyword])
+      %{keyword: "type", path: "/path"}
+  """
+  @spec validate(module(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
+  def validate(tool_module, args) do
+    with {:ok, schema} <- module_schema(tool_module), do: Schema.validate(schema, args)
+  end
+
+  @doc """
+  Decodes the JSON text a model sent and validates it, in one native call:
+  `{:ok, args}` (the decoded map) or `{:error, errors}` (keyword `"json"` for broken JSON).
+
+      iex> CMDC.Tool.validate_json(CMDC.Tool.Examples.Echo, ~s({"text": "hi"}))
+      {:ok, %{"text" => "hi"}}
+  """
+  @spec validate_json(module(), String.t()) :: {:ok, term()} | {:error, [Schema.error()]}
+  def validate_json(tool_module, text) do
+    with {:ok, schema} <- module_schema(tool_module), do: Schema.validate_json(schema, text)
+  end
+
+  defp module_schema(tool_module) do
+    case Schema.for_module(tool_module) do
+      {:ok, schema} ->
+        {:ok, schema}
+
+      {:error, message} ->
+        {:error, [%{path: "", keyword: "schema", message: message, schema_path: ""}]}
+    end
+  end
+
+  @doc """
+  Turns validation errors into one compact text a model can act on: what was wrong, where, and
+  (given the tool module or its schema) which parameters the tool accepts.
+
+      iex> {:error, errors} = CMDC.Tool.validate(CMDC.Tool.Examples.ReadFile, %{"limit" => 0})
+      iex> IO.puts(CMDC.Tool.format_errors(errors, CMDC.Tool.Examples.ReadFile))
+      Invalid arguments:
+      - at /limit: 0 is less than the minimum of 1 (minimum)
+      - at the root: "path" is a required property (required)
+      Accepted parameters: limit (integer), path (string, required).
+      :ok
+  """
+  @spec format_errors([Schema.error()], module() | map() | nil) :: String.t()
+  def format_errors(errors, tool_or_schema \\ nil) when is_list(errors) do
+    lines =
+      errors
+      |> Enum.sort_by(&{&1.path == "", &1.path})
+      |> Enum.map(fn e -> "- #{where(e.path)}: #{e.message} (#{e.keyword})" end)
+
+    Enum.join(["Invalid arguments:" | lines] ++ accepted(tool_or_schema), "\n")
+  end
+
+  defp where(""), do: "at the root"
+  defp where(path), do: "at " <> path
+
+  defp accepted(nil), do: []
+
+  defp accepted(module) when is_atom(module) do
+    accepted(module.parameters())
+  rescue
+    _ -> []
+  end
+
+  defp accepted(%{"properties" => props} = schema) when is_map(props) and props != %{} do
+    required = Map.get(schema, "required", [])
+
+    params =
+      props
+      |> Enum.sort_by(&elem(&1, 0))
+      |> Enum.map(fn {name, sub} ->
+        facts = Enum.reject([type_of(sub), name in required && "required"], &(&1 in [nil, false]))
+        if facts == [], do: name, else: "#{name} (#{Enum.join(facts, ", ")})"
+      end)
+
+    ["Accepted parameters: #{Enum.join(params, ", ")}."]
+  end
+
+  defp accepted(_), do: []
+
+  defp type_of(%{"enum" => values}) when is_list(values),
+    do: "one of: " <> Enum.map_join(values, ", ", &inspect/1)
+
+  defp type_of(%{"type" => type}) when is_binary(type), do: type
+  defp type_of(%{"type" => types}) when is_list(types), do: Enum.join(types, " or ")
+  defp type_of(_), do: nil
+
+  defp exports?(module, function, arity) do
+    Code.ensure_loaded?(module) and function_exported?(module, function, arity)
+  end
+end

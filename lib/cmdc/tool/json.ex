@@ -1,0 +1,107 @@
+defmodule CMDC.Tool.JSON do
+  @moduledoc """
+  JSON text, natively (mirrors `native/cmdc_tool_nif/src/json.rs`).
+
+  Decoding builds terms straight from the Rust parser: objects become maps with string keys,
+  arrays lists, `null` becomes `nil`. Integers outside 64 bits decode as floats.
+
+  Encoding follows the library's term rules: maps with string or atom keys, lists, UTF-8 binaries,
+  integers (any size), floats, `true`/`false`/`nil`; other atoms encode as their name. Tuples,
+  pids, references, functions, non-UTF-8 binaries, improper lists and a key given twice (`:a` and
+  `"a"`) are errors that name their path. Nesting is limited to 128 levels.
+
+  Inputs larger than a normal scheduler should handle (16 KiB of text, ~3,000 nodes) are
+  processed on a dirty CPU scheduler.
+
+      iex> CMDC.Tool.JSON.decode(~s({"a": [1, 2.5, null, true]}))
+      {:ok, %{"a" => [1, 2.5, nil, true]}}
+
+      iex> CMDC.Tool.JSON.encode(%{name: "read", args: [1, nil]})
+      {:ok, ~s({"args":[1,null],"name":"read"})}
+  """
+
+  alias CMDC.Tool.Native
+
+  defmodule DecodeError do
+    @moduledoc "Raised by `CMDC.Tool.JSON.decode!/1` for text that is not JSON."
+    defexception [:message]
+  end
+
+  defmodule EncodeError do
+    @moduledoc "Raised by `CMDC.Tool.JSON.encode!/2` for a term that is not JSON."
+    defexception [:message, :path]
+  end
+
+  @doc """
+  Decodes JSON text.
+
+      iex> CMDC.Tool.JSON.decode("[1")
+      {:error, "invalid JSON: EOF while parsing a list at line 1 column 2"}
+  """
+  @spec decode(iodata()) :: {:ok, term()} | {:error, String.t()}
+  def decode(text) when is_binary(text) do
+    case Native.json_decode(text) do
+      :yield -> Native.json_decode_dirty(text)
+      result -> result
+    end
+  end
+
+  def decode(text) when is_list(text) do
+    decode(IO.iodata_to_binary(text))
+  rescue
+    ArgumentError -> {:error, "invalid JSON: the input is not iodata"}
+  end
+
+  def decode(other), do: {:error, "invalid JSON: expected a binary, got #{inspect(other)}"}
+
+  @doc """
+  Decodes JSON text or raises `CMDC.Tool.JSON.DecodeError`.
+
+      iex> CMDC.Tool.JSON.decode!("true")
+      true
+  """
+  @spec decode!(iodata()) :: term()
+  def decode!(text) do
+    case decode(text) do
+      {:ok, term} -> term
+      {:error, message} -> raise DecodeError, message: message
+    end
+  end
+
+  @doc """
+  Encodes a term as JSON text. Option `pretty: true` indents by two spaces.
+
+      iex> CMDC.Tool.JSON.encode(%{"a" => {1, 2}})
+      {:error, "/a: a tuple ({1, 2}) is not a JSON value"}
+  """
+  @spec encode(term(), keyword()) :: {:ok, String.t()} | {:error, String.t()}
+  def encode(term, opts \\ []) do
+    pretty = Keyword.get(opts, :pretty, false)
+
+    result =
+      case Native.json_encode(term, pretty) do
+        :yield -> Native.json_encode_dirty(term, pretty)
+        result -> result
+      end
+
+    case result do
+      {:ok, text} -> {:ok, text}
+      {:error, {"", message}} -> {:error, message}
+      {:error, {path, message}} -> {:error, "#{path}: #{message}"}
+    end
+  end
+
+  @doc """
+  Encodes a term or raises `CMDC.Tool.JSON.EncodeError`.
+
+      iex> CMDC.Tool.JSON.encode!([1, "two"])
+      ~s([1,"two"])
+  """
+  @spec encode!(term(), keyword()) :: String.t()
+  def encode!(term, opts \\ []) do
+    case encode(term, opts) do
+      {:ok, text} -> text
+      {:error, message} -> raise EncodeError, message: message
+    end
+  end
+end

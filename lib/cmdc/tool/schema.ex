@@ -1,0 +1,171 @@
+defmodule CMDC.Tool.Schema do
+  @moduledoc """
+  JSON Schemas compiled natively (mirrors `native/cmdc_tool_nif/src/schema.rs`).
+
+  A schema is compiled once into a native validator and reused. Draft 7 is the default; a
+  `$schema` keyword naming another draft (4, 6, 2019-09, 2020-12) wins. The schema is checked
+  against its meta-schema, so a broken one is refused with a clear error instead of validating
+  nothing. `$ref`s to other documents resolve only against documents you pass: nothing is ever
+  fetched over the network.
+
+  For tool modules, `for_module/1` keeps one compiled validator per module version (keyed by the
+  module's MD5), so a hot-reloaded module gets its schema recompiled, never a stale one.
+
+      iex> {:ok, schema} = CMDC.Tool.Schema.compile(%{"type" => "integer", "minimum" => 1})
+      iex> CMDC.Tool.Schema.validate(schema, 3)
+      {:ok, 3}
+      iex> {:error, [error]} = CMDC.Tool.Schema.validate(schema, 0)
+      iex> {error.path, error.keyword}
+      {"", "minimum"}
+  """
+
+  alias CMDC.Tool.Native
+
+  @typedoc "A compiled schema: a reference to the native validator."
+  @type t :: reference()
+
+  @typedoc """
+  One validation failure: `path` is a JSON Pointer into the arguments (`""` is the root),
+  `keyword` the schema keyword that failed (`"json"` for a term that is not JSON, `"schema"` for
+  a broken schema), `schema_path` a JSON Pointer into the schema.
+  """
+  @type error :: %{
+          path: String.t(),
+          keyword: String.t(),
+          message: String.t(),
+          schema_path: String.t()
+        }
+
+  @doc """
+  Compiles a schema (a map, a boolean, or JSON text).
+
+  Options:
+    * `:documents` - `%{uri => schema}` that `$ref`s to other documents resolve against.
+    * `:dirs` - `%{url_prefix => folder}`: a `$ref` under the prefix reads the file at the rest
+      of the URL inside the folder (used for the official test suite's remotes).
+
+      iex> {:error, message} = CMDC.Tool.Schema.compile(%{"type" => "strnig"})
+      iex> message =~ "invalid schema"
+      true
+  """
+  @spec compile(map() | boolean() | String.t(), keyword()) :: {:ok, t()} | {:error, String.t()}
+  def compile(schema, opts \\ [])
+
+  def compile(text, opts) when is_binary(text) do
+    with {:ok, schema} <- CMDC.Tool.JSON.decode(text), do: compile(schema, opts)
+  end
+
+  def compile(schema, opts) do
+    native_opts = %{
+      "documents" => Map.new(Keyword.get(opts, :documents, %{})),
+      "dirs" => Map.new(Keyword.get(opts, :dirs, %{}))
+    }
+
+    Native.schema_compile(schema, native_opts)
+  end
+
+  @doc """
+  Compiles a schema or raises `ArgumentError`.
+
+      iex> schema = CMDC.Tool.Schema.compile!(%{"type" => "string"})
+      iex> is_reference(schema)
+      true
+  """
+  @spec compile!(map() | boolean() | String.t(), keyword()) :: t()
+  def compile!(schema, opts \\ []) do
+    case compile(schema, opts) do
+      {:ok, compiled} -> compiled
+      {:error, message} -> raise ArgumentError, message
+    end
+  end
+
+  @doc """
+  Validates a term against a compiled schema: `{:ok, args}` (the same term) or
+  `{:error, errors}`. Terms that are not JSON give an error with keyword `"json"` naming the path.
+
+      iex> schema = CMDC.Tool.Schema.compile!(%{"type" => "object"})
+      iex> {:error, [error]} = CMDC.Tool.Schema.validate(schema, %{"pid" => self()})
+      iex> {error.path, error.keyword}
+      {"/pid", "json"}
+  """
+  @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
+  def validate(schema, args) do
+    case validate_native(schema, args) do
+      :ok -> {:ok, args}
+      {:error, errors} -> {:error, errors}
+    end
+  end
+
+  defp validate_native(schema, args) do
+    case Native.schema_validate(schema, args) do
+      :yield -> Native.schema_validate_dirty(schema, args)
+      result -> result
+    end
+  end
+
+  @doc """
+  Decodes JSON text and validates it in one native call: `{:ok, decoded}` or `{:error, errors}`.
+  Text that is not JSON gives one error with keyword `"json"`.
+
+      iex> schema = CMDC.Tool.Schema.compile!(%{"type" => "object", "required" => ["q"]})
+      iex> CMDC.Tool.Schema.validate_json(schema, ~s({"q": "elixir"}))
+      {:ok, %{"q" => "elixir"}}
+  """
+  @spec validate_json(t(), String.t()) :: {:ok, term()} | {:error, [error()]}
+  def validate_json(schema, text) when is_binary(text) do
+    case Native.schema_validate_json(schema, text) do
+      :yield -> Native.schema_validate_json_dirty(schema, text)
+      result -> result
+    end
+  end
+
+  def validate_json(_schema, other) do
+    {:error, [json_error("expected JSON text (a binary), got #{inspect(other, limit: 5)}")]}
+  end
+
+  @doc false
+  def json_error(message), do: %{path: "", keyword: "json", message: message, schema_path: ""}
+
+  @doc """
+  The compiled validator for a tool module's `parameters/0`, compiled on first use and cached per
+  module version. A schema that does not compile gives `{:error, message}` (also cached).
+  """
+  @spec for_module(module()) :: {:ok, t()} | {:error, String.t()}
+  def for_module(module) when is_atom(module) do
+    key = {__MODULE__, module}
+    md5 = module_md5(module)
+
+    case :persistent_term.get(key, nil) do
+      {^md5, result} when md5 != nil -> result
+      _ -> compile_module(module, key, md5)
+    end
+  end
+
+  defp module_md5(module) do
+    module.module_info(:md5)
+  rescue
+    UndefinedFunctionError -> nil
+  end
+
+  defp compile_module(module, key, md5) do
+    result =
+      try do
+        compile(module.parameters())
+      rescue
+        e in UndefinedFunctionError ->
+          {:error, "#{inspect(module)} is not a tool: #{Exception.message(e)}"}
+
+        e ->
+          {:error, "#{inspect(module)}.parameters/0 raised: #{Exception.message(e)}"}
+      end
+
+    result =
+      case result do
+        {:error, message} -> {:error, "#{inspect(module)}: #{message}"}
+        ok -> ok
+      end
+
+    if md5, do: :persistent_term.put(key, {md5, result})
+    result
+  end
+end

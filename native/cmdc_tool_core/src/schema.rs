@@ -1,0 +1,210 @@
+//! JSON Schema: compile once (Draft 7 unless `$schema` says otherwise), validate, and describe
+//! failures in the shape the Elixir side returns.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use jsonschema::{Draft, Retrieve, Uri, ValidationError, Validator};
+use serde_json::Value;
+
+/// Errors reported per call at most: enough for a model to fix its call, cheap to build.
+pub const MAX_ERRORS: usize = 32;
+
+/// Where `$ref`s to other documents resolve: given documents, or URL prefixes mapped onto folders.
+/// Nothing is fetched from the network.
+#[derive(Default)]
+pub struct Documents {
+    pub documents: HashMap<String, Value>,
+    pub dirs: Vec<(String, PathBuf)>,
+}
+
+impl Retrieve for Documents {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let uri = uri.as_str();
+        let bare = uri.split('#').next().unwrap_or(uri);
+        if let Some(doc) = self.documents.get(bare) {
+            return Ok(doc.clone());
+        }
+        for (prefix, dir) in &self.dirs {
+            if let Some(rest) = bare.strip_prefix(prefix.as_str()) {
+                if rest.split('/').any(|part| part == "..") {
+                    break;
+                }
+                let file = dir.join(rest);
+                let text = std::fs::read(&file)
+                    .map_err(|e| format!("cannot read {} for {uri}: {e}", file.display()))?;
+                return Ok(serde_json::from_slice(&text)?);
+            }
+        }
+        Err(format!(
+            "remote $ref \"{uri}\" is not available: documents are never fetched over the \
+             network; pass it in the :documents option"
+        )
+        .into())
+    }
+}
+
+/// The draft a schema is read as: its `$schema` when it names a known one, else Draft 7.
+pub fn draft_for(schema: &Value) -> Draft {
+    match Draft::Draft7.detect(schema) {
+        Draft::Unknown => Draft::Draft7,
+        draft => draft,
+    }
+}
+
+pub fn compile(schema: &Value, docs: Documents) -> Result<Validator, String> {
+    if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
+        return Err(format!(
+            "invalid schema: a JSON Schema is an object or a boolean, got {}",
+            type_name(schema)
+        ));
+    }
+    jsonschema::options()
+        .with_draft(draft_for(schema))
+        .with_retriever(docs)
+        .build(schema)
+        .map_err(|e| {
+            let at = e.instance_path().as_str();
+            if at.is_empty() {
+                format!("invalid schema: {e}")
+            } else {
+                format!("invalid schema at {at}: {e}")
+            }
+        })
+}
+
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// One validation failure, in the shape `CMDC.Tool.validate/2` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub path: String,
+    pub keyword: String,
+    pub message: String,
+    pub schema_path: String,
+}
+
+impl Failure {
+    pub fn from_error(e: &ValidationError) -> Self {
+        Failure {
+            path: e.instance_path().as_str().to_owned(),
+            keyword: e.kind().keyword().to_owned(),
+            message: e.to_string(),
+            schema_path: e.schema_path().as_str().to_owned(),
+        }
+    }
+
+    /// A failure that is not about the schema: broken JSON text or a term that is not JSON.
+    pub fn json(path: &str, message: String) -> Self {
+        Failure {
+            path: path.to_owned(),
+            keyword: "json".into(),
+            message,
+            schema_path: String::new(),
+        }
+    }
+}
+
+/// Validates a value: the cheap boolean check first, errors only when it fails.
+pub fn check(validator: &Validator, value: &Value) -> Result<(), Vec<Failure>> {
+    if validator.is_valid(value) {
+        return Ok(());
+    }
+    Err(validator
+        .iter_errors(value)
+        .take(MAX_ERRORS)
+        .map(|e| Failure::from_error(&e))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "mode": {"enum": ["fast", "full"]}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn compiles_and_validates() {
+        let v = compile(&tool_schema(), Documents::default()).unwrap();
+        assert!(check(&v, &json!({"path": "a", "limit": 5})).is_ok());
+        let errs = check(&v, &json!({"limit": 0, "x": 1})).unwrap_err();
+        let keywords: Vec<&str> = errs.iter().map(|f| f.keyword.as_str()).collect();
+        assert!(keywords.contains(&"required"));
+        assert!(keywords.contains(&"minimum"));
+        assert!(keywords.contains(&"additionalProperties"));
+        let min = errs.iter().find(|f| f.keyword == "minimum").unwrap();
+        assert_eq!(min.path, "/limit");
+        assert_eq!(min.schema_path, "/properties/limit/minimum");
+    }
+
+    #[test]
+    fn draft7_is_the_default_and_schema_keyword_wins() {
+        assert_eq!(draft_for(&json!({})), Draft::Draft7);
+        let s = json!({"$schema": "https://json-schema.org/draft/2020-12/schema"});
+        assert_eq!(draft_for(&s), Draft::Draft202012);
+        // `prefixItems` means nothing in Draft 7 and constrains in 2020-12.
+        let d7 = compile(
+            &json!({"prefixItems": [{"type": "string"}]}),
+            Documents::default(),
+        );
+        assert!(check(&d7.unwrap(), &json!([1])).is_ok());
+        let d2020 = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                           "prefixItems": [{"type": "string"}]});
+        let d2020 = compile(&d2020, Documents::default()).unwrap();
+        assert!(check(&d2020, &json!([1])).is_err());
+    }
+
+    #[test]
+    fn invalid_schemas_are_refused_with_a_reason() {
+        let err = compile(&json!({"type": "strnig"}), Documents::default()).unwrap_err();
+        assert!(err.starts_with("invalid schema"), "{err}");
+        let err = compile(&json!([1]), Documents::default()).unwrap_err();
+        assert!(err.contains("object or a boolean"), "{err}");
+    }
+
+    #[test]
+    fn remote_refs_never_touch_the_network() {
+        let s = json!({"$ref": "http://example.com/schema.json"});
+        let err = compile(&s, Documents::default()).unwrap_err();
+        assert!(err.contains("not available"), "{err}");
+        let mut docs = Documents::default();
+        docs.documents.insert(
+            "http://example.com/schema.json".into(),
+            json!({"type": "integer"}),
+        );
+        let v = compile(&s, docs).unwrap();
+        assert!(check(&v, &json!(1)).is_ok());
+        assert!(check(&v, &json!("1")).is_err());
+    }
+
+    #[test]
+    fn error_count_is_capped() {
+        let v = compile(&json!({"items": {"type": "string"}}), Documents::default()).unwrap();
+        let many: Vec<i32> = (0..100).collect();
+        assert_eq!(check(&v, &json!(many)).unwrap_err().len(), MAX_ERRORS);
+    }
+}

@@ -1,0 +1,12 @@
+//! Atoms shared by the NIF modules.
+
+rustler::atoms! {
+    ok,
+    error,
+    r#yield = "yield",
+    nil,
+    path,
+    keyword,
+    message,
+    schema_path,
+}

@@ -1,0 +1,9 @@
+//! cmdc_tool's native core. Every `#[rustler::nif]` in the modules below is registered with
+//! `CMDC.Tool.Native` by `rustler::init!`; this file holds only the module list and the table.
+
+pub mod atoms;
+pub mod json;
+pub mod schema;
+pub mod term;
+
+rustler::init!("Elixir.CMDC.Tool.Native");

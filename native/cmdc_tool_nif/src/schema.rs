@@ -1,0 +1,185 @@
+//! NIFs for JSON Schema: compile into a resource, validate terms or JSON text against it.
+//! The logic lives in `cmdc_tool_core::schema`; this file converts terms and schedules work.
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cmdc_tool_core::schema::{check, compile, Documents, Failure};
+use jsonschema::Validator;
+use rustler::{Binary, Encoder, Env, ResourceArc, Term};
+use serde_json::Value;
+
+use crate::atoms;
+use crate::term::{self, Budget, TermError};
+
+/// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
+pub struct Schema {
+    pub validator: AssertUnwindSafe<Validator>,
+    pub source: Value,
+}
+
+#[rustler::resource_impl]
+impl rustler::Resource for Schema {}
+
+fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
+    let keys = [
+        atoms::path().encode(env),
+        atoms::keyword().encode(env),
+        atoms::message().encode(env),
+        atoms::schema_path().encode(env),
+    ];
+    let values = [
+        f.path.encode(env),
+        f.keyword.encode(env),
+        f.message.encode(env),
+        f.schema_path.encode(env),
+    ];
+    Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+}
+
+fn not_json(e: &TermError) -> Failure {
+    Failure::json(e.path(), e.message())
+}
+
+fn failures_term<'a>(env: Env<'a>, failures: &[Failure]) -> Term<'a> {
+    let list: Vec<Term<'a>> = failures.iter().map(|f| failure_term(env, f)).collect();
+    (atoms::error(), list).encode(env)
+}
+
+fn validate_term<'a>(
+    env: Env<'a>,
+    schema: &Schema,
+    args: Term<'a>,
+    mut budget: Budget,
+) -> Term<'a> {
+    match term::to_value(args, &mut budget) {
+        Err(TermError::Yield) => atoms::r#yield().encode(env),
+        Err(e) => failures_term(env, &[not_json(&e)]),
+        Ok(value) => match check(&schema.validator, &value) {
+            Ok(()) => atoms::ok().encode(env),
+            Err(failures) => failures_term(env, &failures),
+        },
+    }
+}
+
+fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
+    let value: Value = match serde_json::from_slice(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let failure = Failure::json("", crate::json::decode_error(&e, text));
+            return failures_term(env, &[failure]);
+        }
+    };
+    match check(&schema.validator, &value) {
+        Ok(()) => (atoms::ok(), term::from_value(env, &value)).encode(env),
+        Err(failures) => failures_term(env, &failures),
+    }
+}
+
+/// Options: `%{"documents" => %{uri => schema}, "dirs" => %{url_prefix => folder}}`.
+fn documents(opts: &Value) -> Documents {
+    let mut docs = Documents::default();
+    if let Some(Value::Object(map)) = opts.get("documents") {
+        docs.documents = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    }
+    if let Some(Value::Object(map)) = opts.get("dirs") {
+        docs.dirs = map
+            .iter()
+            .filter_map(|(k, v)| v.as_str().map(|d| (k.clone(), PathBuf::from(d))))
+            .collect();
+    }
+    docs
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a> {
+    let converted = term::to_value(schema, &mut Budget::dirty())
+        .and_then(|s| Ok((s, term::to_value(opts, &mut Budget::dirty())?)));
+    let (source, opts) = match converted {
+        Ok(pair) => pair,
+        Err(e) => {
+            let at = if e.path().is_empty() { "" } else { " at " };
+            let msg = format!("invalid schema{at}{}: {}", e.path(), e.message());
+            return (atoms::error(), msg).encode(env);
+        }
+    };
+    match compile(&source, documents(&opts)) {
+        Ok(validator) => {
+            let schema = Schema {
+                validator: AssertUnwindSafe(validator),
+                source,
+            };
+            (atoms::ok(), ResourceArc::new(schema)).encode(env)
+        }
+        Err(msg) => (atoms::error(), msg).encode(env),
+    }
+}
+
+#[rustler::nif]
+fn schema_validate<'a>(env: Env<'a>, schema: ResourceArc<Schema>, args: Term<'a>) -> Term<'a> {
+    validate_term(env, &schema, args, Budget::normal())
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_dirty<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    args: Term<'a>,
+) -> Term<'a> {
+    validate_term(env, &schema, args, Budget::dirty())
+}
+
+#[rustler::nif]
+fn schema_validate_json<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    text: Binary<'a>,
+) -> Term<'a> {
+    if text.len() > crate::json::NORMAL_DECODE_BYTES {
+        return atoms::r#yield().encode(env);
+    }
+    validate_text(env, &schema, text.as_slice())
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_json_dirty<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    text: Binary<'a>,
+) -> Term<'a> {
+    validate_text(env, &schema, text.as_slice())
+}
+
+/// The schema as a term (as compiled), for callers that need the source back.
+#[rustler::nif]
+fn schema_source<'a>(env: Env<'a>, schema: ResourceArc<Schema>) -> Term<'a> {
+    term::from_value(env, &schema.source)
+}
+
+/// Pure-Rust figure for the benchmark: ns per full validation (`check`) and per `is_valid` of
+/// pre-parsed JSON text, measured inside Rust with no term conversion.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_rust_validate<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    text: Binary<'a>,
+    iterations: u64,
+) -> Term<'a> {
+    let value: Value = match serde_json::from_slice(text.as_slice()) {
+        Ok(v) => v,
+        Err(e) => return (atoms::error(), e.to_string()).encode(env),
+    };
+    let n = iterations.max(1);
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(check(&schema.validator, std::hint::black_box(&value)).is_ok());
+    }
+    let full = start.elapsed().as_nanos() as f64 / n as f64;
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(schema.validator.is_valid(std::hint::black_box(&value)));
+    }
+    let bare = start.elapsed().as_nanos() as f64 / n as f64;
+    (atoms::ok(), (full, bare)).encode(env)
+}
