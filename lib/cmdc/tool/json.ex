@@ -72,7 +72,7 @@ defmodule CMDC.Tool.JSON do
   Encodes a term as JSON text. Option `pretty: true` indents by two spaces.
 
       iex> CMDC.Tool.JSON.encode(%{"a" => {1, 2}})
-      {:error, "/a: a tuple ({1, 2}) is not a JSON value"}
+      {:error, "/a: a tuple ({1,2}) is not a JSON value"}
   """
   @spec encode(term(), keyword()) :: {:ok, String.t()} | {:error, String.t()}
   def encode(term, opts \\ []) do

@@ -40,6 +40,8 @@ defmodule CMDC.Tool.Schema do
   Compiles a schema (a map, a boolean, or JSON text).
 
   Options:
+    * `:draft` - the draft for a schema without `$schema`: `"4"`, `"6"`, `"7"` (default),
+      `"2019-09"` or `"2020-12"`.
     * `:documents` - `%{uri => schema}` that `$ref`s to other documents resolve against.
     * `:dirs` - `%{url_prefix => folder}`: a `$ref` under the prefix reads the file at the rest
       of the URL inside the folder (used for the official test suite's remotes).
@@ -57,6 +59,7 @@ defmodule CMDC.Tool.Schema do
 
   def compile(schema, opts) do
     native_opts = %{
+      "draft" => opts[:draft] && to_string(opts[:draft]),
       "documents" => Map.new(Keyword.get(opts, :documents, %{})),
       "dirs" => Map.new(Keyword.get(opts, :dirs, %{}))
     }

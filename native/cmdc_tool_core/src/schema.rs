@@ -47,33 +47,54 @@ impl Retrieve for Documents {
     }
 }
 
-/// The draft a schema is read as: its `$schema` when it names a known one, else Draft 7.
+/// The draft a schema names in `$schema`, Draft 7 without one; `Draft::Unknown` for a custom
+/// meta-schema.
 pub fn draft_for(schema: &Value) -> Draft {
-    match Draft::Draft7.detect(schema) {
-        Draft::Unknown => Draft::Draft7,
-        draft => draft,
+    Draft::Draft7.detect(schema)
+}
+
+/// Reads a draft name as users write it: "7", "draft7", "2020-12", "draft2020-12", ...
+pub fn parse_draft(name: &str) -> Option<Draft> {
+    match name.trim_start_matches("draft").trim_start_matches('-') {
+        "4" | "04" => Some(Draft::Draft4),
+        "6" | "06" => Some(Draft::Draft6),
+        "7" | "07" => Some(Draft::Draft7),
+        "2019-09" => Some(Draft::Draft201909),
+        "2020-12" => Some(Draft::Draft202012),
+        _ => None,
     }
 }
 
-pub fn compile(schema: &Value, docs: Documents) -> Result<Validator, String> {
+/// Compiles a schema. `default_draft` applies when the schema has no `$schema` (Draft 7 if None).
+pub fn compile(
+    schema: &Value,
+    docs: Documents,
+    default_draft: Option<Draft>,
+) -> Result<Validator, String> {
     if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
         return Err(format!(
             "invalid schema: a JSON Schema is an object or a boolean, got {}",
             type_name(schema)
         ));
     }
-    jsonschema::options()
-        .with_draft(draft_for(schema))
-        .with_retriever(docs)
-        .build(schema)
-        .map_err(|e| {
-            let at = e.instance_path().as_str();
-            if at.is_empty() {
-                format!("invalid schema: {e}")
-            } else {
-                format!("invalid schema at {at}: {e}")
-            }
-        })
+    let mut options = jsonschema::options().with_retriever(docs);
+    let custom_meta_schema = schema.get("$schema").is_some() && draft_for(schema) == Draft::Unknown;
+    // A `$schema` naming a custom meta-schema is resolved by the validator (through `docs`), so
+    // its vocabularies apply; otherwise the draft is fixed here, Draft 7 by default.
+    if !custom_meta_schema {
+        options = options.with_draft(match (default_draft, schema.get("$schema")) {
+            (Some(draft), None) => draft,
+            _ => draft_for(schema),
+        });
+    }
+    options.build(schema).map_err(|e| {
+        let at = e.instance_path().as_str();
+        if at.is_empty() {
+            format!("invalid schema: {e}")
+        } else {
+            format!("invalid schema at {at}: {e}")
+        }
+    })
 }
 
 pub fn type_name(v: &Value) -> &'static str {
@@ -149,7 +170,7 @@ mod tests {
 
     #[test]
     fn compiles_and_validates() {
-        let v = compile(&tool_schema(), Documents::default()).unwrap();
+        let v = compile(&tool_schema(), Documents::default(), None).unwrap();
         assert!(check(&v, &json!({"path": "a", "limit": 5})).is_ok());
         let errs = check(&v, &json!({"limit": 0, "x": 1})).unwrap_err();
         let keywords: Vec<&str> = errs.iter().map(|f| f.keyword.as_str()).collect();
@@ -170,40 +191,55 @@ mod tests {
         let d7 = compile(
             &json!({"prefixItems": [{"type": "string"}]}),
             Documents::default(),
+            None,
         );
         assert!(check(&d7.unwrap(), &json!([1])).is_ok());
         let d2020 = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
                            "prefixItems": [{"type": "string"}]});
-        let d2020 = compile(&d2020, Documents::default()).unwrap();
+        let d2020 = compile(&d2020, Documents::default(), None).unwrap();
         assert!(check(&d2020, &json!([1])).is_err());
     }
 
     #[test]
+    fn a_default_draft_applies_only_without_schema_keyword() {
+        let s = json!({"prefixItems": [{"type": "string"}]});
+        let v = compile(&s, Documents::default(), parse_draft("2020-12")).unwrap();
+        assert!(check(&v, &json!([1])).is_err());
+        assert_eq!(parse_draft("draft7"), Some(Draft::Draft7));
+        assert_eq!(parse_draft("nine"), None);
+    }
+
+    #[test]
     fn invalid_schemas_are_refused_with_a_reason() {
-        let err = compile(&json!({"type": "strnig"}), Documents::default()).unwrap_err();
+        let err = compile(&json!({"type": "strnig"}), Documents::default(), None).unwrap_err();
         assert!(err.starts_with("invalid schema"), "{err}");
-        let err = compile(&json!([1]), Documents::default()).unwrap_err();
+        let err = compile(&json!([1]), Documents::default(), None).unwrap_err();
         assert!(err.contains("object or a boolean"), "{err}");
     }
 
     #[test]
     fn remote_refs_never_touch_the_network() {
         let s = json!({"$ref": "http://example.com/schema.json"});
-        let err = compile(&s, Documents::default()).unwrap_err();
+        let err = compile(&s, Documents::default(), None).unwrap_err();
         assert!(err.contains("not available"), "{err}");
         let mut docs = Documents::default();
         docs.documents.insert(
             "http://example.com/schema.json".into(),
             json!({"type": "integer"}),
         );
-        let v = compile(&s, docs).unwrap();
+        let v = compile(&s, docs, None).unwrap();
         assert!(check(&v, &json!(1)).is_ok());
         assert!(check(&v, &json!("1")).is_err());
     }
 
     #[test]
     fn error_count_is_capped() {
-        let v = compile(&json!({"items": {"type": "string"}}), Documents::default()).unwrap();
+        let v = compile(
+            &json!({"items": {"type": "string"}}),
+            Documents::default(),
+            None,
+        )
+        .unwrap();
         let many: Vec<i32> = (0..100).collect();
         assert_eq!(check(&v, &json!(many)).unwrap_err().len(), MAX_ERRORS);
     }

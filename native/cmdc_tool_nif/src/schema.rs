@@ -5,7 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cmdc_tool_core::schema::{check, compile, Documents, Failure};
+use cmdc_tool_core::schema::{check, compile, parse_draft, Documents, Failure};
 use jsonschema::Validator;
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
@@ -104,7 +104,19 @@ fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a
             return (atoms::error(), msg).encode(env);
         }
     };
-    match compile(&source, documents(&opts)) {
+    let draft = match opts.get("draft").and_then(Value::as_str) {
+        None => None,
+        Some(name) => match parse_draft(name) {
+            Some(draft) => Some(draft),
+            None => {
+                let msg = format!(
+                    "unknown draft {name:?}: use one of \"4\", \"6\", \"7\", \"2019-09\", \"2020-12\""
+                );
+                return (atoms::error(), msg).encode(env);
+            }
+        },
+    };
+    match compile(&source, documents(&opts), draft) {
         Ok(validator) => {
             let schema = Schema {
                 validator: AssertUnwindSafe(validator),

@@ -280,16 +280,14 @@ fn convert<'a>(
             Ok(Value::Object(map))
         }
         TermType::List => {
+            // ListIterator panics on an improper tail: check the shape first.
+            let len = term.list_length().map_err(|_| not_json(term, path))?;
             let iter: ListIterator = term.decode().map_err(|_| not_json(term, path))?;
-            let mut items = Vec::new();
+            let mut items = Vec::with_capacity(len);
             for (i, item) in iter.enumerate() {
                 path.push(Seg::Index(i));
                 items.push(convert(item, budget, path)?);
                 path.pop();
-            }
-            // ListIterator stops at an improper tail without saying so: check the shape.
-            if term.list_length().is_err() {
-                return Err(not_json(term, path));
             }
             Ok(Value::Array(items))
         }

@@ -1,0 +1,69 @@
+defmodule CMDC.Tool.JSONTest do
+  use ExUnit.Case, async: true
+  doctest CMDC.Tool.JSON
+
+  alias CMDC.Tool.JSON
+
+  test "round trips every JSON value kind" do
+    value = %{
+      "s" => "héllo \"quoted\" \n\t\u0001 ☃",
+      "i" => -42,
+      "u" => 18_446_744_073_709_551_615,
+      "f" => 1.5e-7,
+      "b" => [true, false, nil],
+      "o" => %{"nested" => %{"empty" => %{}, "list" => []}}
+    }
+
+    assert value |> JSON.encode!() |> JSON.decode!() == value
+    assert value |> JSON.encode!(pretty: true) |> JSON.decode!() == value
+  end
+
+  test "pretty output is indented by two spaces" do
+    assert JSON.encode!(%{"a" => [1]}, pretty: true) == "{\n  \"a\": [\n    1\n  ]\n}"
+  end
+
+  test "big integers encode exactly" do
+    assert JSON.encode!(2 ** 100) == "1267650600228229401496703205376"
+  end
+
+  test "decode errors say what and where" do
+    assert {:error, "invalid JSON: the input is empty"} = JSON.decode("")
+    assert {:error, msg} = JSON.decode(~s({"a": 1} x))
+    assert msg =~ "trailing characters at line 1 column 10"
+    assert {:error, msg} = JSON.decode(<<"\"", 0xFF, "\"">>)
+    assert msg =~ "invalid JSON"
+    assert {:error, msg} = JSON.decode(String.duplicate("[", 129) <> String.duplicate("]", 129))
+    assert msg =~ "nested deeper than 128"
+    assert {:error, msg} = JSON.decode(:not_text)
+    assert msg =~ "expected a binary"
+  end
+
+  test "decode accepts iodata" do
+    assert JSON.decode(["[1,", ["2]"]]) == {:ok, [1, 2]}
+  end
+
+  test "duplicate object keys: the last wins" do
+    assert JSON.decode!(~s({"a": 1, "a": 2})) == %{"a" => 2}
+  end
+
+  test "encode errors name the path" do
+    assert {:error, "/a/0: a pid" <> _} = JSON.encode(%{"a" => [self()]})
+    assert {:error, "/k: a binary that is not valid UTF-8" <> _} = JSON.encode(%{k: <<0xC3>>})
+    assert {:error, "key \"a\" is given twice" <> _} = JSON.encode(%{:a => 1, "a" => 2})
+    assert_raise JSON.EncodeError, ~r/a tuple/, fn -> JSON.encode!({1}) end
+    assert_raise JSON.DecodeError, ~r/invalid JSON/, fn -> JSON.decode!("nope") end
+  end
+
+  test "large documents go through the dirty scheduler and come back intact" do
+    big = for i <- 1..20_000, do: %{"id" => i, "name" => "item #{i}", "tags" => ["a", "b"]}
+    text = JSON.encode!(big)
+    assert byte_size(text) > 16 * 1024
+    assert JSON.decode!(text) == big
+  end
+
+  test "hostile nesting is refused when encoding" do
+    deep = Enum.reduce(1..100_000, 1, fn _, acc -> [acc] end)
+    assert {:error, message} = JSON.encode(deep)
+    assert message =~ "nested deeper than 128"
+  end
+end

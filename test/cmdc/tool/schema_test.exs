@@ -1,0 +1,63 @@
+defmodule CMDC.Tool.SchemaTest do
+  use ExUnit.Case, async: true
+  doctest CMDC.Tool.Schema
+
+  alias CMDC.Tool.Schema
+
+  test "compiles from JSON text" do
+    assert {:ok, s} = Schema.compile(~s({"type": "string"}))
+    assert {:ok, "x"} = Schema.validate(s, "x")
+    assert {:error, "invalid JSON" <> _} = Schema.compile("{")
+  end
+
+  test "a schema that is not an object or boolean is refused" do
+    assert {:error, msg} = Schema.compile([1, 2])
+    assert msg =~ "object or a boolean"
+    assert {:error, msg} = Schema.compile(%{"properties" => %{"a" => {:tuple}}})
+    assert msg =~ "/properties/a"
+  end
+
+  test "boolean schemas" do
+    assert {:ok, _} = Schema.validate(Schema.compile!(true), %{"any" => 1})
+    assert {:error, [%{keyword: "falseSchema"}]} = Schema.validate(Schema.compile!(false), 1)
+  end
+
+  test "$schema selects the draft; Draft 7 is the default" do
+    tuple = %{"prefixItems" => [%{"type" => "string"}]}
+    assert {:ok, _} = Schema.validate(Schema.compile!(tuple), [1])
+    assert {:error, _} = Schema.validate(Schema.compile!(tuple, draft: "2020-12"), [1])
+
+    with_schema = Map.put(tuple, "$schema", "https://json-schema.org/draft/2020-12/schema")
+    assert {:error, _} = Schema.validate(Schema.compile!(with_schema), [1])
+    assert {:error, "unknown draft" <> _} = Schema.compile(tuple, draft: "9")
+  end
+
+  test "remote $refs resolve only against given documents" do
+    schema = %{"$ref" => "https://example.com/point.json"}
+    assert {:error, msg} = Schema.compile(schema)
+    assert msg =~ "not available"
+
+    point = %{"type" => "object", "required" => ["x"]}
+
+    assert {:ok, s} =
+             Schema.compile(schema, documents: %{"https://example.com/point.json" => point})
+
+    assert {:error, [%{keyword: "required"}]} = Schema.validate(s, %{})
+  end
+
+  test "a compiled schema is shared safely by many processes" do
+    s = Schema.compile!(%{"type" => "object", "required" => ["n"]})
+
+    results =
+      1..200
+      |> Task.async_stream(fn i -> Schema.validate(s, %{"n" => i}) end, max_concurrency: 50)
+      |> Enum.map(fn {:ok, r} -> r end)
+
+    assert Enum.all?(results, &match?({:ok, _}, &1))
+  end
+
+  test "for_module/1 caches per module version" do
+    assert {:ok, a} = Schema.for_module(CMDC.Tool.Examples.Echo)
+    assert {:ok, ^a} = Schema.for_module(CMDC.Tool.Examples.Echo)
+  end
+end
