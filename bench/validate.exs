@@ -1,0 +1,85 @@
+# Validation cost from Elixir vs the same validation in pure Rust on a pre-parsed value.
+# Run: mix run bench/validate.exs
+alias CMDC.Tool.{JSON, Schema}
+
+schema =
+  Schema.compile!(%{
+    "type" => "object",
+    "properties" => %{
+      "query" => %{"type" => "string", "minLength" => 1},
+      "repo" => %{"type" => "string", "pattern" => "^[\\w.-]+/[\\w.-]+$"},
+      "limit" => %{"type" => "integer", "minimum" => 1, "maximum" => 100},
+      "state" => %{"enum" => ["open", "closed", "all"]},
+      "labels" => %{"type" => "array", "items" => %{"type" => "string"}},
+      "assignee" => %{"type" => "string"},
+      "draft" => %{"type" => "boolean"},
+      "sort" => %{
+        "type" => "object",
+        "properties" => %{"field" => %{"type" => "string"}, "desc" => %{"type" => "boolean"}},
+        "required" => ["field"]
+      }
+    },
+    "required" => ["query", "repo"],
+    "additionalProperties" => false
+  })
+
+valid = %{
+  "query" => "scheduler crash",
+  "repo" => "elixir-lang/elixir",
+  "limit" => 20,
+  "state" => "open",
+  "labels" => ["bug", "nif", "perf"],
+  "assignee" => "josevalim",
+  "draft" => false,
+  "sort" => %{"field" => "created", "desc" => true}
+}
+
+invalid = %{valid | "limit" => 0, "state" => "stale"} |> Map.put("extra", 1)
+
+{:ok, _} = Schema.validate(schema, valid)
+{:error, [_ | _]} = Schema.validate(schema, invalid)
+
+measure = fn fun, n ->
+  # Warm up, then take the best of 5 runs (least disturbed by the other core's work).
+  for _ <- 1..div(n, 10), do: fun.()
+
+  Enum.map(1..5, fn _ ->
+    {us, _} = :timer.tc(fn -> for _ <- 1..n, do: fun.() end)
+    us * 1000 / n
+  end)
+  |> Enum.min()
+end
+
+n = 200_000
+elixir_valid = measure.(fn -> Schema.validate(schema, valid) end, n)
+elixir_invalid = measure.(fn -> Schema.validate(schema, invalid) end, div(n, 4))
+json_valid = JSON.encode!(valid)
+json_path = measure.(fn -> Schema.validate_json(schema, json_valid) end, n)
+
+{:ok, {rust_valid, rust_is_valid}} =
+  CMDC.Tool.Native.bench_rust_validate(schema, JSON.encode!(valid), 1_000_000)
+
+{:ok, {rust_invalid, _}} =
+  CMDC.Tool.Native.bench_rust_validate(schema, JSON.encode!(invalid), 200_000)
+
+row = fn label, ns ->
+  value = :erlang.float_to_binary(ns / 1, decimals: 1)
+  IO.puts(String.pad_trailing(label, 60) <> String.pad_leading(value, 9) <> " ns")
+end
+
+IO.puts(
+  "validate an 8-property tool-args map (strings, bounded integer, enum, array, nested object)"
+)
+
+row.("pure Rust, pre-parsed serde_json::Value, valid", rust_valid)
+row.("pure Rust, pre-parsed serde_json::Value, is_valid only", rust_is_valid)
+row.("Elixir CMDC.Tool.Schema.validate/2, valid", elixir_valid)
+row.("Elixir CMDC.Tool.Schema.validate_json/2 (JSON text), valid", json_path)
+row.("pure Rust, pre-parsed, invalid (4 errors collected)", rust_invalid)
+row.("Elixir CMDC.Tool.Schema.validate/2, invalid (4 errors)", elixir_invalid)
+
+IO.puts(
+  "ratio Elixir/Rust, valid:   #{Float.round(elixir_valid / rust_valid, 2)}x (target <= 3x)"
+)
+
+IO.puts("ratio Elixir/Rust, invalid: #{Float.round(elixir_invalid / rust_invalid, 2)}x")
