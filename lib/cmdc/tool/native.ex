@@ -47,6 +47,8 @@ defmodule CMDC.Tool.Native do
   def schema_validate_dirty(_schema, _args), do: err()
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
+  def schema_validate_converting(_schema, _args), do: err()
   def schema_source(_schema), do: err()
+  def beam_conformance(_document), do: err()
   def bench_rust_validate(_schema, _text, _iterations), do: err()
 end

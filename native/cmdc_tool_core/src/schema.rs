@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use jsonschema::json::{Json, SerdeJson};
 use jsonschema::{Draft, Retrieve, Uri, ValidationError, Validator};
 use serde_json::Value;
 
@@ -12,7 +13,7 @@ pub const MAX_ERRORS: usize = 32;
 
 /// Where `$ref`s to other documents resolve: given documents, or URL prefixes mapped onto folders.
 /// Nothing is fetched from the network.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Documents {
     pub documents: HashMap<String, Value>,
     pub dirs: Vec<(String, PathBuf)>,
@@ -65,19 +66,29 @@ pub fn parse_draft(name: &str) -> Option<Draft> {
     }
 }
 
-/// Compiles a schema. `default_draft` applies when the schema has no `$schema` (Draft 7 if None).
+/// Compiles a schema for `serde_json::Value` instances. `default_draft` applies when the schema
+/// has no `$schema` (Draft 7 if None).
 pub fn compile(
     schema: &Value,
     docs: Documents,
     default_draft: Option<Draft>,
 ) -> Result<Validator, String> {
+    compile_for::<SerdeJson>(schema, docs, default_draft)
+}
+
+/// Compiles a schema for instances in the representation `F` (e.g. BEAM terms read in place).
+pub fn compile_for<F: Json>(
+    schema: &Value,
+    docs: Documents,
+    default_draft: Option<Draft>,
+) -> Result<Validator<F>, String> {
     if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
         return Err(format!(
             "invalid schema: a JSON Schema is an object or a boolean, got {}",
             type_name(schema)
         ));
     }
-    let mut options = jsonschema::options().with_retriever(docs);
+    let mut options = jsonschema::options_for::<F>().with_retriever(docs);
     let custom_meta_schema = schema.get("$schema").is_some() && draft_for(schema) == Draft::Unknown;
     // A `$schema` naming a custom meta-schema is resolved by the validator (through `docs`), so
     // its vocabularies apply; otherwise the draft is fixed here, Draft 7 by default.
@@ -140,11 +151,19 @@ impl Failure {
 
 /// Validates a value: the cheap boolean check first, errors only when it fails.
 pub fn check(validator: &Validator, value: &Value) -> Result<(), Vec<Failure>> {
-    if validator.is_valid(value) {
+    check_for::<SerdeJson>(validator, value)
+}
+
+/// `check` for any representation.
+pub fn check_for<'i, F: Json>(
+    validator: &'i Validator<F>,
+    node: F::Node<'i>,
+) -> Result<(), Vec<Failure>> {
+    if validator.is_valid(node.clone()) {
         return Ok(());
     }
     Err(validator
-        .iter_errors(value)
+        .iter_errors(node)
         .take(MAX_ERRORS)
         .map(|e| Failure::from_error(&e))
         .collect())

@@ -2,6 +2,7 @@
 //! `CMDC.Tool.Native` by `rustler::init!`; this file holds only the module list and the table.
 
 pub mod atoms;
+pub mod beam;
 pub mod json;
 pub mod schema;
 pub mod term;

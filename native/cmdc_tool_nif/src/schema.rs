@@ -5,17 +5,24 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cmdc_tool_core::schema::{check, compile, parse_draft, Documents, Failure};
+use cmdc_tool_core::schema::{
+    check, check_for, compile, compile_for, parse_draft, Documents, Failure,
+};
 use jsonschema::Validator;
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
 use crate::atoms;
+use crate::beam::{Beam, Tape};
 use crate::term::{self, Budget, TermError};
 
 /// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
 pub struct Schema {
-    pub validator: AssertUnwindSafe<Validator>,
+    /// Validates terms in place (`beam.rs`): the path every term takes.
+    pub validator: AssertUnwindSafe<Validator<Beam>>,
+    /// The same schema over `serde_json::Value`: the converting path, kept for the tests that
+    /// check both paths agree and for the pure-Rust benchmark figure.
+    pub converting: AssertUnwindSafe<Validator>,
     pub source: Value,
 }
 
@@ -53,10 +60,21 @@ fn validate_term<'a>(
     args: Term<'a>,
     mut budget: Budget,
 ) -> Term<'a> {
-    match term::to_value(args, &mut budget) {
+    match Tape::build(args, &mut budget) {
         Err(TermError::Yield) => atoms::r#yield().encode(env),
         Err(e) => failures_term(env, &[not_json(&e)]),
-        Ok(value) => match check(&schema.validator, &value) {
+        Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
+            Ok(()) => atoms::ok().encode(env),
+            Err(failures) => failures_term(env, &failures),
+        },
+    }
+}
+
+/// The converting path: term -> `serde_json::Value` -> validation.
+fn validate_converted<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Term<'a> {
+    match term::to_value(args, &mut Budget::dirty()) {
+        Err(e) => failures_term(env, &[not_json(&e)]),
+        Ok(value) => match check(&schema.converting, &value) {
             Ok(()) => atoms::ok().encode(env),
             Err(failures) => failures_term(env, &failures),
         },
@@ -64,16 +82,16 @@ fn validate_term<'a>(
 }
 
 fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
-    let value: Value = match serde_json::from_slice(text) {
-        Ok(v) => v,
-        Err(e) => {
-            let failure = Failure::json("", crate::json::decode_error(&e, text));
-            return failures_term(env, &[failure]);
-        }
+    let args = match crate::json::decode(env, text) {
+        Ok(term) => term,
+        Err(message) => return failures_term(env, &[Failure::json("", message)]),
     };
-    match check(&schema.validator, &value) {
-        Ok(()) => (atoms::ok(), term::from_value(env, &value)).encode(env),
-        Err(failures) => failures_term(env, &failures),
+    match Tape::build(args, &mut Budget::dirty()) {
+        Err(e) => failures_term(env, &[not_json(&e)]),
+        Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
+            Ok(()) => (atoms::ok(), args).encode(env),
+            Err(failures) => failures_term(env, &failures),
+        },
     }
 }
 
@@ -116,10 +134,14 @@ fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a
             }
         },
     };
-    match compile(&source, documents(&opts), draft) {
-        Ok(validator) => {
+    let docs = documents(&opts);
+    let compiled = compile_for::<Beam>(&source, docs.clone(), draft)
+        .and_then(|beam| Ok((beam, compile(&source, docs, draft)?)));
+    match compiled {
+        Ok((validator, converting)) => {
             let schema = Schema {
                 validator: AssertUnwindSafe(validator),
+                converting: AssertUnwindSafe(converting),
                 source,
             };
             (atoms::ok(), ResourceArc::new(schema)).encode(env)
@@ -163,6 +185,25 @@ fn schema_validate_json_dirty<'a>(
     validate_text(env, &schema, text.as_slice())
 }
 
+/// Validates through the converting path (for the tests comparing both paths).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_converting<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    args: Term<'a>,
+) -> Term<'a> {
+    validate_converted(env, &schema, args)
+}
+
+/// Runs the `jsonschema` accessor-contract check on a term encoding its conformance document.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn beam_conformance<'a>(env: Env<'a>, document: Term<'a>) -> Term<'a> {
+    match crate::beam::conformance(document) {
+        Ok(()) => atoms::ok().encode(env),
+        Err(message) => (atoms::error(), message).encode(env),
+    }
+}
+
 /// The schema as a term (as compiled), for callers that need the source back.
 #[rustler::nif]
 fn schema_source<'a>(env: Env<'a>, schema: ResourceArc<Schema>) -> Term<'a> {
@@ -185,12 +226,12 @@ fn bench_rust_validate<'a>(
     let n = iterations.max(1);
     let start = Instant::now();
     for _ in 0..n {
-        std::hint::black_box(check(&schema.validator, std::hint::black_box(&value)).is_ok());
+        std::hint::black_box(check(&schema.converting, std::hint::black_box(&value)).is_ok());
     }
     let full = start.elapsed().as_nanos() as f64 / n as f64;
     let start = Instant::now();
     for _ in 0..n {
-        std::hint::black_box(schema.validator.is_valid(std::hint::black_box(&value)));
+        std::hint::black_box(schema.converting.is_valid(std::hint::black_box(&value)));
     }
     let bare = start.elapsed().as_nanos() as f64 / n as f64;
     (atoms::ok(), (full, bare)).encode(env)

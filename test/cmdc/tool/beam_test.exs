@@ -1,0 +1,137 @@
+defmodule CMDC.Tool.BeamTest do
+  # BEAM terms validated in place (native/cmdc_tool_nif/src/beam.rs) must agree with the
+  # converting path (term -> serde_json::Value) on every input.
+  use ExUnit.Case, async: true
+
+  alias CMDC.Tool.{Native, Schema, TermGen}
+
+  @document %{
+    "string" => "héllo",
+    "integer" => 42,
+    "float" => 1.5,
+    "boolean" => true,
+    "null" => nil,
+    "array" => [10, 20, 30],
+    "duplicates" => [1, %{"a" => 1}, %{"a" => 1}],
+    "object" => %{"nested" => "value"}
+  }
+
+  test "the representation meets jsonschema's accessor contract, string keys" do
+    assert Native.beam_conformance(@document) == :ok
+  end
+
+  test "the representation meets jsonschema's accessor contract, atom keys" do
+    atom_keyed =
+      Map.new(@document, fn {k, v} -> {String.to_atom(k), v} end)
+      |> Map.put(:object, %{nested: "value"})
+
+    assert Native.beam_conformance(atom_keyed) == :ok
+  end
+
+  @schemas [
+    %{"type" => "object"},
+    %{
+      "type" => "object",
+      "properties" => %{
+        "a" => %{"type" => ["integer", "null"]},
+        "name" => %{"type" => "string", "minLength" => 2, "maxLength" => 5},
+        "count" => %{"type" => "number", "minimum" => 0, "multipleOf" => 0.5},
+        "tags" => %{"type" => "array", "items" => %{"type" => "string"}, "uniqueItems" => true},
+        "kind" => %{"enum" => ["fast", "slow", 1, nil]},
+        "id" => %{"const" => 1}
+      },
+      "required" => ["a"],
+      "additionalProperties" => %{"type" => ["string", "number", "boolean", "null"]}
+    },
+    %{"type" => "array", "uniqueItems" => true},
+    %{"anyOf" => [%{"type" => "string"}, %{"type" => "array", "maxItems" => 2}]},
+    %{"propertyNames" => %{"maxLength" => 3}, "minProperties" => 1},
+    %{"not" => %{"type" => "object", "required" => ["b"]}},
+    %{"items" => %{"oneOf" => [%{"type" => "integer"}, %{"type" => "boolean"}]}},
+    %{"contains" => %{"const" => 1.0}},
+    %{
+      "$schema" => "https://json-schema.org/draft/2020-12/schema",
+      "prefixItems" => [%{"type" => "number"}],
+      "unevaluatedItems" => false,
+      "unevaluatedProperties" => false,
+      "properties" => %{"x" => true}
+    }
+  ]
+
+  test "in-place and converting paths agree on random terms", %{} do
+    TermGen.seed(ExUnit.configuration()[:seed])
+    compiled = Enum.map(@schemas, &Schema.compile!/1)
+
+    for _ <- 1..3000 do
+      term = if :rand.uniform(3) == 1, do: TermGen.map(3), else: TermGen.json(3)
+
+      for schema <- compiled do
+        in_place = normalize(Native.schema_validate_dirty(schema, term))
+        converted = normalize(Native.schema_validate_converting(schema, term))
+        assert in_place == converted, "paths disagree on #{inspect(term)}"
+      end
+    end
+  end
+
+  test "non-JSON terms give the same error on both paths" do
+    schema = Schema.compile!(%{"type" => "object"})
+
+    for _ <- 1..20 do
+      {term, path} = TermGen.poisoned()
+      assert {:error, [%{keyword: "json", path: ^path} = a]} = Schema.validate(schema, term)
+      assert {:error, [b]} = Native.schema_validate_converting(schema, term)
+      assert a.message == b.message
+    end
+  end
+
+  describe "numbers compare mathematically" do
+    test "enum and const: 1 == 1.0" do
+      s = Schema.compile!(%{"enum" => [1, "a"]})
+      assert {:ok, _} = Schema.validate(s, 1.0)
+      c = Schema.compile!(%{"const" => 2.0})
+      assert {:ok, _} = Schema.validate(c, 2)
+      assert {:error, _} = Schema.validate(c, 2.5)
+    end
+
+    test "uniqueItems: 1 and 1.0 are the same item" do
+      s = Schema.compile!(%{"uniqueItems" => true})
+      assert {:error, [%{keyword: "uniqueItems"}]} = Schema.validate(s, [1, 1.0])
+      assert {:error, _} = Schema.validate(s, [%{"a" => 1}, %{a: 1.0}])
+      assert {:ok, _} = Schema.validate(s, [1, 2, "1"])
+    end
+
+    test "every number form: small, negative, unsigned 64-bit, big, float" do
+      s = Schema.compile!(%{"type" => "integer", "minimum" => -(2 ** 80)})
+
+      for n <- [0, -5, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64, 2 ** 100, -(2 ** 70), 3.0] do
+        assert {:ok, ^n} = Schema.validate(s, n), inspect(n)
+      end
+
+      assert {:error, [%{keyword: "type"}]} = Schema.validate(s, 3.5)
+      assert {:error, [%{keyword: "minimum"}]} = Schema.validate(s, -(2 ** 81))
+    end
+  end
+
+  test "atom keys, atom values and large objects" do
+    s =
+      Schema.compile!(%{
+        "type" => "object",
+        "properties" => %{"mode" => %{"enum" => ["fast"]}, "k40" => %{"type" => "integer"}},
+        "required" => ["mode", "k40"]
+      })
+
+    big = Map.new(1..100, &{"k#{&1}", &1})
+    assert {:ok, _} = Schema.validate(s, Map.put(big, :mode, :fast))
+
+    assert {:error, [%{path: "/k40"}]} =
+             Schema.validate(s, %{big | "k40" => "x"} |> Map.put(:mode, "fast"))
+
+    assert {:error, [%{message: msg}]} = Schema.validate(s, Map.put(big, :k3, 1))
+    assert msg =~ ~s(key "k3" is given twice)
+  end
+
+  defp normalize(:ok), do: :ok
+
+  defp normalize({:error, errors}),
+    do: errors |> Enum.map(&{&1.path, &1.keyword, &1.schema_path}) |> Enum.sort()
+end
