@@ -407,7 +407,11 @@ impl<'a> Builder<'a, '_> {
                     binary_keys = true;
                     Key::Str(s)
                 }
-                Some(Err(_)) => return Err(self.key_err(key)),
+                // A budget stop (yield, size) passes through; a bad binary names the key.
+                Some(Err(e)) if matches!(*e, TermError::NotJson { .. }) => {
+                    return Err(self.key_err(key))
+                }
+                Some(Err(e)) => return Err(e),
                 None if key.get_type() == TermType::Atom => {
                     atom_keys = true;
                     self.tape

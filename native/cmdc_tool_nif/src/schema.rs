@@ -70,9 +70,11 @@ fn validate_term<'a>(
     }
 }
 
-/// The converting path: term -> `serde_json::Value` -> validation.
+/// The converting path: term -> `serde_json::Value` -> validation (normal scheduler, with the
+/// same budget as the in-place path; `:yield` when over it).
 fn validate_converted<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Term<'a> {
-    match term::to_value(args, &mut Budget::dirty()) {
+    match term::to_value(args, &mut Budget::normal()) {
+        Err(TermError::Yield) => atoms::r#yield().encode(env),
         Err(e) => failures_term(env, &[not_json(&e)]),
         Ok(value) => match check(&schema.converting, &value) {
             Ok(()) => atoms::ok().encode(env),
@@ -186,7 +188,7 @@ fn schema_validate_json_dirty<'a>(
 }
 
 /// Validates through the converting path (for the tests comparing both paths).
-#[rustler::nif(schedule = "DirtyCpu")]
+#[rustler::nif]
 fn schema_validate_converting<'a>(
     env: Env<'a>,
     schema: ResourceArc<Schema>,

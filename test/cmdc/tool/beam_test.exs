@@ -130,6 +130,13 @@ defmodule CMDC.Tool.BeamTest do
     assert msg =~ ~s(key "k3" is given twice)
   end
 
+  test "a large map crosses from the normal to the dirty scheduler without a false error" do
+    s = Schema.compile!(%{"type" => "object"})
+    files = Enum.map(1..2000, &%{"path" => "f#{&1}", "content" => String.duplicate("x", 300)})
+    assert :yield = Native.schema_validate(s, %{"files" => files})
+    assert {:ok, _} = Schema.validate(s, %{"files" => files})
+  end
+
   defp normalize(:ok), do: :ok
 
   defp normalize({:error, errors}),
