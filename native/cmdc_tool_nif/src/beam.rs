@@ -301,12 +301,7 @@ impl<'a> Builder<'a, '_> {
                 if unsafe { enif_get_uint64(env, raw, &mut u) } != 0 {
                     return Ok(Item::UInt(u));
                 }
-                let big: BigInt = term.decode().map_err(|_| self.err(term))?;
-                let digits = big.to_string();
-                self.tape
-                    .bigs
-                    .push((digits.parse().unwrap_or(f64::INFINITY), digits));
-                Ok(Item::Big(self.tape.bigs.len() as u32 - 1))
+                self.big(term)
             }
             TermType::Float => {
                 let mut f = 0f64;
@@ -320,15 +315,30 @@ impl<'a> Builder<'a, '_> {
             } else if raw == atoms::nil_atom().as_c_arg() {
                 Item::Null
             } else {
-                self.tape
-                    .names
-                    .push(term.atom_to_string().map_err(|_| self.err(term))?);
-                Item::Name(self.tape.names.len() as u32 - 1)
+                Item::Name(self.atom_name(term)?)
             }),
             TermType::List => self.list(term),
             TermType::Map => self.map(term),
             _ => Err(self.err(term)),
         }
+    }
+
+    /// Integers beyond 64 bits (rare: kept out of `item`'s frame).
+    #[inline(never)]
+    fn big(&mut self, term: Term<'a>) -> Result<Item<'a>, Fail> {
+        let big: BigInt = term.decode().map_err(|_| self.err(term))?;
+        let digits = big.to_string();
+        self.tape
+            .bigs
+            .push((digits.parse().unwrap_or(f64::INFINITY), digits));
+        Ok(Item::Big(self.tape.bigs.len() as u32 - 1))
+    }
+
+    #[inline(never)]
+    fn atom_name(&mut self, term: Term<'a>) -> Result<u32, Fail> {
+        let name = term.atom_to_string().map_err(|_| self.err(term))?;
+        self.tape.names.push(name);
+        Ok(self.tape.names.len() as u32 - 1)
     }
 
     #[inline(never)]
@@ -414,10 +424,7 @@ impl<'a> Builder<'a, '_> {
                 Some(Err(e)) => return Err(e),
                 None if key.get_type() == TermType::Atom => {
                     atom_keys = true;
-                    self.tape
-                        .names
-                        .push(key.atom_to_string().map_err(|_| self.err(key))?);
-                    Key::Name(self.tape.names.len() as u32 - 1)
+                    Key::Name(self.atom_name(key)?)
                 }
                 None => return Err(self.key_err(key)),
             };
