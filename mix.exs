@@ -59,10 +59,15 @@ defmodule Mix.Tasks.Compile.CmdcNative do
       """)
     end
 
-    Mix.shell().info("==> cmdc_tool: cargo build --release (native/#{@crate})")
+    # Build output goes to stderr: stdout may be a protocol channel (`mix cmdc.mcp`).
+    IO.puts(:stderr, "==> cmdc_tool: cargo build --release (native/#{@crate})")
     args = ["build", "--release", "--manifest-path", Path.join(root, "Cargo.toml"), "-p", @crate]
 
-    case System.cmd(cargo, args, cd: root, into: IO.stream(:stdio, :line), stderr_to_stdout: true) do
+    case System.cmd(cargo, args,
+           cd: root,
+           into: IO.stream(:standard_error, :line),
+           stderr_to_stdout: true
+         ) do
       {_, 0} ->
         install(root, target)
 
