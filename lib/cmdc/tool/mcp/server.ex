@@ -24,7 +24,9 @@ defmodule CMDC.Tool.MCP.Server do
   def serve(tools, opts \\ []) do
     input = Keyword.get(opts, :input, :stdio)
     output = Keyword.get(opts, :output, :stdio)
-    if input == :stdio, do: :io.setopts(:standard_io, binary: true)
+    # Raw bytes both ways: with the default unicode encoding, binread would transcode UTF-8
+    # input to Latin-1 and break every non-ASCII argument.
+    if input == :stdio, do: :io.setopts(:standard_io, binary: true, encoding: :latin1)
     server = self()
     {reader, ref} = spawn_monitor(fn -> read_loop(input, server) end)
     Process.register(self(), __MODULE__)

@@ -1,0 +1,104 @@
+defmodule CMDC.Tool.MCPTest do
+  use ExUnit.Case, async: true
+  doctest CMDC.Tool.MCP
+
+  alias CMDC.Tool.MCP
+  alias CMDC.Tool.Examples.{Echo, ReadFile}
+
+  defp req(id, method, params \\ %{}),
+    do: %{"jsonrpc" => "2.0", "id" => id, "method" => method, "params" => params}
+
+  describe "protocol" do
+    test "initialize negotiates 2025-06-18 and 2025-11-25, else offers the newest" do
+      state = MCP.new([Echo])
+
+      for {asked, got} <- [
+            {"2025-06-18", "2025-06-18"},
+            {"2025-11-25", "2025-11-25"},
+            {"2024-11-05", "2025-11-25"},
+            {nil, "2025-11-25"}
+          ] do
+        {[reply], _} = MCP.handle(req(1, "initialize", %{"protocolVersion" => asked}), state)
+        assert reply["result"]["protocolVersion"] == got
+        assert reply["result"]["capabilities"]["tools"]["listChanged"] == true
+      end
+    end
+
+    test "tools/list pages with an opaque cursor" do
+      state = MCP.new([Echo, ReadFile], page_size: 1)
+      {[r1], _} = MCP.handle(req(1, "tools/list"), state)
+      assert [%{"name" => "echo", "inputSchema" => %{"type" => "object"}}] = r1["result"]["tools"]
+      cursor = r1["result"]["nextCursor"]
+      {[r2], _} = MCP.handle(req(2, "tools/list", %{"cursor" => cursor}), state)
+      assert [%{"name" => "read_file"}] = r2["result"]["tools"]
+      refute Map.has_key?(r2["result"], "nextCursor")
+      {[r3], _} = MCP.handle(req(3, "tools/list", %{"cursor" => "garbage"}), state)
+      assert r3["error"]["code"] == -32_602
+    end
+
+    test "tools/call becomes a call effect; unknown tools are JSON-RPC errors with a hint" do
+      state = MCP.new([Echo])
+
+      params = %{
+        "name" => "echo",
+        "arguments" => %{"text" => "a"},
+        "_meta" => %{"progressToken" => 7}
+      }
+
+      assert {[{:call, 1, Echo, %{"text" => "a"}, 7}], _} =
+               MCP.handle(req(1, "tools/call", params), state)
+
+      {[reply], _} = MCP.handle(req(2, "tools/call", %{"name" => "ehco"}), state)
+      assert reply["error"]["code"] == -32_602
+      assert reply["error"]["message"] =~ "Did you mean: echo"
+    end
+
+    test "malformed requests get proper errors" do
+      state = MCP.new([Echo])
+      assert {[%{"error" => %{"code" => -32_601}}], _} = MCP.handle(req(1, "nope"), state)
+      assert {[%{"error" => %{"code" => -32_600}}], _} = MCP.handle(%{"id" => 1}, state)
+      assert {[%{"error" => %{"code" => -32_600}}], _} = MCP.handle([req(1, "ping")], state)
+      assert {[%{"error" => %{"code" => -32_600}}], _} = MCP.handle(req([1], "ping"), state)
+      params = %{"name" => "echo", "arguments" => [1]}
+
+      assert {[%{"error" => %{"code" => -32_602}}], _} =
+               MCP.handle(req(1, "tools/call", params), state)
+
+      assert %{"error" => %{"code" => -32_700}} = MCP.parse_error("x")
+    end
+
+    test "results: errors and invalid arguments are isError results" do
+      assert %{"isError" => false, "content" => [%{"text" => "t"}]} = MCP.call_result({:ok, "t"})
+      assert %{"isError" => true} = MCP.call_result({:error, "bad"})
+      assert %{"isError" => true} = MCP.call_result({:invalid, "bad args"})
+      assert %{"content" => [%{"text" => ~s({"a":1})}]} = MCP.call_result({:effect, %{a: 1}})
+    end
+  end
+
+  @tag timeout: 600_000
+  test "end to end with the official MCP Python SDK over stdio" do
+    {:ok, python} = CMDC.Tool.PythonEnv.python()
+    root = Path.expand("../../..", __DIR__)
+    client = Path.join(root, "test/support/mcp_client.py")
+    calls = CMDC.Tool.JSON.encode!([["read_file", %{"path" => "mix.exs", "limit" => 1}]])
+    input = Path.join(System.tmp_dir!(), "mcp_calls_#{System.unique_integer([:positive])}.json")
+    File.write!(input, calls)
+
+    {out, status} =
+      System.cmd("sh", ["-c", "#{python} #{client} #{root}/bin/cmdc-mcp < #{input}"],
+        cd: root,
+        env: [{"MIX_ENV", "test"}]
+      )
+
+    assert status == 0, out
+    report = out |> String.split("\n", trim: true) |> List.last() |> CMDC.Tool.JSON.decode!()
+    assert report["protocol_version"] == "2025-11-25"
+    assert "echo" in report["tools"] and "read_file" in report["tools"]
+    assert report["echo"] == %{"is_error" => false, "text" => "héllo"}
+    assert report["bad_args"]["is_error"] == true
+    assert report["bad_args"]["text"] =~ "at /text: 5 is not of type"
+    assert report["unknown"] =~ "Unknown tool: no_such_tool"
+    assert [%{"name" => "read_file", "is_error" => false, "text" => text}] = report["calls"]
+    assert text =~ "defmodule Mix.Tasks.Compile.CmdcNative"
+  end
+end

@@ -1,0 +1,74 @@
+"""End-to-end MCP client for cmdc_tool's stdio server, using the official MCP Python SDK.
+
+Usage: python mcp_client.py SERVER_COMMAND [ARGS...]
+Prints one JSON object with what it observed; exits non-zero on an unexpected failure.
+"""
+import asyncio
+import json
+import sys
+import time
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def main() -> None:
+    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
+    report: dict = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            started = time.monotonic()
+            init = await session.initialize()
+            report["protocol_version"] = init.protocol_version
+            report["server_name"] = init.server_info.name
+
+            listed = await session.list_tools()
+            report["list_time_ms"] = round((time.monotonic() - started) * 1000, 1)
+            report["tools"] = sorted(t.name for t in listed.tools)
+
+            ok = await session.call_tool("echo", {"text": "héllo"})
+            report["echo"] = {"is_error": ok.is_error, "text": ok.content[0].text}
+
+            bad = await session.call_tool("echo", {"text": 5})
+            report["bad_args"] = {"is_error": bad.is_error, "text": bad.content[0].text}
+
+            try:
+                await session.call_tool("no_such_tool", {})
+                report["unknown"] = "no error"
+            except Exception as e:  # the SDK raises on a JSON-RPC error
+                report["unknown"] = str(e)
+
+            extra = sys.stdin.read() if not sys.stdin.isatty() else ""
+            for name, args in json.loads(extra or "[]"):
+                progress: list = []
+
+                async def on_progress(value, total, message, progress=progress):
+                    progress.append(message)
+
+                result = await session.call_tool(name, args, progress_callback=on_progress)
+                report.setdefault("calls", []).append(
+                    {
+                        "name": name,
+                        "is_error": result.is_error,
+                        "text": result.content[0].text if result.content else None,
+                        "progress": progress,
+                    }
+                )
+
+            # Cancel a slow call: the SDK sends notifications/cancelled when the caller gives up.
+            if "slow" in report["tools"]:
+                t0 = time.monotonic()
+                with anyio.move_on_after(0.5):
+                    await session.call_tool("slow", {"ms": 30000})
+                report["cancel_after_ms"] = round((time.monotonic() - t0) * 1000)
+                # The server must still answer after a cancellation.
+                again = await session.call_tool("echo", {"text": "still here"})
+                report["after_cancel"] = again.content[0].text
+
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,31 @@
+defmodule CMDC.Tool.PythonEnv do
+  @moduledoc false
+  # A virtual environment with the official MCP Python SDK, made on first use under _build/
+  # (PyPI is reachable from every machine of this project; nothing else is needed).
+
+  @venv Path.expand("../../_build/mcp-venv", __DIR__)
+
+  def python do
+    py = Path.join([@venv, "bin", "python"])
+
+    if File.exists?(py) and
+         match?({_, 0}, System.cmd(py, ["-c", "import mcp"], stderr_to_stdout: true)) do
+      {:ok, py}
+    else
+      create(py)
+    end
+  end
+
+  defp create(py) do
+    python3 =
+      System.find_executable("python3") || raise "python3 is needed for the MCP end-to-end test"
+
+    with {_, 0} <- System.cmd(python3, ["-m", "venv", @venv], stderr_to_stdout: true),
+         {_, 0} <-
+           System.cmd(py, ["-m", "pip", "install", "--quiet", "mcp"], stderr_to_stdout: true) do
+      {:ok, py}
+    else
+      {out, status} -> {:error, "creating #{@venv} failed (#{status}): #{out}"}
+    end
+  end
+end
