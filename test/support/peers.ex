@@ -1,0 +1,43 @@
+defmodule CMDC.Tool.Peers do
+  @moduledoc false
+  # Real peer nodes for the cluster tests (OTP's :peer), on this machine's loopback.
+
+  @doc "Makes this node distributed (starting epmd when needed)."
+  def distribute! do
+    unless Node.alive?() do
+      System.cmd("epmd", ["-daemon"])
+      start_distribution(20)
+    end
+
+    :ok
+  end
+
+  defp start_distribution(0), do: raise("could not start Erlang distribution (is epmd running?)")
+
+  defp start_distribution(tries) do
+    name = :"cmdc_test_#{System.unique_integer([:positive])}@127.0.0.1"
+
+    case :net_kernel.start([name, :longnames]) do
+      {:ok, _} ->
+        :ok
+
+      {:error, _} ->
+        # epmd -daemon returns before epmd listens.
+        Process.sleep(100)
+        start_distribution(tries - 1)
+    end
+  end
+
+  @doc "Starts a peer node with this node's code paths; returns `{peer, node}`."
+  def start!(name) do
+    distribute!()
+    args = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
+    name = :"#{name}_#{System.unique_integer([:positive])}"
+
+    {:ok, peer, node} =
+      :peer.start_link(%{name: name, host: ~c"127.0.0.1", longnames: true, args: args})
+
+    {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:cmdc_tool])
+    {peer, node}
+  end
+end
