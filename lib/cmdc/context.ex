@@ -59,6 +59,29 @@ defmodule CMDC.Context do
     |> put_if(:shell, shell)
   end
 
+  @doc """
+  Sends a partial result (text or a details map) to whoever runs the tool; the caller receives
+  partial results in order, before the final result. Outside a runner it does nothing.
+
+      iex> CMDC.Context.update(%CMDC.Context{}, "50% done")
+      :ok
+  """
+  @spec update(t(), String.t() | map()) :: :ok
+  def update(%__MODULE__{private: %{update: fun}}, payload) when is_function(fun, 1) do
+    fun.(payload)
+    :ok
+  end
+
+  def update(%__MODULE__{}, _payload), do: :ok
+
+  @doc """
+  Asks the runner to abort the whole turn (the seeds' `ctx.abort()`): the call ends as an error
+  result carrying `reason`, and `CMDC.Tool.Runner.run_many/4` cancels the calls still running.
+  Does not return.
+  """
+  @spec abort(t(), term()) :: no_return()
+  def abort(%__MODULE__{}, reason \\ :aborted), do: throw({:cmdc_tool_abort, reason})
+
   defp put_if(map, _key, nil), do: map
   defp put_if(map, key, value), do: Map.put(map, key, value)
 end

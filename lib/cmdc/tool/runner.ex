@@ -1,0 +1,592 @@
+defmodule CMDC.Tool.Runner do
+  @moduledoc """
+  Runs a model's tool call and always ends in a `CMDC.Tool.Result` the model can read: never an
+  exception in the agent, never a hung turn.
+
+  Steps: resolve the tool (unknown → error result with "did you mean"), decode and validate the
+  arguments natively (invalid → error result naming path, expected and got), check the
+  permission policy, execute in a process of its own under a time limit, normalize.
+
+  ## Calls
+
+  A call is a map with `:id` (or `"id"`), `:name` and `:arguments` — a map, or the JSON text
+  the model sent.
+
+  ## Options
+
+    * `:timeout` - ms for this call (default: the tool's `timeout_ms` setting, else 60,000).
+    * `:max_output` - bytes of text kept; longer text is cut with a visible marker (100,000).
+    * `:on_update` - `fn payload -> ... end` called with each partial result, in order.
+    * `:approver` - `fn %{tool: name, args: args, call_id: id} -> :allow | :deny | {:deny, why} end`
+      consulted for `:ask_once`/`:ask_always` tools (also read from `ctx.private.approver`).
+    * `:policies` - `%{tool_name => policy}` overrides (registries carry their own settings).
+    * `:subscriber` - a pid receiving `{:cmdc_tool_event, :start | :update | :end, info}`.
+
+  ## Tool settings
+
+  A tool may export an optional `tool_options/0` returning any of `policy:`
+  (`:auto | :ask_once | :ask_always | :deny`, default `:auto`), `timeout_ms:` and
+  `exclusive: true` (never runs beside another call in `run_many/4`). A registry's per-tool
+  settings override them.
+
+  ## Cancellation
+
+  `async/4` returns a handle for `await/2` and `cancel/1`. Cancelling, a time-out, or the
+  caller's death kills the tool's process, and with it every process linked to it and every
+  OS process it started through `CMDC.Tool.Exec`.
+
+  When the `:telemetry` application is loaded, `[:cmdc_tool, :call, :start | :stop]` events are
+  emitted too (telemetry is not a dependency).
+  """
+
+  require Logger
+
+  alias CMDC.Tool.Result
+
+  @default_timeout 60_000
+  @default_max_output 100_000
+
+  defmodule Handle do
+    @moduledoc "A running call: `CMDC.Tool.Runner.await/2` it or `CMDC.Tool.Runner.cancel/1` it."
+    defstruct [:ref, :pid, :id, :name]
+    @type t :: %__MODULE__{}
+  end
+
+  @doc """
+  Runs one call and returns its result.
+
+      iex> call = %{id: "c1", name: "echo", arguments: ~s({"text": "hi"})}
+      iex> result = CMDC.Tool.Runner.run([CMDC.Tool.Examples.Echo], call, %CMDC.Context{})
+      iex> {result.content, result.is_error}
+      {"hi", false}
+  """
+  @spec run(term(), map(), CMDC.Context.t(), keyword()) :: Result.t()
+  def run(tools, call, context, opts \\ []) do
+    tools |> async(call, context, opts) |> await(opts)
+  end
+
+  @doc "Starts a call; updates and the result come to the calling process."
+  @spec async(term(), map(), CMDC.Context.t(), keyword()) :: Handle.t()
+  def async(tools, call, context, opts \\ []) do
+    caller = self()
+    ref = make_ref()
+    {id, name, arguments} = call_parts(call)
+    opts = Keyword.drop(opts, [:on_update])
+
+    pid =
+      spawn(fn ->
+        # The worker dies with its caller (and so does the tool: see supervise/6).
+        Process.monitor(caller)
+        result = execute(tools, {id, name, arguments}, context, opts, caller, ref)
+        send(caller, {__MODULE__, ref, {:done, result}})
+      end)
+
+    %Handle{ref: ref, pid: pid, id: id, name: name}
+  end
+
+  @doc """
+  Waits for a call's result, passing partial results to `:on_update` (option) on the way.
+  `:await_timeout` (default `:infinity`) bounds the wait; the call's own time-out applies anyway.
+  """
+  @spec await(Handle.t(), keyword()) :: Result.t()
+  def await(%Handle{ref: ref} = handle, opts \\ []) do
+    on_update = Keyword.get(opts, :on_update)
+    mon = Process.monitor(handle.pid)
+    await_loop(handle, ref, mon, on_update, Keyword.get(opts, :await_timeout, :infinity))
+  end
+
+  defp await_loop(handle, ref, mon, on_update, timeout) do
+    receive do
+      {__MODULE__, ^ref, {:update, payload}} ->
+        if on_update, do: on_update.(payload)
+        await_loop(handle, ref, mon, on_update, timeout)
+
+      {__MODULE__, ^ref, {:done, result}} ->
+        Process.demonitor(mon, [:flush])
+        result
+
+      {:DOWN, ^mon, :process, _, reason} ->
+        # The worker only dies abnormally when killed (cancel/1) or on a bug: still answer.
+        drain(ref, on_update)
+
+        %{
+          Result.error("the tool call was stopped (#{inspect(reason)})", :cancelled)
+          | id: handle.id,
+            name: handle.name
+        }
+    after
+      timeout ->
+        cancel(handle)
+
+        %{
+          Result.error("timed out waiting for the tool", :timeout)
+          | id: handle.id,
+            name: handle.name
+        }
+    end
+  end
+
+  defp drain(ref, on_update) do
+    receive do
+      {__MODULE__, ^ref, {:update, payload}} ->
+        if on_update, do: on_update.(payload)
+        drain(ref, on_update)
+    after
+      0 -> :ok
+    end
+  end
+
+  @doc "Cancels a running call: the tool and everything it started are stopped."
+  @spec cancel(Handle.t()) :: :ok
+  def cancel(%Handle{pid: pid}) do
+    send(pid, :cancel)
+    :ok
+  end
+
+  @doc """
+  Runs a batch of calls concurrently (at most `:max_concurrency`, default 8), returns the
+  results in the calls' order, and isolates failures. A tool with `exclusive: true` runs alone.
+  A result with `:abort` set cancels the calls still running; calls not started then end as
+  "aborted" error results.
+  """
+  @spec run_many(term(), [map()], CMDC.Context.t(), keyword()) :: [Result.t()]
+  def run_many(tools, calls, context, opts \\ []) do
+    max = Keyword.get(opts, :max_concurrency, 8)
+    indexed = Enum.with_index(calls)
+
+    {results, _} =
+      Enum.reduce(segments(tools, indexed), {%{}, false}, fn
+        segment, {acc, true} ->
+          {Enum.reduce(segment, acc, fn {call, i}, acc -> Map.put(acc, i, aborted(call)) end),
+           true}
+
+        segment, {acc, false} ->
+          run_segment(tools, segment, context, opts, max, acc)
+      end)
+
+    Enum.map(0..(length(calls) - 1)//1, &Map.fetch!(results, &1))
+  end
+
+  # Consecutive ordinary calls share a segment; an exclusive call is a segment of its own.
+  defp segments(tools, indexed) do
+    close = fn
+      segs, [] -> segs
+      segs, cur -> [Enum.reverse(cur) | segs]
+    end
+
+    {segs, current} =
+      Enum.reduce(indexed, {[], []}, fn {call, _} = item, {segs, cur} ->
+        if exclusive?(tools, call),
+          do: {[[item] | close.(segs, cur)], []},
+          else: {segs, [item | cur]}
+      end)
+
+    segs |> close.(current) |> Enum.reverse()
+  end
+
+  defp run_segment(tools, segment, context, opts, max, acc) do
+    segment
+    |> Enum.chunk_every(max)
+    |> Enum.reduce({acc, false}, fn
+      chunk, {acc, true} ->
+        {Enum.reduce(chunk, acc, fn {call, i}, acc -> Map.put(acc, i, aborted(call)) end), true}
+
+      chunk, {acc, false} ->
+        handles = Enum.map(chunk, fn {call, i} -> {async(tools, call, context, opts), i} end)
+        collect(handles, acc, opts)
+    end)
+  end
+
+  defp collect(handles, acc, opts) do
+    Enum.reduce(handles, {acc, false}, fn {handle, i}, {acc, aborting} ->
+      if aborting, do: cancel(handle)
+      result = await(handle, Keyword.take(opts, [:on_update]))
+      aborting = aborting or result.abort != nil
+
+      if aborting and result.abort == nil and result.reason == :cancelled,
+        do: {Map.put(acc, i, aborted_result(handle)), aborting},
+        else: {Map.put(acc, i, result), aborting}
+    end)
+  end
+
+  defp aborted(call) do
+    {id, name, _} = call_parts(call)
+    %{Result.error("not run: the turn was aborted", :aborted) | id: id, name: name}
+  end
+
+  defp aborted_result(%Handle{id: id, name: name}),
+    do: %{Result.error("cancelled: the turn was aborted", :aborted) | id: id, name: name}
+
+  defp exclusive?(tools, call) do
+    {_, name, _} = call_parts(call)
+
+    case CMDC.Tool.find(tools, name) do
+      {:ok, module} -> Map.get(settings(tools, module, name), :exclusive, false) == true
+      _ -> false
+    end
+  end
+
+  ## One call
+
+  defp call_parts(call) when is_map(call) do
+    get = fn key -> Map.get(call, key, Map.get(call, Atom.to_string(key))) end
+    {get.(:id), get.(:name), get.(:arguments) || %{}}
+  end
+
+  defp execute(tools, {id, name, arguments}, context, opts, caller, ref) do
+    started = System.monotonic_time(:microsecond)
+    emit(opts, :start, %{id: id, name: name})
+
+    result =
+      with {:ok, module} <- resolve(tools, name),
+           {:ok, args} <- validate(module, arguments),
+           settings = settings(tools, module, name),
+           :ok <- permit(module, name, args, id, settings, context, opts) do
+        supervise(module, args, context, opts, settings, {caller, ref, id})
+      else
+        {:error, %Result{} = result} -> result
+      end
+
+    duration = System.monotonic_time(:microsecond) - started
+    result = %{result | id: id, name: name, duration_us: duration}
+    emit(opts, :end, %{id: id, name: name, duration_us: duration, is_error: result.is_error})
+    result
+  end
+
+  defp resolve(tools, name) when is_binary(name) do
+    case CMDC.Tool.find(tools, name) do
+      {:ok, module} -> {:ok, module}
+      {:error, _} -> {:error, Result.error(unknown(tools, name), :unknown_tool)}
+    end
+  end
+
+  defp resolve(_tools, name),
+    do: {:error, Result.error("the call names no tool (got #{inspect(name)})", :unknown_tool)}
+
+  defp unknown(tools, name) do
+    case suggest(tools, name) do
+      [] -> "Unknown tool: #{name}."
+      names -> "Unknown tool: #{name}. Did you mean: #{Enum.join(names, ", ")}?"
+    end
+  end
+
+  # Nearest names: the registry's own when available, else a Jaro ranking of the list.
+  defp suggest(tools, name) do
+    if function_exported?(CMDC.Tool, :suggest, 2) do
+      apply(CMDC.Tool, :suggest, [tools, name])
+    else
+      tools
+      |> Enum.map(& &1.name())
+      |> Enum.map(&{String.jaro_distance(&1, name), &1})
+      |> Enum.filter(fn {d, _} -> d > 0.75 end)
+      |> Enum.sort(:desc)
+      |> Enum.take(3)
+      |> Enum.map(&elem(&1, 1))
+    end
+  end
+
+  defp validate(module, arguments) do
+    result =
+      if is_binary(arguments),
+        do: CMDC.Tool.validate_json(module, arguments),
+        else: CMDC.Tool.validate(module, arguments)
+
+    case result do
+      {:ok, args} ->
+        {:ok, args}
+
+      {:error, errors} ->
+        {:error, Result.error(CMDC.Tool.format_errors(errors, module), :invalid)}
+    end
+  end
+
+  @doc false
+  def settings(tools, module, name) do
+    own =
+      if Code.ensure_loaded?(module) and function_exported?(module, :tool_options, 0),
+        do: Map.new(module.tool_options()),
+        else: %{}
+
+    registry =
+      if is_struct(tools) and Code.ensure_loaded?(CMDC.Tool.Registry) and
+           function_exported?(CMDC.Tool.Registry, :settings, 2),
+         do: apply(CMDC.Tool.Registry, :settings, [tools, name]),
+         else: %{}
+
+    Map.merge(own, Map.new(registry))
+  end
+
+  ## Permissions
+
+  defp permit(_module, name, args, id, settings, context, opts) do
+    policy = get_in(opts, [:policies, name]) || Map.get(settings, :policy, :auto)
+
+    case policy do
+      :auto -> :ok
+      :deny -> {:error, Result.error("#{name} is not allowed here (policy: deny).", :denied)}
+      :ask_once -> ask(name, args, id, context, opts, true)
+      :ask_always -> ask(name, args, id, context, opts, false)
+      other -> {:error, Result.error("#{name} has an unknown policy #{inspect(other)}.", :denied)}
+    end
+  end
+
+  defp ask(name, args, id, context, opts, remember?) do
+    key = {context.session_id, name}
+
+    if remember? and approved?(key) do
+      :ok
+    else
+      approver = Keyword.get(opts, :approver) || Map.get(context.private, :approver)
+
+      case approver && approver.(%{tool: name, args: args, call_id: id}) do
+        nil ->
+          {:error,
+           Result.error(
+             "#{name} needs approval, and no one can approve here (headless): not run.",
+             :denied
+           )}
+
+        :allow ->
+          if remember?, do: remember(key)
+          :ok
+
+        {:deny, why} ->
+          {:error, Result.error("#{name} was not approved: #{why}", :denied)}
+
+        _ ->
+          {:error, Result.error("#{name} was not approved.", :denied)}
+      end
+    end
+  end
+
+  @approvals :cmdc_tool_approvals
+
+  defp approved?(key) do
+    :ets.whereis(@approvals) != :undefined and :ets.member(@approvals, key)
+  end
+
+  defp remember(key) do
+    if :ets.whereis(@approvals) == :undefined do
+      # Owned by a process that outlives calls: the table holds approvals for the sessions.
+      :persistent_term.put({__MODULE__, :approvals_owner}, spawn(fn -> own_table() end))
+      wait_table(50)
+    end
+
+    :ets.insert(@approvals, {key, true})
+  end
+
+  defp own_table do
+    try do
+      :ets.new(@approvals, [:named_table, :public, :set])
+      Process.sleep(:infinity)
+    rescue
+      ArgumentError -> :ok
+    end
+  end
+
+  defp wait_table(0), do: :ok
+
+  defp wait_table(n) do
+    if :ets.whereis(@approvals) == :undefined, do: Process.sleep(1) && wait_table(n - 1)
+  end
+
+  @doc "Forgets the `:ask_once` approvals of a session (e.g. when it ends)."
+  def forget_approvals(session_id) do
+    if :ets.whereis(@approvals) != :undefined,
+      do: :ets.match_delete(@approvals, {{session_id, :_}, :_})
+
+    :ok
+  end
+
+  ## Execution under supervision
+
+  defp supervise(module, args, context, opts, settings, {caller, ref, _id}) do
+    worker = self()
+    timeout = Keyword.get(opts, :timeout) || Map.get(settings, :timeout_ms, @default_timeout)
+    max_output = Keyword.get(opts, :max_output, @default_max_output)
+    subscriber = opts[:subscriber]
+
+    update = fn payload ->
+      send(worker, {:update, ref, payload})
+      :ok
+    end
+
+    context = %{context | private: Map.put(context.private, :update, update)}
+
+    {tool, mon} =
+      spawn_monitor(fn ->
+        send(worker, {:result, ref, invoke(module, args, context)})
+      end)
+
+    deadline = System.monotonic_time(:millisecond) + timeout
+    wait(tool, mon, ref, caller, deadline, timeout, max_output, subscriber)
+  end
+
+  defp wait(tool, mon, ref, caller, deadline, timeout, max_output, subscriber) do
+    left = max(deadline - System.monotonic_time(:millisecond), 0)
+
+    receive do
+      {:update, ^ref, payload} ->
+        send(caller, {__MODULE__, ref, {:update, payload}})
+        if subscriber, do: send(subscriber, {:cmdc_tool_event, :update, payload})
+        wait(tool, mon, ref, caller, deadline, timeout, max_output, subscriber)
+
+      {:result, ^ref, outcome} ->
+        Process.demonitor(mon, [:flush])
+        normalize(outcome, max_output)
+
+      {:DOWN, ^mon, :process, _, reason} ->
+        Logger.error("cmdc_tool: the tool process died: #{inspect(reason)}")
+        Result.error("the tool crashed", :crashed)
+
+      :cancel ->
+        kill(tool, mon)
+        Result.error("cancelled", :cancelled)
+
+      {:DOWN, _, :process, ^caller, _} ->
+        kill(tool, mon)
+        Result.error("cancelled: the caller went away", :cancelled)
+    after
+      left ->
+        kill(tool, mon)
+        Result.error("timed out after #{timeout} ms", :timeout)
+    end
+  end
+
+  defp kill(tool, mon) do
+    Process.demonitor(mon, [:flush])
+    # :kill cannot be trapped; processes linked to the tool receive :killed and die too.
+    Process.exit(tool, :kill)
+  end
+
+  defp invoke(module, args, context) do
+    {:returned, module.execute(args, context)}
+  rescue
+    e -> {:raised, e, __STACKTRACE__}
+  catch
+    :throw, {:cmdc_tool_abort, reason} -> {:abort, reason}
+    kind, reason -> {:caught, kind, reason, __STACKTRACE__}
+  end
+
+  defp normalize({:returned, {:ok, text}}, max) when is_binary(text),
+    do: %Result{content: truncate(text, max)}
+
+  defp normalize({:returned, {:error, text}}, max) when is_binary(text),
+    do: %Result{content: truncate(text, max), is_error: true, reason: :tool_error}
+
+  defp normalize({:returned, {:effect, term}}, _max), do: %Result{effect: term}
+
+  defp normalize({:returned, other}, _max) do
+    Logger.error("cmdc_tool: execute/2 returned #{inspect(other, limit: 20)}")
+
+    Result.error(
+      "the tool returned an invalid result (expected {:ok, text}, {:error, text} or {:effect, term})",
+      :crashed
+    )
+  end
+
+  defp normalize({:abort, reason}, _max) do
+    %{
+      Result.error("the tool aborted the turn: #{format_reason(reason)}", :aborted)
+      | abort: reason
+    }
+  end
+
+  defp normalize({:raised, exception, stack}, _max) do
+    Logger.error(Exception.format(:error, exception, stack))
+    Result.error("the tool failed: " <> short(Exception.message(exception)), :crashed)
+  end
+
+  defp normalize({:caught, kind, reason, stack}, _max) do
+    Logger.error(Exception.format(kind, reason, stack))
+    Result.error("the tool failed (#{kind}): " <> short(inspect(reason, limit: 10)), :crashed)
+  end
+
+  defp format_reason(reason) when is_binary(reason), do: reason
+  defp format_reason(reason), do: inspect(reason)
+
+  # The first line only, without source paths: the model needs what failed, not where.
+  defp short(message) do
+    message
+    |> String.split("\n", parts: 2)
+    |> hd()
+    |> String.replace(~r{(/[\w.\-]+)+\.exs?(:\d+)?}, "<source>")
+    |> String.slice(0, 500)
+  end
+
+  defp truncate(text, max) when byte_size(text) <= max, do: text
+
+  defp truncate(text, max) do
+    cut = String.slice(binary_part(text, 0, max), 0..-1//1) |> valid_prefix()
+    cut <> "\n…[output truncated: #{byte_size(text) - byte_size(cut)} more bytes]"
+  end
+
+  # Cut on a UTF-8 boundary.
+  defp valid_prefix(bin) do
+    if String.valid?(bin), do: bin, else: valid_prefix(binary_part(bin, 0, byte_size(bin) - 1))
+  end
+
+  ## Lifecycle
+
+  @doc """
+  Tells every tool that exports `on_session/2` about a session event (`:start`, `:switch`,
+  `:branch`, `:tree`, `:shutdown`). A crash in a tool's handler is logged as a warning and
+  never stops the others or the session.
+  """
+  @spec session_event(term(), atom(), CMDC.Context.t()) :: :ok
+  def session_event(tools, event, context) do
+    for module <- modules(tools),
+        Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
+      try do
+        module.on_session(event, context)
+      rescue
+        e ->
+          Logger.warning(
+            "cmdc_tool: #{inspect(module)}.on_session(#{inspect(event)}) raised: #{Exception.message(e)}"
+          )
+      catch
+        kind, reason ->
+          Logger.warning(
+            "cmdc_tool: #{inspect(module)}.on_session(#{inspect(event)}) #{kind}: #{inspect(reason)}"
+          )
+      end
+    end
+
+    :ok
+  end
+
+  defp modules(list) when is_list(list), do: list
+  defp modules(registry), do: apply(CMDC.Tool.Registry, :list, [registry])
+
+  ## Observers
+
+  # Looked up once: Code.ensure_loaded?/1 of a missing module searches the code path each time.
+  defp telemetry? do
+    case :persistent_term.get({__MODULE__, :telemetry}, nil) do
+      nil ->
+        loaded = Code.ensure_loaded?(:telemetry)
+        :persistent_term.put({__MODULE__, :telemetry}, loaded)
+        loaded
+
+      loaded ->
+        loaded
+    end
+  end
+
+  defp emit(opts, event, info) do
+    if pid = opts[:subscriber], do: send(pid, {:cmdc_tool_event, event, info})
+
+    if telemetry?() do
+      name = [:cmdc_tool, :call, if(event == :end, do: :stop, else: event)]
+
+      measurements =
+        if event == :end,
+          do: %{duration: info.duration_us},
+          else: %{system_time: System.system_time()}
+
+      apply(:telemetry, :execute, [name, measurements, info])
+    end
+
+    :ok
+  end
+end

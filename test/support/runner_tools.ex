@@ -1,0 +1,123 @@
+defmodule CMDC.Tool.TestTool do
+  @moduledoc false
+  defmacro __using__(opts) do
+    quote do
+      @behaviour CMDC.Tool
+      def name, do: unquote(opts[:name])
+      def description, do: unquote(opts[:description] || "A test tool.")
+      def parameters, do: unquote(Macro.escape(opts[:parameters] || %{"type" => "object"}))
+      defoverridable parameters: 0
+    end
+  end
+end
+
+defmodule CMDC.Tool.TestTools do
+  @moduledoc false
+  # Real tools for the runner tests.
+
+  defmodule Sleep do
+    use CMDC.Tool.TestTool, name: "sleep"
+    def tool_options, do: [timeout_ms: 5_000]
+
+    def execute(%{"ms" => ms}, _ctx) do
+      Process.sleep(ms)
+      {:ok, "slept #{ms}"}
+    end
+  end
+
+  defmodule Raise do
+    use CMDC.Tool.TestTool, name: "raise"
+    def execute(_, _), do: raise("boom in #{__ENV__.file}")
+  end
+
+  defmodule Throw do
+    use CMDC.Tool.TestTool, name: "throw"
+    def execute(_, _), do: exit(:oops)
+  end
+
+  defmodule BadReturn do
+    use CMDC.Tool.TestTool, name: "bad_return"
+    def execute(_, _), do: :weird
+  end
+
+  defmodule Stream do
+    use CMDC.Tool.TestTool, name: "stream"
+
+    def execute(%{"n" => n}, ctx) do
+      for i <- 1..n, do: CMDC.Context.update(ctx, "step #{i}")
+      {:ok, "done #{n}"}
+    end
+  end
+
+  defmodule Effect do
+    use CMDC.Tool.TestTool, name: "effect"
+    def execute(_, _), do: {:effect, {:sub_agent, %{answer: 42}}}
+  end
+
+  defmodule Spawner do
+    use CMDC.Tool.TestTool, name: "spawner"
+
+    def execute(%{"report_to" => pid_text}, _ctx) do
+      pid = pid_text |> String.to_charlist() |> :erlang.list_to_pid()
+      child = spawn_link(fn -> Process.sleep(:infinity) end)
+      send(pid, {:child, child, self()})
+      Process.sleep(:infinity)
+    end
+  end
+
+  defmodule Big do
+    use CMDC.Tool.TestTool, name: "big"
+    def execute(_, _), do: {:ok, String.duplicate("é", 100_000)}
+  end
+
+  defmodule Fails do
+    use CMDC.Tool.TestTool, name: "fails"
+    def execute(_, _), do: {:error, "it did not work"}
+  end
+
+  defmodule Asker do
+    use CMDC.Tool.TestTool, name: "asker"
+    def tool_options, do: %{policy: :ask_once}
+    def execute(_, _), do: {:ok, "approved and ran"}
+  end
+
+  defmodule Exclusive do
+    use CMDC.Tool.TestTool, name: "exclusive"
+    def tool_options, do: [exclusive: true]
+
+    def execute(%{"log" => log}, _ctx) do
+      Agent.update(String.to_atom(log), &[{:exclusive_start, System.monotonic_time()} | &1])
+      Process.sleep(50)
+      Agent.update(String.to_atom(log), &[{:exclusive_end, System.monotonic_time()} | &1])
+      {:ok, "x"}
+    end
+  end
+
+  defmodule Logged do
+    use CMDC.Tool.TestTool, name: "logged"
+
+    def execute(%{"log" => log}, _ctx) do
+      Agent.update(String.to_atom(log), &[{:start, System.monotonic_time()} | &1])
+      Process.sleep(50)
+      Agent.update(String.to_atom(log), &[{:end, System.monotonic_time()} | &1])
+      {:ok, "l"}
+    end
+  end
+
+  defmodule Aborter do
+    use CMDC.Tool.TestTool, name: "aborter"
+    def execute(_, ctx), do: CMDC.Context.abort(ctx, "user pressed stop")
+  end
+
+  defmodule Lifecycle do
+    use CMDC.Tool.TestTool, name: "lifecycle"
+    def execute(_, _), do: {:ok, ""}
+    def on_session(event, ctx), do: send(ctx.assigns.test, {:session, event})
+  end
+
+  defmodule BadLifecycle do
+    use CMDC.Tool.TestTool, name: "bad_lifecycle"
+    def execute(_, _), do: {:ok, ""}
+    def on_session(_event, _ctx), do: raise("lifecycle bug")
+  end
+end
