@@ -1,0 +1,40 @@
+# Overhead of CMDC.Tool.Runner over a direct execute/2 call, and run_many throughput.
+# Run: mix run bench/runner.exs
+alias CMDC.Tool.Runner
+alias CMDC.Tool.Examples.Echo
+
+ctx = CMDC.Context.new(session_id: "bench")
+args = %{"text" => "hello"}
+call = %{id: "c1", name: "echo", arguments: args}
+json_call = %{call | arguments: ~s({"text": "hello"})}
+tools = [CMDC.Tool.Examples.ReadFile, Echo]
+
+measure = fn fun, n ->
+  for _ <- 1..div(n, 10), do: fun.()
+
+  Enum.map(1..5, fn _ ->
+    {us, _} = :timer.tc(fn -> for _ <- 1..n, do: fun.() end)
+    us / n
+  end)
+  |> Enum.min()
+end
+
+direct = measure.(fn -> Echo.execute(args, ctx) end, 100_000)
+validated = measure.(fn -> CMDC.Tool.validate(Echo, args) end, 100_000)
+run = measure.(fn -> Runner.run(tools, call, ctx) end, 20_000)
+run_json = measure.(fn -> Runner.run(tools, json_call, ctx) end, 20_000)
+
+f = fn us -> :erlang.float_to_binary(us, decimals: 2) <> " us" end
+IO.puts("direct Echo.execute/2:                      #{f.(direct)}")
+IO.puts("CMDC.Tool.validate/2 alone:                 #{f.(validated)}")
+IO.puts("Runner.run (map args, validation included): #{f.(run)}")
+IO.puts("Runner.run (JSON text args):                #{f.(run_json)}")
+IO.puts("overhead of Runner.run over execute/2:      #{f.(run - direct)} (target < 20 us)")
+
+calls = for i <- 1..100, do: %{call | id: "c#{i}"}
+batch = measure.(fn -> Runner.run_many(tools, calls, ctx, max_concurrency: 100) end, 200)
+
+IO.puts(
+  "run_many, 100 concurrent trivial calls:     #{f.(batch)} per batch, " <>
+    "#{round(100 / (batch / 1_000_000))} calls/s"
+)
