@@ -394,7 +394,11 @@ fn strict_node(cx: &mut Cx, schema: &Value, path: &str, depth: usize) -> Value {
         other => return other.clone(),
     };
     if depth > 64 {
-        cx.warn(path, "depth", "schema nested deeper than 64 levels: cut here");
+        cx.warn(
+            path,
+            "depth",
+            "schema nested deeper than 64 levels: cut here",
+        );
         return json!({});
     }
     let m = &merge_all_of(cx, m, path);
@@ -519,9 +523,11 @@ fn strict_node(cx: &mut Cx, schema: &Value, path: &str, depth: usize) -> Value {
         }
         match m.get("additionalProperties") {
             None | Some(Value::Bool(false)) => {}
-            Some(Value::Object(a)) if a.is_empty() => {
-                cx.dropped(path, "additionalProperties", "extra properties are never allowed")
-            }
+            Some(Value::Object(a)) if a.is_empty() => cx.dropped(
+                path,
+                "additionalProperties",
+                "extra properties are never allowed",
+            ),
             Some(_) => cx.dropped(
                 path,
                 "additionalProperties",
@@ -563,7 +569,10 @@ pub fn make_nullable(schema: Value) -> Value {
         None if has_enum => {}
         None => {
             if let Some(Value::Array(branches)) = m.get_mut("anyOf") {
-                if !branches.iter().any(|b| b.get("type") == Some(&json!("null"))) {
+                if !branches
+                    .iter()
+                    .any(|b| b.get("type") == Some(&json!("null")))
+                {
                     branches.push(json!({"type": "null"}));
                 }
             } else {
@@ -601,7 +610,11 @@ fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> Map<String, 
             if part == &Value::Bool(true) {
                 continue;
             }
-            cx.dropped(path, "allOf", "its parts could not be merged into one schema");
+            cx.dropped(
+                path,
+                "allOf",
+                "its parts could not be merged into one schema",
+            );
             return merged;
         };
         for (k, v) in p {
@@ -643,7 +656,9 @@ fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> Map<String, 
             }
         }
     }
-    if parts.iter().any(|p| p.get("additionalProperties").is_some())
+    if parts
+        .iter()
+        .any(|p| p.get("additionalProperties").is_some())
         && parts.len() + usize::from(merged.contains_key("properties")) > 1
     {
         cx.dropped(
@@ -708,7 +723,11 @@ fn check_openai_limits(cx: &mut Cx, schema: &Value) {
             "object properties in total",
         ),
         (c.depth, OPENAI_MAX_DEPTH, "levels of object nesting"),
-        (c.enum_values, OPENAI_MAX_ENUM_VALUES, "enum values in total"),
+        (
+            c.enum_values,
+            OPENAI_MAX_ENUM_VALUES,
+            "enum values in total",
+        ),
         (
             c.chars,
             OPENAI_MAX_CHARS,
@@ -872,7 +891,10 @@ fn gemini_node(
     let mut nullable = m.get("nullable") == Some(&Value::Bool(true));
     let mut types: Vec<String> = match m.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(String::from))
+            .collect(),
         _ => Vec::new(),
     };
     if types.iter().any(|t| t == "null") {
@@ -894,12 +916,13 @@ fn gemini_node(
                 _ => cx.dropped(path, "const", "only string values can be enumerated"),
             },
             "enum" => {
-                let Value::Array(values) = value else { continue };
+                let Value::Array(values) = value else {
+                    continue;
+                };
                 if values.contains(&Value::Null) {
                     nullable = true;
                 }
-                let strings: Vec<Value> =
-                    values.iter().filter(|v| !v.is_null()).cloned().collect();
+                let strings: Vec<Value> = values.iter().filter(|v| !v.is_null()).cloned().collect();
                 if strings.iter().all(Value::is_string) {
                     out.insert("enum".into(), Value::Array(strings));
                     if types.is_empty() {
@@ -910,7 +933,9 @@ fn gemini_node(
                 }
             }
             "properties" => {
-                let Value::Object(props) = value else { continue };
+                let Value::Object(props) = value else {
+                    continue;
+                };
                 let mut converted = Map::new();
                 for (name, sub) in props {
                     let sub_path = child(&here, name);
@@ -936,7 +961,9 @@ fn gemini_node(
                 _ => cx.dropped(path, "items", "tuple validation is not supported"),
             },
             "anyOf" | "oneOf" => {
-                let Value::Array(branches) = value else { continue };
+                let Value::Array(branches) = value else {
+                    continue;
+                };
                 if key == "oneOf" {
                     cx.warn(
                         path,
@@ -954,7 +981,13 @@ fn gemini_node(
                         nullable = true;
                         continue;
                     }
-                    kept.push(gemini_node(cx, root, b, &child(&here, &i.to_string()), refs));
+                    kept.push(gemini_node(
+                        cx,
+                        root,
+                        b,
+                        &child(&here, &i.to_string()),
+                        refs,
+                    ));
                 }
                 match out.get_mut("anyOf") {
                     Some(Value::Array(existing)) => existing.extend(kept),
@@ -1047,7 +1080,10 @@ fn gemini_node(
     if let (Some(Value::Array(req)), Some(Value::Object(props))) =
         (out.get("required"), out.get("properties"))
     {
-        if req.iter().any(|r| r.as_str().is_none_or(|r| !props.contains_key(r))) {
+        if req
+            .iter()
+            .any(|r| r.as_str().is_none_or(|r| !props.contains_key(r)))
+        {
             let kept: Vec<Value> = req
                 .iter()
                 .filter(|r| r.as_str().is_some_and(|r| props.contains_key(r)))

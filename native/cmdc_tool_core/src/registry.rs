@@ -41,9 +41,11 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// A description must say something: a model picks tools by it.
 pub fn check_description(description: &str) -> Result<(), String> {
     if description.trim().is_empty() {
-        Err("the description is empty; a model chooses tools by their description, so every \
+        Err(
+            "the description is empty; a model chooses tools by their description, so every \
              tool needs a non-empty one"
-            .into())
+                .into(),
+        )
     } else {
         Ok(())
     }
@@ -362,7 +364,9 @@ mod tests {
     #[test]
     fn descriptions_must_not_be_blank() {
         assert!(check_description("Reads a file.").is_ok());
-        assert!(check_description("  \n").unwrap_err().contains("description is empty"));
+        assert!(check_description("  \n")
+            .unwrap_err()
+            .contains("description is empty"));
     }
 
     #[test]
@@ -385,7 +389,9 @@ mod tests {
         assert!(r.get("c").is_none());
         assert_eq!(r.generation(), g);
         // A conflict with a registered name names its holder.
-        let err = r.register(vec![entry("d", "D"), entry("a", "Other")]).unwrap_err();
+        let err = r
+            .register(vec![entry("d", "D"), entry("a", "Other")])
+            .unwrap_err();
         assert_eq!(
             err,
             RegistryError::Conflict {
@@ -410,7 +416,9 @@ mod tests {
                 holder: Holder::Reserved
             }
         );
-        let err = r.register(vec![entry("x", "X1"), entry("x", "X2")]).unwrap_err();
+        let err = r
+            .register(vec![entry("x", "X1"), entry("x", "X2")])
+            .unwrap_err();
         assert_eq!(
             err,
             RegistryError::Conflict {

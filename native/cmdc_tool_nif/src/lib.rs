@@ -3,6 +3,7 @@
 
 pub mod atoms;
 pub mod json;
+pub mod registry;
 pub mod schema;
 pub mod term;
 

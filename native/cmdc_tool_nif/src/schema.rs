@@ -47,7 +47,7 @@ fn failures_term<'a>(env: Env<'a>, failures: &[Failure]) -> Term<'a> {
     (atoms::error(), list).encode(env)
 }
 
-fn validate_term<'a>(
+pub(crate) fn validate_term<'a>(
     env: Env<'a>,
     schema: &Schema,
     args: Term<'a>,
@@ -63,7 +63,7 @@ fn validate_term<'a>(
     }
 }
 
-fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
+pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
     let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         Err(e) => {

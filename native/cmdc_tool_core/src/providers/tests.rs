@@ -48,20 +48,24 @@ fn openai_strict_closes_objects_and_makes_optionals_nullable() {
     assert_eq!(
         out,
         json!([{"type": "function", "function": {
-            "name": "get_weather", "description": "Current weather for a city.", "strict": true,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "description": "City name"},
-                    "unit": {"enum": ["celsius", "fahrenheit", null]},
-                    "days": {"type": ["integer", "null"], "minimum": 1, "maximum": 7}
-                },
-                "required": ["city", "days", "unit"],
-                "additionalProperties": false
-            }}}])
+        "name": "get_weather", "description": "Current weather for a city.", "strict": true,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name"},
+                "unit": {"enum": ["celsius", "fahrenheit", null]},
+                "days": {"type": ["integer", "null"], "minimum": 1, "maximum": 7}
+            },
+            "required": ["city", "days", "unit"],
+            "additionalProperties": false
+        }}}])
     );
     assert_eq!(keywords(&ws), [("/properties/city", "minLength")]);
-    assert!(ws[0].message.contains("OpenAI strict mode"), "{}", ws[0].message);
+    assert!(
+        ws[0].message.contains("OpenAI strict mode"),
+        "{}",
+        ws[0].message
+    );
     assert_eq!(ws[0].tool, "get_weather");
 }
 
@@ -138,7 +142,10 @@ fn strict_reports_open_maps_and_root_problems() {
         keywords(&ws),
         [("/properties/labels", "additionalProperties")]
     );
-    assert_eq!(out["properties"]["labels"]["additionalProperties"], json!(false));
+    assert_eq!(
+        out["properties"]["labels"]["additionalProperties"],
+        json!(false)
+    );
     let (_, ws) = strict_schema(
         "t",
         &json!({"anyOf": [{"type": "object"}, {"type": "string"}]}),
@@ -160,7 +167,9 @@ fn openai_limits_are_reported() {
         .collect();
     let p = json!({"type": "object", "properties": props});
     let (_, ws) = strict_schema("big", &p, Format::OpenAI);
-    assert!(ws.iter().any(|w| w.keyword == "limit" && w.message.contains("5001")));
+    assert!(ws
+        .iter()
+        .any(|w| w.keyword == "limit" && w.message.contains("5001")));
     let mut deep = json!({"type": "string"});
     for _ in 0..11 {
         deep = json!({"type": "object", "properties": {"n": deep}, "required": ["n"]});
@@ -327,7 +336,9 @@ fn gen_schema(rng: &mut Rng, depth: u32) -> Value {
         8 => json!({"type": "array", "items": gen_schema(rng, depth + 1), "maxItems": 3}),
         9 => json!({"anyOf": [gen_schema(rng, depth + 1), gen_schema(rng, depth + 1)]}),
         10 => json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
-        11 => json!({"allOf": [gen_object(rng, depth + 1), {"properties": {"extra": {"type": "boolean"}}}]}),
+        11 => {
+            json!({"allOf": [gen_object(rng, depth + 1), {"properties": {"extra": {"type": "boolean"}}}]})
+        }
         _ => gen_object(rng, depth + 1),
     }
 }
@@ -369,7 +380,10 @@ fn gen_value(rng: &mut Rng, schema: &Value, root: &Value) -> (Value, Value) {
         for (k, v) in parts[1]["properties"].as_object().unwrap() {
             merged["properties"][k] = v.clone();
         }
-        merged.as_object_mut().unwrap().remove("additionalProperties");
+        merged
+            .as_object_mut()
+            .unwrap()
+            .remove("additionalProperties");
         return gen_value(rng, &merged, root);
     }
     if let Some(Value::Array(values)) = schema.get("enum") {
