@@ -44,7 +44,7 @@ defmodule CMDC.Tool do
   text a model can act on.
   """
 
-  alias CMDC.Tool.Schema
+  alias CMDC.Tool.{Registry, Schema}
 
   @typedoc "A tool's execution result."
   @type result :: {:ok, String.t()} | {:error, String.t()} | {:effect, term()}
@@ -97,19 +97,52 @@ defmodule CMDC.Tool do
   @doc """
   Finds the tool module with the given name: `{:ok, module}` or `{:error, :not_found}`.
 
+  On a list of modules this is cmdc's linear search; on a `CMDC.Tool.Registry` it is a native
+  hash lookup (use `CMDC.Tool.Registry.fetch/2` or `suggest/2` for "did you mean").
+
       iex> CMDC.Tool.find([CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile], "read_file")
       {:ok, CMDC.Tool.Examples.ReadFile}
 
       iex> CMDC.Tool.find([CMDC.Tool.Examples.Echo], "nope")
       {:error, :not_found}
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.Examples.Echo)
+      iex> CMDC.Tool.find(reg, "echo")
+      {:ok, CMDC.Tool.Examples.Echo}
   """
-  @spec find([module()], String.t()) :: {:ok, module()} | {:error, :not_found}
+  @spec find([module()] | Registry.t(), String.t()) :: {:ok, module()} | {:error, :not_found}
   def find(modules, name) when is_list(modules) do
     case Enum.find(modules, &(&1.name() == name)) do
       nil -> {:error, :not_found}
       module -> {:ok, module}
     end
   end
+
+  def find(%Registry{} = registry, name) do
+    case Registry.find(registry, name) do
+      {:ok, module} -> {:ok, module}
+      :error -> {:error, :not_found}
+    end
+  end
+
+  @doc """
+  The known tool names nearest to `name`, best first (at most 3): "did you mean" for a model
+  that called a tool that does not exist. Case, `_` and `-` are ignored, then small edit
+  distances and names containing one another count.
+
+      iex> CMDC.Tool.suggest([CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile], "readFile")
+      ["read_file"]
+
+      iex> CMDC.Tool.suggest([CMDC.Tool.Examples.Echo], "deploy")
+      []
+  """
+  @spec suggest([module()] | Registry.t(), String.t()) :: [String.t()]
+  def suggest(modules, name) when is_list(modules) do
+    CMDC.Tool.Native.tool_suggest(Enum.map(modules, & &1.name()), to_string(name))
+  end
+
+  def suggest(%Registry{} = registry, name), do: Registry.suggest(registry, name)
 
   @doc """
   A short summary of one call: `c:meta/1` when the module defines it, else `c:name/0`.
@@ -126,27 +159,48 @@ defmodule CMDC.Tool do
   end
 
   @doc """
-  Converts tool modules to the tools list a model request carries: one
+  Converts tools (a list of modules or a `CMDC.Tool.Registry`) to the tools list a model request
+  carries.
+
+  With no options this is cmdc's output: one
   `%{"type" => "function", "function" => %{"name", "description", "parameters"}}` per module.
+  Options `format:` (`:openai`, `:openai_responses`, `:anthropic`, `:gemini`, `:mcp`) and
+  `strict:` select another provider's shape and OpenAI/Anthropic strict mode; see
+  `CMDC.Tool.Providers` (whose `convert/3` also returns the warnings for dropped keywords).
+  On a registry the result is cached until the registry changes.
 
       iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
       iex> tool["type"]
       "function"
       iex> Map.keys(tool["function"])
       ["description", "name", "parameters"]
+
+      iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo], %{}, format: :anthropic)
+      iex> Map.keys(tool)
+      ["description", "input_schema", "name"]
   """
-  @spec to_schema([module()], tool_context()) :: [map()]
-  def to_schema(modules, context \\ %{}) when is_list(modules) do
-    Enum.map(modules, fn module ->
-      %{
-        "type" => "function",
-        "function" => %{
-          "name" => module.name(),
-          "description" => description(module, context),
-          "parameters" => module.parameters()
-        }
-      }
-    end)
+  @spec to_schema([module()] | Registry.t(), tool_context(), keyword()) :: [map()]
+  def to_schema(modules_or_registry, context \\ %{}, opts \\ [])
+
+  def to_schema(modules, context, []) when is_list(modules) do
+    CMDC.Tool.Providers.cmdc_to_schema(modules, context)
+  end
+
+  def to_schema(source, context, opts) do
+    {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+    tools
+  end
+
+  @doc """
+  `to_schema/3` as JSON text, ready for an HTTP body (on a registry: cached natively, returned
+  without copying).
+
+      iex> CMDC.Tool.to_schema_json([CMDC.Tool.Examples.Echo], %{}, format: :mcp)
+      ~s([{"description":"Echo the given text back.","inputSchema":{"properties":{"text":{"description":"Text to echo","type":"string"}},"required":["text"],"type":"object"},"name":"echo"}])
+  """
+  @spec to_schema_json([module()] | Registry.t(), tool_context(), keyword()) :: String.t()
+  def to_schema_json(modules_or_registry, context \\ %{}, opts \\ []) do
+    CMDC.Tool.Providers.to_json(modules_or_registry, context, opts)
   end
 
   @doc """
@@ -170,6 +224,25 @@ defmodule CMDC.Tool do
   end
 
   @doc """
+  Resolves the tool named `tool_name` in a registry and validates `args` against its schema, in
+  one native call: `{:ok, args}`, `{:error, errors}` (as `validate/2`), or
+  `{:error, {:not_found, tool_name, suggestions}}` when no such tool is registered.
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.Examples.ReadFile)
+      iex> CMDC.Tool.validate(reg, "read_file", %{"path" => "mix.exs"})
+      {:ok, %{"path" => "mix.exs"}}
+      iex> CMDC.Tool.validate(reg, "readfile", %{"path" => "mix.exs"})
+      {:error, {:not_found, "readfile", ["read_file"]}}
+  """
+  @spec validate(Registry.t(), String.t(), term()) ::
+          {:ok, term()}
+          | {:error, [Schema.error()]}
+          | {:error, {:not_found, String.t(), [String.t()]}}
+  def validate(%Registry{} = registry, tool_name, args),
+    do: Registry.validate(registry, tool_name, args)
+
+  @doc """
   Decodes the JSON text a model sent and validates it, in one native call:
   `{:ok, args}` (the decoded map) or `{:error, errors}` (keyword `"json"` for broken JSON).
 
@@ -180,6 +253,23 @@ defmodule CMDC.Tool do
   def validate_json(tool_module, text) do
     with {:ok, schema} <- module_schema(tool_module), do: Schema.validate_json(schema, text)
   end
+
+  @doc """
+  Resolves the tool named `tool_name` in a registry, decodes the JSON text the model sent and
+  validates it, in one native call: `{:ok, args}`, `{:error, errors}`, or
+  `{:error, {:not_found, tool_name, suggestions}}`.
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.Examples.Echo)
+      iex> CMDC.Tool.validate_json(reg, "echo", ~s({"text": "hi"}))
+      {:ok, %{"text" => "hi"}}
+  """
+  @spec validate_json(Registry.t(), String.t(), String.t()) ::
+          {:ok, term()}
+          | {:error, [Schema.error()]}
+          | {:error, {:not_found, String.t(), [String.t()]}}
+  def validate_json(%Registry{} = registry, tool_name, text),
+    do: Registry.validate_json(registry, tool_name, text)
 
   defp module_schema(tool_module) do
     case Schema.for_module(tool_module) do

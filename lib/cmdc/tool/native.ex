@@ -51,4 +51,32 @@ defmodule CMDC.Tool.Native do
   def schema_source(_schema), do: err()
   def beam_conformance(_document), do: err()
   def bench_rust_validate(_schema, _text, _iterations), do: err()
+
+  # registry.rs
+  def registry_new(_reserved), do: err()
+  def registry_default, do: err()
+  def registry_live_ids, do: err()
+  def registry_generation(_registry), do: err()
+  def registry_info(_registry), do: err()
+  def registry_register(_registry, _batch, _replace), do: err()
+  def registry_unregister(_registry, _name), do: err()
+  def registry_put_settings(_registry, _name, _settings), do: err()
+  def registry_settings(_registry, _name), do: err()
+  def registry_find(_registry, _name), do: err()
+  def registry_fetch(_registry, _name), do: err()
+  def registry_fetch_dirty(_registry, _name), do: err()
+  def registry_list(_registry), do: err()
+  def registry_contextual(_registry), do: err()
+  def registry_suggest(_registry, _name), do: err()
+  def tool_suggest(_names, _name), do: err()
+  def registry_validate(_registry, _name, _args), do: err()
+  def registry_validate_dirty(_registry, _name, _args), do: err()
+  def registry_validate_json(_registry, _name, _text), do: err()
+  def registry_validate_json_dirty(_registry, _name, _text), do: err()
+  def registry_cached_json(_registry, _format, _strict, _context_key), do: err()
+
+  def registry_build(_registry, _format, _strict, _context_key, _generation, _overrides),
+    do: err()
+
+  def providers_convert(_tools, _format, _strict), do: err()
 end

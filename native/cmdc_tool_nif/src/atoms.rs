@@ -9,4 +9,12 @@ rustler::atoms! {
     keyword,
     message,
     schema_path,
+    not_found,
+    invalid_tool,
+    conflict,
+    reserved,
+    none,
+    tool,
+    miss,
+    stale,
 }

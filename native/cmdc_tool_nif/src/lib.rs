@@ -4,6 +4,7 @@
 pub mod atoms;
 pub mod beam;
 pub mod json;
+pub mod registry;
 pub mod schema;
 pub mod term;
 

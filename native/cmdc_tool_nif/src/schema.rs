@@ -54,7 +54,7 @@ fn failures_term<'a>(env: Env<'a>, failures: &[Failure]) -> Term<'a> {
     (atoms::error(), list).encode(env)
 }
 
-fn validate_term<'a>(
+pub(crate) fn validate_term<'a>(
     env: Env<'a>,
     schema: &Schema,
     args: Term<'a>,
@@ -83,7 +83,7 @@ fn validate_converted<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Term
     }
 }
 
-fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
+pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
     let args = match crate::json::decode(env, text) {
         Ok(term) => term,
         Err(message) => return failures_term(env, &[Failure::json("", message)]),

@@ -73,6 +73,10 @@ impl Budget {
         }
     }
 
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
     #[inline]
     pub fn spend(&mut self, units: i64) -> Result<(), TermError> {
         self.remaining -= units;

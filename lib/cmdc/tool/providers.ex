@@ -1,0 +1,244 @@
+defmodule CMDC.Tool.Providers do
+  @moduledoc """
+  Tool lists in each model provider's format (mirrors `native/cmdc_tool_core/src/providers.rs`).
+
+  Formats (`format:` option):
+
+    * `:openai` (default) - chat completions, cmdc's shape:
+      `%{"type" => "function", "function" => %{"name", "description", "parameters"}}`;
+    * `:openai_responses` - the Responses API's flat
+      `%{"type" => "function", "name", "description", "parameters", "strict"}` (`"strict"` is
+      always given: that API assumes `true` when it is absent);
+    * `:anthropic` - `%{"name", "description", "input_schema"}`;
+    * `:gemini` - `[%{"functionDeclarations" => [%{"name", "description", "parameters"}]}]`,
+      parameters rewritten into Gemini's OpenAPI 3.0 subset (`$ref` inlined, type unions as
+      `nullable`, `const` as a one-value `enum`, unsupported keywords dropped); a tool without
+      parameters omits them, as Gemini requires;
+    * `:mcp` - MCP `tools/list` entries `%{"name", "description", "inputSchema"}`.
+
+  `strict: true` (OpenAI formats and Anthropic; ignored by the others) rewrites each schema for
+  strict mode: every object gets `"additionalProperties" => false`, every property becomes
+  required, and what was optional becomes a union with null (send absent fields as `nil`), so the
+  tool's meaning does not change. Keywords strict mode lacks are rewritten when that loses nothing
+  (`const`, `nullable`, `allOf` of disjoint parts) and otherwise dropped with a warning; OpenAI's
+  limits (5,000 properties, 10 levels of nesting, 1,000 enum values, 120,000 characters) are
+  checked.
+
+  Warnings are maps `%{tool: name, path: json_pointer, keyword: keyword, message: text}`: `path`
+  points into the tool's `parameters` (`""` is the root).
+
+      iex> {[tool], []} = CMDC.Tool.Providers.convert([CMDC.Tool.Examples.Echo], %{}, format: :mcp)
+      iex> tool["inputSchema"]["required"]
+      ["text"]
+
+  On a `CMDC.Tool.Registry` the output is built natively and cached per registry, format,
+  strictness and context: a cached call returns the stored term (from `:persistent_term`, not
+  copied) or, for `to_schema_json/3`, the stored JSON binary. Any change to the registry
+  invalidates it.
+  """
+
+  alias CMDC.Tool.{Native, Registry}
+
+  @formats [:openai, :openai_responses, :anthropic, :gemini, :mcp]
+
+  # Cached term lists kept per registry (per format, strictness and context) at most.
+  @max_cached_terms 32
+
+  @typedoc "Something the conversion dropped, rewrote with a loss, or found over a limit."
+  @type warning :: %{tool: String.t(), path: String.t(), keyword: String.t(), message: String.t()}
+
+  @typedoc "Where the tools come from."
+  @type source :: [module()] | Registry.t()
+
+  @doc "The formats `convert/3` knows."
+  @spec formats() :: [atom()]
+  def formats, do: @formats
+
+  @doc """
+  The tools list in a provider's format, and the warnings: `{tools, warnings}`.
+
+  Options: `format:` (see the module doc, default `:openai`) and `strict:` (default `false`).
+  A list of modules with neither option gives cmdc's output unchanged (parameters exactly as the
+  modules return them) and no warnings.
+
+      iex> {tools, warnings} =
+      ...>   CMDC.Tool.Providers.convert([CMDC.Tool.Examples.ReadFile], %{}, format: :openai, strict: true)
+      iex> tools |> hd() |> get_in(["function", "parameters", "properties", "limit", "type"])
+      ["integer", "null"]
+      iex> warnings
+      []
+  """
+  @spec convert(source(), CMDC.Tool.tool_context(), keyword()) :: {[map()], [warning()]}
+  def convert(source, context \\ %{}, opts \\ [])
+
+  def convert(modules, context, opts) when is_list(modules) do
+    {format, strict} = options(opts)
+
+    if format == :openai and not strict do
+      {cmdc_to_schema(modules, context), []}
+    else
+      tools =
+        Enum.map(modules, fn m ->
+          {m.name(), CMDC.Tool.description(m, context), m.parameters()}
+        end)
+
+      case Native.providers_convert(tools, format, strict) do
+        {:ok, tools, warnings} -> {tools, warnings}
+        {:error, message} -> raise ArgumentError, message
+      end
+    end
+  end
+
+  def convert(%Registry{} = reg, context, opts) do
+    {format, strict} = options(opts)
+    generation = Native.registry_generation(reg.ref)
+
+    case :persistent_term.get(term_key(reg, generation, format, strict, context), nil) do
+      nil ->
+        {_json, tools, warnings} = build(reg, format, strict, context)
+        {tools, warnings}
+
+      cached ->
+        cached
+    end
+  end
+
+  @doc """
+  The tools list as JSON text, ready for an HTTP body. On a registry the text is cached natively
+  and returned without copying.
+
+      iex> CMDC.Tool.Providers.to_json([CMDC.Tool.Examples.Echo], %{}, format: :anthropic)
+      ~s([{"description":"Echo the given text back.","input_schema":{"properties":{"text":{"description":"Text to echo","type":"string"}},"required":["text"],"type":"object"},"name":"echo"}])
+  """
+  @spec to_json(source(), CMDC.Tool.tool_context(), keyword()) :: String.t()
+  def to_json(source, context \\ %{}, opts \\ [])
+
+  def to_json(modules, context, opts) when is_list(modules) do
+    {tools, _warnings} = convert(modules, context, opts)
+    CMDC.Tool.JSON.encode!(tools)
+  end
+
+  def to_json(%Registry{} = reg, context, opts) do
+    {format, strict} = options(opts)
+    key = :erlang.term_to_binary(context)
+
+    case Native.registry_cached_json(reg.ref, format, strict, key) do
+      {:ok, json} ->
+        json
+
+      :miss ->
+        {json, _tools, _warnings} = build(reg, format, strict, context)
+        json
+    end
+  end
+
+  @doc """
+  Warnings as text, one line each (what a CLI prints on stderr).
+
+      iex> CMDC.Tool.Providers.format_warnings([
+      ...>   %{tool: "t", path: "/properties/x", keyword: "not", message: "`not` at /properties/x dropped"}
+      ...> ])
+      "t: `not` at /properties/x dropped"
+  """
+  @spec format_warnings([warning()]) :: String.t()
+  def format_warnings(warnings) do
+    Enum.map_join(warnings, "\n", fn w -> "#{w.tool}: #{w.message}" end)
+  end
+
+  @doc false
+  # cmdc's to_schema/2, kept byte for byte.
+  def cmdc_to_schema(modules, context) do
+    Enum.map(modules, fn module ->
+      %{
+        "type" => "function",
+        "function" => %{
+          "name" => module.name(),
+          "description" => CMDC.Tool.description(module, context),
+          "parameters" => module.parameters()
+        }
+      }
+    end)
+  end
+
+  defp options(opts) do
+    format = Keyword.get(opts, :format, :openai)
+    strict = Keyword.get(opts, :strict, false)
+
+    unless format in @formats do
+      raise ArgumentError,
+            "unknown format #{inspect(format)}; expected one of #{inspect(@formats)}"
+    end
+
+    unless is_boolean(strict) do
+      raise ArgumentError, "strict: expects true or false, got #{inspect(strict)}"
+    end
+
+    {format, strict}
+  end
+
+  defp term_key(reg, generation, format, strict, context),
+    do: {__MODULE__, reg.id, generation, format, strict, context}
+
+  # Builds natively from the registry's current generation; retries if it changed meanwhile.
+  defp build(reg, format, strict, context, attempts \\ 0) do
+    {generation, contextual} = Native.registry_contextual(reg.ref)
+
+    overrides =
+      for {name, module} <- contextual,
+          description = CMDC.Tool.description(module, context),
+          is_binary(description),
+          into: %{},
+          do: {name, description}
+
+    key = :erlang.term_to_binary(context)
+
+    case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
+      {:ok, generation, tools, warnings, json} ->
+        store(
+          reg,
+          generation,
+          term_key(reg, generation, format, strict, context),
+          {tools, warnings}
+        )
+
+        {json, tools, warnings}
+
+      :stale when attempts < 100 ->
+        build(reg, format, strict, context, attempts + 1)
+
+      :stale ->
+        raise RuntimeError, "the registry changes faster than its tools list can be built"
+
+      {:error, message} ->
+        raise ArgumentError, message
+    end
+  end
+
+  # Stores a built list in :persistent_term (a later get is not copied). Entries of older
+  # generations and of registries that no longer exist are erased here, on the build path only.
+  defp store(reg, generation, key, value) do
+    live = MapSet.new(Native.registry_live_ids())
+
+    mine =
+      Enum.reduce(:persistent_term.get(), 0, fn
+        {{__MODULE__, id, gen, _, _, _} = old, _}, count ->
+          cond do
+            not MapSet.member?(live, id) or (id == reg.id and gen < generation) ->
+              :persistent_term.erase(old)
+              count
+
+            id == reg.id ->
+              count + 1
+
+            true ->
+              count
+          end
+
+        _, count ->
+          count
+      end)
+
+    if mine < @max_cached_terms, do: :persistent_term.put(key, value)
+    :ok
+  end
+end

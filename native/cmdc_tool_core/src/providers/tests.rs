@@ -1,0 +1,465 @@
+use super::*;
+use crate::schema::{compile, Documents};
+use serde_json::json;
+
+fn weather() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 1, "description": "City name"},
+            "unit": {"enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7}
+        },
+        "required": ["city"],
+        "additionalProperties": false
+    })
+}
+
+fn tool<'a>(name: &'a str, parameters: &'a Value) -> Tool<'a> {
+    Tool {
+        name,
+        description: "Current weather for a city.",
+        parameters,
+    }
+}
+
+fn keywords(ws: &[Warning]) -> Vec<(&str, &str)> {
+    ws.iter()
+        .map(|w| (w.path.as_str(), w.keyword.as_str()))
+        .collect()
+}
+
+#[test]
+fn openai_default_is_cmdc_shape() {
+    let p = weather();
+    let (out, ws) = convert(&[tool("get_weather", &p)], Format::OpenAI, false);
+    assert_eq!(
+        out,
+        json!([{"type": "function", "function": {
+            "name": "get_weather", "description": "Current weather for a city.", "parameters": p}}])
+    );
+    assert!(ws.is_empty());
+}
+
+#[test]
+fn openai_strict_closes_objects_and_makes_optionals_nullable() {
+    let p = weather();
+    let (out, ws) = convert(&[tool("get_weather", &p)], Format::OpenAI, true);
+    assert_eq!(
+        out,
+        json!([{"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather for a city.", "strict": true,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name"},
+                "unit": {"enum": ["celsius", "fahrenheit", null]},
+                "days": {"type": ["integer", "null"], "minimum": 1, "maximum": 7}
+            },
+            "required": ["city", "days", "unit"],
+            "additionalProperties": false
+        }}}])
+    );
+    assert_eq!(keywords(&ws), [("/properties/city", "minLength")]);
+    assert!(
+        ws[0].message.contains("OpenAI strict mode"),
+        "{}",
+        ws[0].message
+    );
+    assert_eq!(ws[0].tool, "get_weather");
+}
+
+#[test]
+fn strict_rewrites_const_refs_and_unions() {
+    let p = json!({
+        "type": "object",
+        "properties": {
+            "kind": {"const": "event"},
+            "when": {"$ref": "#/$defs/range"},
+            "note": {"type": "string", "nullable": true},
+            "x": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "y": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "z": {"not": {"type": "string"}}
+        },
+        "required": ["kind"],
+        "$defs": {"range": {"type": "object", "properties": {"start": {"type": "string", "format": "date-time"}}}}
+    });
+    let (out, ws) = strict_schema("t", &p, Format::OpenAI);
+    assert_eq!(
+        out,
+        json!({
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["event"]},
+                "when": {"anyOf": [{"$ref": "#/$defs/range"}, {"type": "null"}]},
+                "note": {"type": ["string", "null"]},
+                "x": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+                "y": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+                "z": {}
+            },
+            "required": ["kind", "note", "when", "x", "y", "z"],
+            "additionalProperties": false,
+            "$defs": {"range": {
+                "type": "object",
+                "properties": {"start": {"type": ["string", "null"], "format": "date-time"}},
+                "required": ["start"],
+                "additionalProperties": false
+            }}
+        })
+    );
+    assert_eq!(
+        keywords(&ws),
+        [("/properties/y", "oneOf"), ("/properties/z", "not")]
+    );
+}
+
+#[test]
+fn strict_merges_disjoint_all_of_and_drops_the_rest() {
+    let p = json!({"allOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "integer"}}}
+    ]});
+    let (out, ws) = strict_schema("t", &p, Format::OpenAI);
+    assert!(ws.is_empty(), "{ws:?}");
+    assert_eq!(
+        out,
+        json!({"type": "object",
+               "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}},
+               "required": ["a", "b"], "additionalProperties": false})
+    );
+    let clash = json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}},
+                                                   {"properties": {"a": {"minLength": 2}}}]});
+    let (_, ws) = strict_schema("t", &clash, Format::OpenAI);
+    assert_eq!(keywords(&ws), [("", "allOf")]);
+}
+
+#[test]
+fn strict_reports_open_maps_and_root_problems() {
+    let p = json!({"type": "object", "properties": {
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}});
+    let (out, ws) = strict_schema("t", &p, Format::OpenAI);
+    assert_eq!(
+        keywords(&ws),
+        [("/properties/labels", "additionalProperties")]
+    );
+    assert_eq!(
+        out["properties"]["labels"]["additionalProperties"],
+        json!(false)
+    );
+    let (_, ws) = strict_schema(
+        "t",
+        &json!({"anyOf": [{"type": "object"}, {"type": "string"}]}),
+        Format::OpenAI,
+    );
+    assert!(ws.iter().any(|w| w.path.is_empty() && w.keyword == "type"));
+    let (out, ws) = strict_schema("t", &json!({}), Format::OpenAI);
+    assert!(ws.is_empty());
+    assert_eq!(
+        out,
+        json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+    );
+}
+
+#[test]
+fn openai_limits_are_reported() {
+    let props: Map<String, Value> = (0..5001)
+        .map(|i| (format!("p{i}"), json!({"type": "string"})))
+        .collect();
+    let p = json!({"type": "object", "properties": props});
+    let (_, ws) = strict_schema("big", &p, Format::OpenAI);
+    assert!(ws
+        .iter()
+        .any(|w| w.keyword == "limit" && w.message.contains("5001")));
+    let mut deep = json!({"type": "string"});
+    for _ in 0..11 {
+        deep = json!({"type": "object", "properties": {"n": deep}, "required": ["n"]});
+    }
+    let (_, ws) = strict_schema("deep", &deep, Format::OpenAI);
+    assert!(ws
+        .iter()
+        .any(|w| w.keyword == "limit" && w.message.contains("11 levels")));
+    let values: Vec<Value> = (0..1001).map(|i| json!(format!("v{i}"))).collect();
+    let p = json!({"type": "object", "properties": {"e": {"enum": values}}, "required": ["e"]});
+    let (_, ws) = strict_schema("enum", &p, Format::OpenAI);
+    assert!(ws.iter().any(|w| w.message.contains("1001 enum values")));
+}
+
+#[test]
+fn anthropic_and_mcp_shapes() {
+    let p = weather();
+    let (out, ws) = convert(&[tool("get_weather", &p)], Format::Anthropic, false);
+    assert!(ws.is_empty());
+    assert_eq!(
+        out,
+        json!([{"name": "get_weather", "description": "Current weather for a city.",
+                "input_schema": p}])
+    );
+    let empty = json!({});
+    let (out, _) = convert(&[tool("ping", &empty)], Format::Mcp, false);
+    assert_eq!(
+        out,
+        json!([{"name": "ping", "description": "Current weather for a city.",
+                "inputSchema": {"type": "object", "properties": {}}}])
+    );
+    let (out, ws) = convert(&[tool("get_weather", &p)], Format::Anthropic, true);
+    assert_eq!(out[0]["strict"], json!(true));
+    // Anthropic strict tool use has no numeric bounds or string lengths.
+    let dropped: BTreeSet<&str> = ws.iter().map(|w| w.keyword.as_str()).collect();
+    assert_eq!(
+        dropped,
+        ["maximum", "minLength", "minimum"].into_iter().collect()
+    );
+}
+
+#[test]
+fn responses_format_is_flat_and_says_strict() {
+    let p = weather();
+    let (out, _) = convert(&[tool("get_weather", &p)], Format::OpenAIResponses, false);
+    assert_eq!(out[0]["type"], "function");
+    assert_eq!(out[0]["name"], "get_weather");
+    assert_eq!(out[0]["strict"], json!(false));
+    assert_eq!(out[0]["parameters"], p);
+}
+
+#[test]
+fn gemini_subset() {
+    let p = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "when": {"$ref": "#/definitions/range", "description": "Time range"},
+            "unit": {"type": ["string", "null"], "enum": ["c", "f", null]},
+            "count": {"type": "integer", "exclusiveMinimum": 0, "multipleOf": 2},
+            "mode": {"const": "fast"},
+            "bad-name": {"type": "string"}
+        },
+        "required": ["when"],
+        "additionalProperties": false,
+        "definitions": {"range": {"type": "object",
+            "properties": {"start": {"type": "string", "format": "date-time"}},
+            "additionalProperties": false}}
+    });
+    let (out, ws) = gemini_schema("t", &p);
+    assert_eq!(
+        out.unwrap(),
+        json!({
+            "type": "object",
+            "properties": {
+                "when": {"type": "object", "description": "Time range",
+                         "properties": {"start": {"type": "string", "format": "date-time"}}},
+                "unit": {"type": "string", "enum": ["c", "f"], "nullable": true},
+                "count": {"type": "integer", "minimum": 1},
+                "mode": {"type": "string", "enum": ["fast"]},
+                "bad-name": {"type": "string"}
+            },
+            "required": ["when"]
+        })
+    );
+    let mut got = keywords(&ws);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("", "additionalProperties"),
+            ("/properties/bad-name", "propertyName"),
+            ("/properties/count", "multipleOf"),
+            ("/properties/when", "additionalProperties"),
+        ]
+    );
+}
+
+#[test]
+fn gemini_omits_empty_parameters_and_cuts_recursion() {
+    let (out, ws) = gemini_schema("t", &json!({"type": "object", "properties": {}}));
+    assert_eq!(out, None);
+    assert!(ws.is_empty());
+    let tree = json!({"type": "object", "properties": {"node": {"$ref": "#/$defs/node"}},
+        "$defs": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}});
+    let (out, ws) = gemini_schema("t", &tree);
+    let out = out.unwrap();
+    assert_eq!(
+        out["properties"]["node"]["properties"]["children"]["items"],
+        json!({"type": "object"})
+    );
+    assert_eq!(ws.len(), 1);
+    assert_eq!(ws[0].keyword, "$ref");
+    let (out, _) = convert(&[tool("t", &json!({}))], Format::Gemini, false);
+    assert_eq!(
+        out,
+        json!([{"functionDeclarations": [{"name": "t", "description": "Current weather for a city."}]}])
+    );
+}
+
+#[test]
+fn tool_names_are_checked_per_format() {
+    let p = weather();
+    let (_, ws) = convert(&[tool("mcp.server.tool", &p)], Format::OpenAI, false);
+    assert_eq!(keywords(&ws), [("", "name")]);
+    let (_, ws) = convert(&[tool("mcp.server.tool", &p)], Format::Mcp, false);
+    assert!(ws.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property: every argument map the original schema accepts is accepted by the strict rewrite,
+// once absent optional properties are sent as null.
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn coin(&mut self) -> bool {
+        self.below(2) == 0
+    }
+}
+
+fn gen_schema(rng: &mut Rng, depth: u32) -> Value {
+    let leaf = depth >= 3;
+    match rng.below(if leaf { 8 } else { 13 }) {
+        0 => json!({"type": "string", "minLength": rng.below(3)}),
+        1 => json!({"type": "integer", "minimum": 0, "maximum": 50}),
+        2 => json!({"type": "number", "exclusiveMinimum": 0}),
+        3 => json!({"type": "boolean"}),
+        4 => json!({"enum": ["a", "b", "c"]}),
+        5 => json!({"const": "fixed"}),
+        6 => json!({"type": ["string", "null"]}),
+        7 => json!({"$ref": "#/$defs/point"}),
+        8 => json!({"type": "array", "items": gen_schema(rng, depth + 1), "maxItems": 3}),
+        9 => json!({"anyOf": [gen_schema(rng, depth + 1), gen_schema(rng, depth + 1)]}),
+        10 => json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
+        11 => {
+            json!({"allOf": [gen_object(rng, depth + 1), {"properties": {"extra": {"type": "boolean"}}}]})
+        }
+        _ => gen_object(rng, depth + 1),
+    }
+}
+
+fn gen_object(rng: &mut Rng, depth: u32) -> Value {
+    let n = rng.below(4);
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for i in 0..n {
+        let name = format!("p{depth}_{i}");
+        if rng.coin() {
+            required.push(json!(name));
+        }
+        props.insert(name, gen_schema(rng, depth));
+    }
+    let mut o = json!({"type": "object", "properties": props, "required": required});
+    if rng.coin() {
+        o["additionalProperties"] = json!(false);
+    }
+    o
+}
+
+fn defs() -> Value {
+    json!({"point": {"type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x"]}})
+}
+
+/// A value for `schema` and the same value as strict mode expects it (absent optionals = null).
+fn gen_value(rng: &mut Rng, schema: &Value, root: &Value) -> (Value, Value) {
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        return gen_value(rng, root.pointer(&r[1..]).unwrap(), root);
+    }
+    if let Some(Value::Array(bs)) = schema.get("anyOf").or_else(|| schema.get("oneOf")) {
+        let b = &bs[rng.below(bs.len() as u64) as usize];
+        return gen_value(rng, b, root);
+    }
+    if let Some(Value::Array(parts)) = schema.get("allOf") {
+        let mut merged = parts[0].clone();
+        for (k, v) in parts[1]["properties"].as_object().unwrap() {
+            merged["properties"][k] = v.clone();
+        }
+        merged
+            .as_object_mut()
+            .unwrap()
+            .remove("additionalProperties");
+        return gen_value(rng, &merged, root);
+    }
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        let v = values[rng.below(values.len() as u64) as usize].clone();
+        return (v.clone(), v);
+    }
+    if let Some(c) = schema.get("const") {
+        return (c.clone(), c.clone());
+    }
+    let ty = match schema.get("type") {
+        Some(Value::Array(ts)) => ts[rng.below(ts.len() as u64) as usize].clone(),
+        Some(t) => t.clone(),
+        None => json!("object"),
+    };
+    let v = match ty.as_str().unwrap() {
+        "string" => json!("s".repeat(rng.below(5) as usize)),
+        "integer" => json!(rng.below(51)),
+        "number" => json!(rng.below(100) as f64 / 7.0 + 0.5),
+        "boolean" => json!(rng.coin()),
+        "null" => Value::Null,
+        "array" => {
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for _ in 0..rng.below(4) {
+                let (x, y) = gen_value(rng, &schema["items"], root);
+                a.push(x);
+                b.push(y);
+            }
+            return (Value::Array(a), Value::Array(b));
+        }
+        _ => {
+            let req: Vec<&str> = schema["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut a = Map::new();
+            let mut b = Map::new();
+            for (k, sub) in schema["properties"].as_object().into_iter().flatten() {
+                if req.contains(&k.as_str()) || rng.coin() {
+                    let (x, y) = gen_value(rng, sub, root);
+                    a.insert(k.clone(), x);
+                    b.insert(k.clone(), y);
+                } else {
+                    b.insert(k.clone(), Value::Null);
+                }
+            }
+            return (Value::Object(a), Value::Object(b));
+        }
+    };
+    (v.clone(), v)
+}
+
+#[test]
+fn strict_rewrite_keeps_every_accepted_call() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut checked = 0;
+    for format in [Format::OpenAI, Format::Anthropic] {
+        for _ in 0..150 {
+            let mut schema = gen_object(&mut rng, 0);
+            schema["$defs"] = defs();
+            let (strict, _) = strict_schema("t", &schema, format);
+            let original = compile(&schema, Documents::default()).unwrap();
+            let rewritten = compile(&strict, Documents::default())
+                .unwrap_or_else(|e| panic!("{e}\n{strict:#}"));
+            for _ in 0..20 {
+                let (args, strict_args) = gen_value(&mut rng, &schema, &schema);
+                if !original.is_valid(&args) {
+                    continue;
+                }
+                checked += 1;
+                assert!(
+                    rewritten.is_valid(&strict_args),
+                    "schema {schema:#}\nstrict {strict:#}\nargs {args}\nsent {strict_args}"
+                );
+            }
+        }
+    }
+    assert!(checked > 3000, "only {checked} accepted calls generated");
+}

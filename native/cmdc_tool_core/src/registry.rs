@@ -1,0 +1,497 @@
+//! The tool registry: names → tools, with the portable name rule, conflicts, reserved names,
+//! per-tool settings and "did you mean" suggestions. Generic over the module handle `M` (an atom
+//! in the NIF, a `String` in tests) and the compiled schema handle `S`, so it knows no BEAM type.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The portable tool-name rule: what OpenAI, Anthropic, Gemini and MCP all accept.
+pub const NAME_RULE: &str = "^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$";
+
+/// Suggestions returned for an unknown name, at most.
+pub const MAX_SUGGESTIONS: usize = 3;
+
+/// Checks a tool name against [`NAME_RULE`]; the error says what is wrong and states the rule.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let rule = format!(
+        "tool names must match {NAME_RULE} (a letter or _ first, then letters, digits, _ or -, \
+         at most 64 characters), the rule every model provider accepts"
+    );
+    if name.is_empty() {
+        return Err(format!("the name is empty; {rule}"));
+    }
+    let len = name.chars().count();
+    if len > 64 {
+        return Err(format!("name {name:?} has {len} characters; {rule}"));
+    }
+    for (i, c) in name.chars().enumerate() {
+        let ok = c.is_ascii_alphabetic() || c == '_' || (i > 0 && (c.is_ascii_digit() || c == '-'));
+        if !ok {
+            let what = if i == 0 {
+                format!("starts with {c:?}")
+            } else {
+                format!("contains {c:?} at position {i}")
+            };
+            return Err(format!("name {name:?} {what}; {rule}"));
+        }
+    }
+    Ok(())
+}
+
+/// A description must say something: a model picks tools by it.
+pub fn check_description(description: &str) -> Result<(), String> {
+    if description.trim().is_empty() {
+        Err(
+            "the description is empty; a model chooses tools by their description, so every \
+             tool needs a non-empty one"
+                .into(),
+        )
+    } else {
+        Ok(())
+    }
+}
+
+/// One registered tool.
+#[derive(Debug)]
+pub struct Entry<M, S> {
+    pub name: String,
+    pub module: M,
+    /// `description/0`, captured at registration.
+    pub description: String,
+    /// The module defines `description/1`: its description depends on the context.
+    pub contextual: bool,
+    pub schema: S,
+}
+
+/// Who already holds a name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Holder<M> {
+    /// A registered module.
+    Module(M),
+    /// A name reserved for a built-in at `new/1`.
+    Reserved,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RegistryError<M> {
+    /// A tool of the batch is invalid: the module and a message stating the rule it breaks.
+    Invalid { module: M, message: String },
+    /// The name is held by another module (or reserved).
+    Conflict { name: String, holder: Holder<M> },
+}
+
+/// Names → tools. Writes are O(batch) except `unregister` (O(n) to keep the order).
+#[derive(Debug)]
+pub struct Registry<M, S> {
+    entries: Vec<Arc<Entry<M, S>>>,
+    index: HashMap<String, usize>,
+    reserved: HashSet<String>,
+    settings: HashMap<String, Vec<u8>>,
+    generation: u64,
+}
+
+impl<M: Clone + PartialEq, S> Registry<M, S> {
+    pub fn new<I: IntoIterator<Item = String>>(reserved: I) -> Self {
+        Registry {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            reserved: reserved.into_iter().collect(),
+            settings: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    /// Bumped by every change to the set of tools (not by settings).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Entry<M, S>>> {
+        self.index.get(name).map(|&i| &self.entries[i])
+    }
+
+    /// Tools in registration order.
+    pub fn entries(&self) -> &[Arc<Entry<M, S>>] {
+        &self.entries
+    }
+
+    pub fn reserved(&self) -> &HashSet<String> {
+        &self.reserved
+    }
+
+    /// Checks a batch on its own: the rules for each tool, then names given twice in it.
+    fn check_batch(&self, batch: &[Entry<M, S>]) -> Result<(), RegistryError<M>> {
+        for e in batch {
+            check_name(&e.name)
+                .and_then(|_| check_description(&e.description))
+                .map_err(|message| RegistryError::Invalid {
+                    module: e.module.clone(),
+                    message,
+                })?;
+            if self.reserved.contains(&e.name) {
+                return Err(RegistryError::Conflict {
+                    name: e.name.clone(),
+                    holder: Holder::Reserved,
+                });
+            }
+        }
+        let mut seen: HashMap<&str, &M> = HashMap::with_capacity(batch.len());
+        for e in batch {
+            if let Some(first) = seen.insert(&e.name, &e.module) {
+                if *first != e.module {
+                    return Err(RegistryError::Conflict {
+                        name: e.name.clone(),
+                        holder: Holder::Module(first.clone()),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a batch: all or none. A name held by another module is a conflict; the same module
+    /// registered again replaces its entry (e.g. after a code reload).
+    pub fn register(&mut self, batch: Vec<Entry<M, S>>) -> Result<(), RegistryError<M>> {
+        self.check_batch(&batch)?;
+        for e in &batch {
+            if let Some(existing) = self.get(&e.name) {
+                if existing.module != e.module {
+                    return Err(RegistryError::Conflict {
+                        name: e.name.clone(),
+                        holder: Holder::Module(existing.module.clone()),
+                    });
+                }
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for e in batch {
+            match self.index.get(&e.name) {
+                Some(&i) => self.entries[i] = Arc::new(e),
+                None => {
+                    self.index.insert(e.name.clone(), self.entries.len());
+                    self.entries.push(Arc::new(e));
+                }
+            }
+        }
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Swaps the whole set: all or none. Settings of names that stay are kept.
+    pub fn replace(&mut self, batch: Vec<Entry<M, S>>) -> Result<(), RegistryError<M>> {
+        self.check_batch(&batch)?;
+        let mut entries = Vec::with_capacity(batch.len());
+        let mut index = HashMap::with_capacity(batch.len());
+        for e in batch {
+            match index.get(&e.name) {
+                Some(&i) => entries[i] = Arc::new(e),
+                None => {
+                    index.insert(e.name.clone(), entries.len());
+                    entries.push(Arc::new(e));
+                }
+            }
+        }
+        self.settings.retain(|name, _| index.contains_key(name));
+        // The old set is dropped by the caller, outside any lock, via the returned swap.
+        let _old = std::mem::replace(&mut self.entries, entries);
+        self.index = index;
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Removes a tool and its settings: `true` when it was registered.
+    pub fn unregister(&mut self, name: &str) -> bool {
+        let Some(i) = self.index.remove(name) else {
+            return false;
+        };
+        self.entries.remove(i);
+        for e in &self.entries[i..] {
+            if let Some(slot) = self.index.get_mut(&e.name) {
+                *slot -= 1;
+            }
+        }
+        self.settings.remove(name);
+        self.generation += 1;
+        true
+    }
+
+    /// Stores a tool's settings (opaque bytes to this crate). `false` when the name is unknown.
+    pub fn put_settings(&mut self, name: &str, settings: Vec<u8>) -> bool {
+        if !self.index.contains_key(name) {
+            return false;
+        }
+        self.settings.insert(name.to_owned(), settings);
+        true
+    }
+
+    pub fn settings(&self, name: &str) -> Option<&[u8]> {
+        self.settings.get(name).map(Vec::as_slice)
+    }
+
+    /// The registered names nearest to `name`, best first.
+    pub fn suggest(&self, name: &str) -> Vec<String> {
+        suggest(self.entries.iter().map(|e| e.name.as_str()), name)
+    }
+}
+
+/// Lower-case, without `_` and `-`: `readFile`, `read-file` and `read_file` are the same here.
+fn fold(name: &str) -> Vec<char> {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Optimal string alignment distance (Levenshtein plus adjacent transpositions), giving up and
+/// answering `max + 1` once the distance is surely above `max`.
+pub fn distance(a: &[char], b: &[char], max: usize) -> usize {
+    if a.len().abs_diff(b.len()) > max {
+        return max + 1;
+    }
+    let w = b.len() + 1;
+    let mut prev2 = vec![0usize; w];
+    let mut prev: Vec<usize> = (0..w).collect();
+    let mut cur = vec![0usize; w];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        let mut row_min = cur[0];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(prev2[j - 2] + 1);
+            }
+            cur[j] = d;
+            row_min = row_min.min(d);
+        }
+        if row_min > max {
+            return max + 1;
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// "Did you mean": names whose folded form is within an edit distance that grows with the
+/// length of the name (1 for short names, up to 3), or that contain / are contained in it;
+/// nearest first, then alphabetical, at most [`MAX_SUGGESTIONS`].
+pub fn suggest<'a, I: IntoIterator<Item = &'a str>>(candidates: I, name: &str) -> Vec<String> {
+    let target = fold(name);
+    if target.is_empty() {
+        return Vec::new();
+    }
+    let max = match target.len() {
+        0..=3 => 1,
+        4..=7 => 2,
+        _ => 3,
+    };
+    let target_s: String = target.iter().collect();
+    let mut scored: Vec<(usize, &str)> = Vec::new();
+    for cand in candidates {
+        let folded = fold(cand);
+        let d = distance(&target, &folded, max);
+        let score = if d <= max {
+            d
+        } else if folded.len() >= 3 && target.len() >= 3 && {
+            let f: String = folded.iter().collect();
+            f.contains(&target_s) || target_s.contains(&f)
+        } {
+            max + 1
+        } else {
+            continue;
+        };
+        scored.push((score, cand));
+    }
+    scored.sort_unstable();
+    scored
+        .into_iter()
+        .take(MAX_SUGGESTIONS)
+        .map(|(_, n)| n.to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, module: &str) -> Entry<String, ()> {
+        Entry {
+            name: name.into(),
+            module: module.into(),
+            description: format!("The {name} tool."),
+            contextual: false,
+            schema: (),
+        }
+    }
+
+    fn reg() -> Registry<String, ()> {
+        Registry::new(vec!["bash".to_string()])
+    }
+
+    #[test]
+    fn names_follow_the_portable_rule() {
+        for ok in ["a", "_x", "read_file", "get-weather", "A1", &"a".repeat(64)] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        let cases = [
+            ("", "empty"),
+            ("1abc", "starts with '1'"),
+            ("-abc", "starts with '-'"),
+            ("read file", "contains ' ' at position 4"),
+            ("mcp.tool", "contains '.'"),
+            ("héllo", "contains 'é'"),
+        ];
+        for (bad, why) in cases {
+            let err = check_name(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+            assert!(err.contains(NAME_RULE), "{err}");
+        }
+        let long = "a".repeat(65);
+        assert!(check_name(&long).unwrap_err().contains("65 characters"));
+    }
+
+    #[test]
+    fn descriptions_must_not_be_blank() {
+        assert!(check_description("Reads a file.").is_ok());
+        assert!(check_description("  \n")
+            .unwrap_err()
+            .contains("description is empty"));
+    }
+
+    #[test]
+    fn register_is_all_or_none() {
+        let mut r = reg();
+        r.register(vec![entry("a", "A"), entry("b", "B")]).unwrap();
+        assert_eq!(r.len(), 2);
+        let g = r.generation();
+        // One bad tool in the batch: nothing of the batch is registered.
+        let err = r
+            .register(vec![entry("c", "C"), entry("bad name", "Bad")])
+            .unwrap_err();
+        match err {
+            RegistryError::Invalid { module, message } => {
+                assert_eq!(module, "Bad");
+                assert!(message.contains("position 3"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(r.get("c").is_none());
+        assert_eq!(r.generation(), g);
+        // A conflict with a registered name names its holder.
+        let err = r
+            .register(vec![entry("d", "D"), entry("a", "Other")])
+            .unwrap_err();
+        assert_eq!(
+            err,
+            RegistryError::Conflict {
+                name: "a".into(),
+                holder: Holder::Module("A".into())
+            }
+        );
+        assert!(r.get("d").is_none());
+        // The same module again is an update, not a conflict.
+        r.register(vec![entry("a", "A")]).unwrap();
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn reserved_names_and_batch_duplicates_conflict() {
+        let mut r = reg();
+        let err = r.register(vec![entry("bash", "MyBash")]).unwrap_err();
+        assert_eq!(
+            err,
+            RegistryError::Conflict {
+                name: "bash".into(),
+                holder: Holder::Reserved
+            }
+        );
+        let err = r
+            .register(vec![entry("x", "X1"), entry("x", "X2")])
+            .unwrap_err();
+        assert_eq!(
+            err,
+            RegistryError::Conflict {
+                name: "x".into(),
+                holder: Holder::Module("X1".into())
+            }
+        );
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn unregister_keeps_order_and_index() {
+        let mut r = reg();
+        r.register(vec![entry("a", "A"), entry("b", "B"), entry("c", "C")])
+            .unwrap();
+        r.put_settings("b", vec![1]);
+        assert!(r.unregister("b"));
+        assert!(!r.unregister("b"));
+        let names: Vec<&str> = r.entries().iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        assert_eq!(r.get("c").unwrap().module, "C");
+        assert_eq!(r.settings("b"), None);
+    }
+
+    #[test]
+    fn replace_swaps_atomically_and_keeps_surviving_settings() {
+        let mut r = reg();
+        r.register(vec![entry("a", "A"), entry("b", "B")]).unwrap();
+        assert!(r.put_settings("a", vec![7]));
+        assert!(r.put_settings("b", vec![8]));
+        assert!(!r.put_settings("zzz", vec![9]));
+        let err = r.replace(vec![entry("bash", "X")]).unwrap_err();
+        assert!(matches!(err, RegistryError::Conflict { .. }));
+        assert_eq!(r.len(), 2);
+        r.replace(vec![entry("a", "A2"), entry("c", "C")]).unwrap();
+        assert_eq!(r.get("a").unwrap().module, "A2");
+        assert!(r.get("b").is_none());
+        assert_eq!(r.settings("a"), Some(&[7u8][..]));
+        assert_eq!(r.settings("b"), None);
+    }
+
+    #[test]
+    fn distance_counts_edits_and_transpositions() {
+        let c = |s: &str| s.chars().collect::<Vec<_>>();
+        assert_eq!(distance(&c("kitten"), &c("sitting"), 5), 3);
+        assert_eq!(distance(&c("read"), &c("raed"), 5), 1);
+        assert_eq!(distance(&c("abc"), &c("abc"), 0), 0);
+        assert_eq!(distance(&c("a"), &c("abcdef"), 2), 3);
+    }
+
+    #[test]
+    fn suggestions_catch_what_models_get_wrong() {
+        let names = [
+            "read_file",
+            "write_file",
+            "list_dir",
+            "search",
+            "get_weather",
+            "bash",
+        ];
+        let s = |n: &str| suggest(names, n);
+        assert_eq!(s("readFile"), ["read_file"]);
+        assert_eq!(s("read-file"), ["read_file"]);
+        assert_eq!(s("raed_file")[0], "read_file");
+        assert_eq!(s("weather"), ["get_weather"]);
+        assert_eq!(s("serach"), ["search"]);
+        assert_eq!(s("list"), ["list_dir"]);
+        assert!(s("completely_unrelated").is_empty());
+        assert!(s("").is_empty());
+        let many: Vec<String> = (0..10).map(|i| format!("tool_{i}")).collect();
+        assert_eq!(
+            suggest(many.iter().map(String::as_str), "tool_x").len(),
+            MAX_SUGGESTIONS
+        );
+    }
+}

@@ -1,0 +1,576 @@
+//! NIFs for the tool registry: a resource holding `cmdc_tool_core::registry::Registry` behind a
+//! `RwLock`, read and written by many processes at once, plus the per-registry cache of provider
+//! output (`cmdc_tool_core::providers`). Lookups run on normal schedulers (a hash lookup); work
+//! that grows with the registry (suggestions over thousands of names, builds) answers `:yield`
+//! or runs on a dirty scheduler.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use cmdc_tool_core::providers::{self, Format, Tool, Warning};
+use cmdc_tool_core::registry::{self as core, Entry, Holder, RegistryError};
+use once_cell::sync::{Lazy, OnceCell};
+use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
+use serde_json::Value;
+
+use crate::atoms;
+use crate::schema::{self, Schema};
+use crate::term::{self, Budget, TermError};
+
+/// Registries larger than this compute "did you mean" on a dirty scheduler.
+const NORMAL_SUGGEST_NAMES: usize = 2_000;
+
+/// Built tools lists kept per registry (per format, strictness and context).
+const MAX_CACHED: usize = 64;
+
+type Core = core::Registry<Atom, ResourceArc<Schema>>;
+type CacheKey = (Format, bool, Vec<u8>);
+
+/// One built tools list, kept as JSON text; handed out as a resource binary (no copy).
+pub struct Built {
+    json: Vec<u8>,
+}
+
+#[rustler::resource_impl]
+impl rustler::Resource for Built {}
+
+#[derive(Default)]
+struct Cache {
+    generation: u64,
+    entries: HashMap<CacheKey, ResourceArc<Built>>,
+}
+
+pub struct Registry {
+    id: u64,
+    /// Mirrors the core registry's generation, readable without the lock.
+    generation: AtomicU64,
+    state: RwLock<Core>,
+    cache: Mutex<Cache>,
+}
+
+#[rustler::resource_impl]
+impl rustler::Resource for Registry {}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Ids of live registries: the Elixir side drops cached terms of registries no longer here.
+static LIVE: Lazy<Mutex<HashSet<u64>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+static DEFAULT: OnceCell<ResourceArc<Registry>> = OnceCell::new();
+
+impl Registry {
+    fn new(reserved: Vec<String>) -> Self {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        lock(&LIVE).insert(id);
+        Registry {
+            id,
+            generation: AtomicU64::new(0),
+            state: RwLock::new(Core::new(reserved)),
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Core> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Core> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After a write: publish the generation and drop cached output built from older state.
+    fn changed(&self, state: &Core) {
+        self.generation.store(state.generation(), Ordering::Release);
+        let mut cache = lock(&self.cache);
+        cache.generation = state.generation();
+        cache.entries.clear();
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        lock(&LIVE).remove(&self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn not_found<'a>(env: Env<'a>, name: &str, suggestions: Vec<String>) -> Term<'a> {
+    (atoms::error(), (atoms::not_found(), name, suggestions)).encode(env)
+}
+
+/// `{:error, {:not_found, name, suggestions}}`, or `:yield` when suggesting would take too long
+/// for a normal scheduler.
+fn missing<'a>(env: Env<'a>, state: &Core, name: &str, dirty: bool) -> Term<'a> {
+    if !dirty && state.len() > NORMAL_SUGGEST_NAMES {
+        return atoms::r#yield().encode(env);
+    }
+    not_found(env, name, state.suggest(name))
+}
+
+fn as_str<'a>(bin: &'a Binary) -> &'a str {
+    // Names that are not UTF-8 are simply not found.
+    std::str::from_utf8(bin.as_slice()).unwrap_or("\u{FFFD}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Life cycle
+
+#[rustler::nif]
+fn registry_new(reserved: Vec<String>) -> (u64, ResourceArc<Registry>) {
+    let reg = ResourceArc::new(Registry::new(reserved));
+    (reg.id, reg)
+}
+
+/// The process-independent default registry: one per loaded library, created on first use.
+#[rustler::nif]
+fn registry_default() -> (u64, ResourceArc<Registry>) {
+    let reg = DEFAULT
+        .get_or_init(|| ResourceArc::new(Registry::new(Vec::new())))
+        .clone();
+    (reg.id, reg)
+}
+
+/// Ids of the registries still alive.
+#[rustler::nif]
+fn registry_live_ids() -> Vec<u64> {
+    lock(&LIVE).iter().copied().collect()
+}
+
+#[rustler::nif]
+fn registry_generation(reg: ResourceArc<Registry>) -> u64 {
+    reg.generation.load(Ordering::Acquire)
+}
+
+#[rustler::nif]
+fn registry_info(reg: ResourceArc<Registry>) -> (u64, usize, Vec<String>) {
+    let state = reg.read();
+    let mut reserved: Vec<String> = state.reserved().iter().cloned().collect();
+    reserved.sort();
+    (state.generation(), state.len(), reserved)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+
+type Incoming = (Atom, String, String, bool, ResourceArc<Schema>);
+
+fn entries(batch: Vec<Incoming>) -> Vec<Entry<Atom, ResourceArc<Schema>>> {
+    batch
+        .into_iter()
+        .map(|(module, name, description, contextual, schema)| Entry {
+            name,
+            module,
+            description,
+            contextual,
+            schema,
+        })
+        .collect()
+}
+
+fn write_result<'a>(env: Env<'a>, result: Result<(), RegistryError<Atom>>) -> Term<'a> {
+    match result {
+        Ok(()) => atoms::ok().encode(env),
+        Err(RegistryError::Invalid { module, message }) => {
+            (atoms::error(), (atoms::invalid_tool(), module, message)).encode(env)
+        }
+        Err(RegistryError::Conflict { name, holder }) => {
+            let holder = match holder {
+                Holder::Module(m) => m.encode(env),
+                Holder::Reserved => atoms::reserved().encode(env),
+            };
+            (atoms::error(), (atoms::conflict(), name, holder)).encode(env)
+        }
+    }
+}
+
+/// Registers (`replace = false`) or swaps in (`replace = true`) a batch, all or none. Entries
+/// are `{module, name, description, contextual, schema}` prepared by `CMDC.Tool.Registry`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_register<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    batch: Vec<Incoming>,
+    replace: bool,
+) -> Term<'a> {
+    let batch = entries(batch);
+    let mut state = reg.write();
+    let result = if replace {
+        state.replace(batch)
+    } else {
+        state.register(batch)
+    };
+    if result.is_ok() {
+        reg.changed(&state);
+    }
+    drop(state);
+    write_result(env, result)
+}
+
+#[rustler::nif]
+fn registry_unregister<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
+    let name = as_str(&name);
+    let mut state = reg.write();
+    if state.unregister(name) {
+        reg.changed(&state);
+        atoms::ok().encode(env)
+    } else {
+        // Suggestions are not needed here: the caller asked to remove, not to call.
+        not_found(env, name, Vec::new())
+    }
+}
+
+#[rustler::nif]
+fn registry_put_settings<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    name: Binary<'a>,
+    settings: Binary<'a>,
+) -> Term<'a> {
+    let name = as_str(&name);
+    let mut state = reg.write();
+    if state.put_settings(name, settings.as_slice().to_vec()) {
+        atoms::ok().encode(env)
+    } else {
+        not_found(env, name, Vec::new())
+    }
+}
+
+/// `{:ok, bytes}` (term_to_binary of the settings), `:none`, or not found.
+#[rustler::nif]
+fn registry_settings<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
+    let name = as_str(&name);
+    let state = reg.read();
+    if state.get(name).is_none() {
+        return not_found(env, name, Vec::new());
+    }
+    match state.settings(name) {
+        Some(bytes) => (atoms::ok(), crate::json::binary(env, bytes)).encode(env),
+        None => atoms::none().encode(env),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+
+/// `{:ok, module}` or `:error`: a hash lookup, for `CMDC.Tool.find/2`.
+#[rustler::nif]
+fn registry_find<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
+    let state = reg.read();
+    match state.get(as_str(&name)) {
+        Some(e) => (atoms::ok(), e.module).encode(env),
+        None => atoms::error().encode(env),
+    }
+}
+
+fn fetch<'a>(env: Env<'a>, reg: &Registry, name: &str, dirty: bool) -> Term<'a> {
+    let state = reg.read();
+    match state.get(name) {
+        Some(e) => (atoms::ok(), e.module).encode(env),
+        None => missing(env, &state, name, dirty),
+    }
+}
+
+#[rustler::nif]
+fn registry_fetch<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
+    fetch(env, &reg, as_str(&name), false)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_fetch_dirty<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    name: Binary<'a>,
+) -> Term<'a> {
+    fetch(env, &reg, as_str(&name), true)
+}
+
+/// Modules in registration order.
+#[rustler::nif]
+fn registry_list<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
+    let state = reg.read();
+    let modules: Vec<Term<'a>> = state
+        .entries()
+        .iter()
+        .map(|e| e.module.encode(env))
+        .collect();
+    modules.encode(env)
+}
+
+/// `{generation, [{name, module}]}` of the tools whose description depends on the context.
+#[rustler::nif]
+fn registry_contextual<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
+    let state = reg.read();
+    let list: Vec<Term<'a>> = state
+        .entries()
+        .iter()
+        .filter(|e| e.contextual)
+        .map(|e| (e.name.as_str(), e.module).encode(env))
+        .collect();
+    (state.generation(), list).encode(env)
+}
+
+/// The registered names nearest to `name` (dirty: it reads every name).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_suggest(reg: ResourceArc<Registry>, name: String) -> Vec<String> {
+    reg.read().suggest(&name)
+}
+
+/// Suggestions among a list of names (for `CMDC.Tool.suggest/2` on a list of modules).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn tool_suggest(names: Vec<String>, name: String) -> Vec<String> {
+    core::suggest(names.iter().map(String::as_str), &name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolve and validate in one call
+
+fn schema_of(reg: &Registry, name: &str) -> Option<ResourceArc<Schema>> {
+    reg.read().get(name).map(|e| e.schema.clone())
+}
+
+fn validate<'a>(
+    env: Env<'a>,
+    reg: &Registry,
+    name: &str,
+    args: Term<'a>,
+    budget: Budget,
+) -> Term<'a> {
+    match schema_of(reg, name) {
+        Some(schema) => schema::validate_term(env, &schema, args, budget),
+        None => missing(env, &reg.read(), name, budget.is_dirty()),
+    }
+}
+
+#[rustler::nif]
+fn registry_validate<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    name: Binary<'a>,
+    args: Term<'a>,
+) -> Term<'a> {
+    validate(env, &reg, as_str(&name), args, Budget::normal())
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_validate_dirty<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    name: Binary<'a>,
+    args: Term<'a>,
+) -> Term<'a> {
+    validate(env, &reg, as_str(&name), args, Budget::dirty())
+}
+
+fn validate_json<'a>(
+    env: Env<'a>,
+    reg: &Registry,
+    name: &str,
+    text: &[u8],
+    dirty: bool,
+) -> Term<'a> {
+    match schema_of(reg, name) {
+        Some(_) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => {
+            atoms::r#yield().encode(env)
+        }
+        Some(schema) => schema::validate_text(env, &schema, text),
+        None => missing(env, &reg.read(), name, dirty),
+    }
+}
+
+#[rustler::nif]
+fn registry_validate_json<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    name: Binary<'a>,
+    text: Binary<'a>,
+) -> Term<'a> {
+    validate_json(env, &reg, as_str(&name), text.as_slice(), false)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_validate_json_dirty<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    name: Binary<'a>,
+    text: Binary<'a>,
+) -> Term<'a> {
+    validate_json(env, &reg, as_str(&name), text.as_slice(), true)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Provider output, cached
+
+fn format_of(format: Term) -> Option<Format> {
+    Format::parse(&format.atom_to_string().ok()?)
+}
+
+fn bad_format<'a>(env: Env<'a>, format: Term<'a>) -> Term<'a> {
+    let msg = format!(
+        "unknown format {format:?}; expected one of :openai, :openai_responses, :anthropic, \
+         :gemini, :mcp"
+    );
+    (atoms::error(), msg).encode(env)
+}
+
+pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
+    let list: Vec<Term<'a>> = warnings
+        .iter()
+        .map(|w| {
+            let keys = [
+                atoms::tool().encode(env),
+                atoms::path().encode(env),
+                atoms::keyword().encode(env),
+                atoms::message().encode(env),
+            ];
+            let values = [
+                w.tool.encode(env),
+                w.path.encode(env),
+                w.keyword.encode(env),
+                w.message.encode(env),
+            ];
+            Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+        })
+        .collect();
+    list.encode(env)
+}
+
+/// The cached JSON text of a tools list: `{:ok, binary}` (a resource binary, not a copy) or
+/// `:miss`.
+#[rustler::nif]
+fn registry_cached_json<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    format: Term<'a>,
+    strict: bool,
+    context_key: Binary<'a>,
+) -> Term<'a> {
+    let Some(format) = format_of(format) else {
+        return bad_format(env, format);
+    };
+    let key = (format, strict, context_key.as_slice().to_vec());
+    let built = {
+        let cache = lock(&reg.cache);
+        if cache.generation != reg.generation.load(Ordering::Acquire) {
+            None
+        } else {
+            cache.entries.get(&key).cloned()
+        }
+    };
+    match built {
+        Some(b) => (atoms::ok(), b.make_binary(env, |b| &b.json)).encode(env),
+        None => atoms::miss().encode(env),
+    }
+}
+
+/// Builds a tools list from the registry at `generation` (descriptions of context-dependent
+/// tools given in `overrides`, `%{name => description}`), caches its JSON text, and answers
+/// `{:ok, generation, tools, warnings, json}`, or `:stale` when the registry changed since the
+/// caller read `generation`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_build<'a>(
+    env: Env<'a>,
+    reg: ResourceArc<Registry>,
+    format: Term<'a>,
+    strict: bool,
+    context_key: Binary<'a>,
+    generation: u64,
+    overrides: HashMap<String, String>,
+) -> Term<'a> {
+    let Some(fmt) = format_of(format) else {
+        return bad_format(env, format);
+    };
+    // A snapshot: the lock is held only to clone the entry handles.
+    let (current, entries) = {
+        let state = reg.read();
+        (state.generation(), state.entries().to_vec())
+    };
+    if current != generation {
+        return atoms::stale().encode(env);
+    }
+    let tools: Vec<Tool> = entries
+        .iter()
+        .map(|e| Tool {
+            name: &e.name,
+            description: overrides
+                .get(&e.name)
+                .map(String::as_str)
+                .unwrap_or(&e.description),
+            parameters: &e.schema.source,
+        })
+        .collect();
+    let (value, warnings) = providers::convert(&tools, fmt, strict);
+    let json = serde_json::to_vec(&value).unwrap_or_default();
+    let built = ResourceArc::new(Built { json });
+    {
+        let mut cache = lock(&reg.cache);
+        if cache.generation == generation {
+            // Contexts are caller data: keep the cache bounded whatever they hold.
+            if cache.entries.len() >= MAX_CACHED {
+                cache.entries.clear();
+            }
+            cache.entries.insert(
+                (fmt, strict, context_key.as_slice().to_vec()),
+                built.clone(),
+            );
+        }
+    }
+    (
+        atoms::ok(),
+        generation,
+        term::from_value(env, &value),
+        warnings_term(env, &warnings),
+        built.make_binary(env, |b| &b.json),
+    )
+        .encode(env)
+}
+
+/// Stateless conversion for a list of `{name, description, parameters}`:
+/// `{:ok, tools, warnings}` or `{:error, message}`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn providers_convert<'a>(
+    env: Env<'a>,
+    tools: Vec<(String, String, Term<'a>)>,
+    format: Term<'a>,
+    strict: bool,
+) -> Term<'a> {
+    let Some(fmt) = format_of(format) else {
+        return bad_format(env, format);
+    };
+    let mut params: Vec<Value> = Vec::with_capacity(tools.len());
+    for (name, _, p) in &tools {
+        match term::to_value(*p, &mut Budget::dirty()) {
+            Ok(v) => params.push(v),
+            Err(e) => return (atoms::error(), param_error(name, &e)).encode(env),
+        }
+    }
+    let specs: Vec<Tool> = tools
+        .iter()
+        .zip(&params)
+        .map(|((name, description, _), parameters)| Tool {
+            name,
+            description,
+            parameters,
+        })
+        .collect();
+    let (value, warnings) = providers::convert(&specs, fmt, strict);
+    (
+        atoms::ok(),
+        term::from_value(env, &value),
+        warnings_term(env, &warnings),
+    )
+        .encode(env)
+}
+
+fn param_error(name: &str, e: &TermError) -> String {
+    let at = if e.path().is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", e.path())
+    };
+    format!(
+        "tool {name:?}: parameters are not JSON{at}: {}",
+        e.message()
+    )
+}

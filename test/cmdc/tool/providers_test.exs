@@ -1,0 +1,486 @@
+defmodule CMDC.Tool.ProvidersTest do
+  use ExUnit.Case, async: true
+
+  alias CMDC.Tool.{JSON, Providers, Registry, Schema}
+  alias CMDC.Tool.Test.Realistic
+
+  doctest CMDC.Tool.Providers
+
+  # Expected output for the realistic tool set (test/support/realistic_tools.ex), one tool per
+  # line (for :gemini, one function declaration per line inside the single functionDeclarations
+  # tool). Reviewed by hand against docs/../shared/NOTES.md's provider rules.
+  @expected %{
+    {:openai, false} => ~S"""
+    {"function":{"description":"Current weather for a city.","name":"get_weather","parameters":{"additionalProperties":false,"properties":{"city":{"description":"City name","minLength":1,"type":"string"},"days":{"maximum":7,"minimum":1,"type":"integer"},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city"],"type":"object"}},"type":"function"},
+    {"function":{"description":"Create a calendar event.","name":"create_event","parameters":{"$defs":{"time_range":{"properties":{"end":{"format":"date-time","type":"string"},"start":{"format":"date-time","type":"string"}},"required":["start"],"type":"object"}},"$schema":"http://json-schema.org/draft-07/schema#","properties":{"attendees":{"items":{"properties":{"email":{"format":"email","type":"string"},"optional":{"type":"boolean"}},"required":["email"],"type":"object"},"type":"array"},"kind":{"const":"meeting"},"tags":{"items":{"type":"string"},"type":"array","uniqueItems":true},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["title","when"],"type":"object"}},"type":"function"},
+    {"function":{"description":"Search the code base.","name":"search_code","parameters":{"properties":{"filters":{"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":"string"}},"type":"object"},"limit":{"exclusiveMinimum":0,"type":"integer"},"mode":{"default":"literal","enum":["literal","regex"]},"query":{"type":"string"}},"required":["query"],"type":"object"}},"type":"function"},
+    {"function":{"description":"List the files of the working directory.","name":"list_files","parameters":{"properties":{},"type":"object"}},"type":"function"}
+    """,
+    {:openai, true} => ~S"""
+    {"function":{"description":"Current weather for a city.","name":"get_weather","parameters":{"additionalProperties":false,"properties":{"city":{"description":"City name","type":"string"},"days":{"maximum":7,"minimum":1,"type":["integer","null"]},"unit":{"enum":["celsius","fahrenheit",null]}},"required":["city","days","unit"],"type":"object"},"strict":true},"type":"function"},
+    {"function":{"description":"Create a calendar event.","name":"create_event","parameters":{"$defs":{"time_range":{"additionalProperties":false,"properties":{"end":{"format":"date-time","type":["string","null"]},"start":{"format":"date-time","type":"string"}},"required":["end","start"],"type":"object"}},"additionalProperties":false,"properties":{"attendees":{"items":{"additionalProperties":false,"properties":{"email":{"format":"email","type":"string"},"optional":{"type":["boolean","null"]}},"required":["email","optional"],"type":"object"},"type":["array","null"]},"kind":{"enum":["meeting",null]},"tags":{"items":{"type":"string"},"type":["array","null"]},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["attendees","kind","tags","title","when"],"type":"object"},"strict":true},"type":"function"},
+    {"function":{"description":"Search the code base.","name":"search_code","parameters":{"additionalProperties":false,"properties":{"filters":{"additionalProperties":false,"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":["string","null"]}},"required":["language","path_prefix"],"type":["object","null"]},"limit":{"exclusiveMinimum":0,"type":["integer","null"]},"mode":{"enum":["literal","regex",null]},"query":{"type":"string"}},"required":["filters","limit","mode","query"],"type":"object"},"strict":true},"type":"function"},
+    {"function":{"description":"List the files of the working directory.","name":"list_files","parameters":{"additionalProperties":false,"properties":{},"required":[],"type":"object"},"strict":true},"type":"function"}
+    """,
+    {:openai_responses, false} => ~S"""
+    {"description":"Current weather for a city.","name":"get_weather","parameters":{"additionalProperties":false,"properties":{"city":{"description":"City name","minLength":1,"type":"string"},"days":{"maximum":7,"minimum":1,"type":"integer"},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city"],"type":"object"},"strict":false,"type":"function"},
+    {"description":"Create a calendar event.","name":"create_event","parameters":{"$defs":{"time_range":{"properties":{"end":{"format":"date-time","type":"string"},"start":{"format":"date-time","type":"string"}},"required":["start"],"type":"object"}},"$schema":"http://json-schema.org/draft-07/schema#","properties":{"attendees":{"items":{"properties":{"email":{"format":"email","type":"string"},"optional":{"type":"boolean"}},"required":["email"],"type":"object"},"type":"array"},"kind":{"const":"meeting"},"tags":{"items":{"type":"string"},"type":"array","uniqueItems":true},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["title","when"],"type":"object"},"strict":false,"type":"function"},
+    {"description":"Search the code base.","name":"search_code","parameters":{"properties":{"filters":{"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":"string"}},"type":"object"},"limit":{"exclusiveMinimum":0,"type":"integer"},"mode":{"default":"literal","enum":["literal","regex"]},"query":{"type":"string"}},"required":["query"],"type":"object"},"strict":false,"type":"function"},
+    {"description":"List the files of the working directory.","name":"list_files","parameters":{"properties":{},"type":"object"},"strict":false,"type":"function"}
+    """,
+    {:openai_responses, true} => ~S"""
+    {"description":"Current weather for a city.","name":"get_weather","parameters":{"additionalProperties":false,"properties":{"city":{"description":"City name","type":"string"},"days":{"maximum":7,"minimum":1,"type":["integer","null"]},"unit":{"enum":["celsius","fahrenheit",null]}},"required":["city","days","unit"],"type":"object"},"strict":true,"type":"function"},
+    {"description":"Create a calendar event.","name":"create_event","parameters":{"$defs":{"time_range":{"additionalProperties":false,"properties":{"end":{"format":"date-time","type":["string","null"]},"start":{"format":"date-time","type":"string"}},"required":["end","start"],"type":"object"}},"additionalProperties":false,"properties":{"attendees":{"items":{"additionalProperties":false,"properties":{"email":{"format":"email","type":"string"},"optional":{"type":["boolean","null"]}},"required":["email","optional"],"type":"object"},"type":["array","null"]},"kind":{"enum":["meeting",null]},"tags":{"items":{"type":"string"},"type":["array","null"]},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["attendees","kind","tags","title","when"],"type":"object"},"strict":true,"type":"function"},
+    {"description":"Search the code base.","name":"search_code","parameters":{"additionalProperties":false,"properties":{"filters":{"additionalProperties":false,"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":["string","null"]}},"required":["language","path_prefix"],"type":["object","null"]},"limit":{"exclusiveMinimum":0,"type":["integer","null"]},"mode":{"enum":["literal","regex",null]},"query":{"type":"string"}},"required":["filters","limit","mode","query"],"type":"object"},"strict":true,"type":"function"},
+    {"description":"List the files of the working directory.","name":"list_files","parameters":{"additionalProperties":false,"properties":{},"required":[],"type":"object"},"strict":true,"type":"function"}
+    """,
+    {:anthropic, false} => ~S"""
+    {"description":"Current weather for a city.","input_schema":{"additionalProperties":false,"properties":{"city":{"description":"City name","minLength":1,"type":"string"},"days":{"maximum":7,"minimum":1,"type":"integer"},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city"],"type":"object"},"name":"get_weather"},
+    {"description":"Create a calendar event.","input_schema":{"$defs":{"time_range":{"properties":{"end":{"format":"date-time","type":"string"},"start":{"format":"date-time","type":"string"}},"required":["start"],"type":"object"}},"$schema":"http://json-schema.org/draft-07/schema#","properties":{"attendees":{"items":{"properties":{"email":{"format":"email","type":"string"},"optional":{"type":"boolean"}},"required":["email"],"type":"object"},"type":"array"},"kind":{"const":"meeting"},"tags":{"items":{"type":"string"},"type":"array","uniqueItems":true},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["title","when"],"type":"object"},"name":"create_event"},
+    {"description":"Search the code base.","input_schema":{"properties":{"filters":{"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":"string"}},"type":"object"},"limit":{"exclusiveMinimum":0,"type":"integer"},"mode":{"default":"literal","enum":["literal","regex"]},"query":{"type":"string"}},"required":["query"],"type":"object"},"name":"search_code"},
+    {"description":"List the files of the working directory.","input_schema":{"properties":{},"type":"object"},"name":"list_files"}
+    """,
+    {:anthropic, true} => ~S"""
+    {"description":"Current weather for a city.","input_schema":{"additionalProperties":false,"properties":{"city":{"description":"City name","type":"string"},"days":{"type":["integer","null"]},"unit":{"enum":["celsius","fahrenheit",null]}},"required":["city","days","unit"],"type":"object"},"name":"get_weather","strict":true},
+    {"description":"Create a calendar event.","input_schema":{"$defs":{"time_range":{"additionalProperties":false,"properties":{"end":{"format":"date-time","type":["string","null"]},"start":{"format":"date-time","type":"string"}},"required":["end","start"],"type":"object"}},"additionalProperties":false,"properties":{"attendees":{"items":{"additionalProperties":false,"properties":{"email":{"format":"email","type":"string"},"optional":{"type":["boolean","null"]}},"required":["email","optional"],"type":"object"},"type":["array","null"]},"kind":{"enum":["meeting",null]},"tags":{"items":{"type":"string"},"type":["array","null"]},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["attendees","kind","tags","title","when"],"type":"object"},"name":"create_event","strict":true},
+    {"description":"Search the code base.","input_schema":{"additionalProperties":false,"properties":{"filters":{"additionalProperties":false,"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":["string","null"]}},"required":["language","path_prefix"],"type":["object","null"]},"limit":{"type":["integer","null"]},"mode":{"enum":["literal","regex",null]},"query":{"type":"string"}},"required":["filters","limit","mode","query"],"type":"object"},"name":"search_code","strict":true},
+    {"description":"List the files of the working directory.","input_schema":{"additionalProperties":false,"properties":{},"required":[],"type":"object"},"name":"list_files","strict":true}
+    """,
+    {:gemini, false} => ~S"""
+    {"description":"Current weather for a city.","name":"get_weather","parameters":{"properties":{"city":{"description":"City name","minLength":1,"type":"string"},"days":{"maximum":7,"minimum":1,"type":"integer"},"unit":{"enum":["celsius","fahrenheit"],"type":"string"}},"required":["city"],"type":"object"}},
+    {"description":"Create a calendar event.","name":"create_event","parameters":{"properties":{"attendees":{"items":{"properties":{"email":{"type":"string"},"optional":{"type":"boolean"}},"required":["email"],"type":"object"},"type":"array"},"kind":{"enum":["meeting"],"type":"string"},"tags":{"items":{"type":"string"},"type":"array"},"title":{"type":"string"},"when":{"properties":{"end":{"format":"date-time","type":"string"},"start":{"format":"date-time","type":"string"}},"required":["start"],"type":"object"}},"required":["title","when"],"type":"object"}},
+    {"description":"Search the code base.","name":"search_code","parameters":{"properties":{"filters":{"properties":{"language":{"nullable":true,"type":"string"},"path_prefix":{"pattern":"^[a-z/]+$","type":"string"}},"type":"object"},"limit":{"minimum":1,"type":"integer"},"mode":{"default":"literal","enum":["literal","regex"],"type":"string"},"query":{"type":"string"}},"required":["query"],"type":"object"}},
+    {"description":"List the files of the working directory.","name":"list_files"}
+    """,
+    {:mcp, false} => ~S"""
+    {"description":"Current weather for a city.","inputSchema":{"additionalProperties":false,"properties":{"city":{"description":"City name","minLength":1,"type":"string"},"days":{"maximum":7,"minimum":1,"type":"integer"},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city"],"type":"object"},"name":"get_weather"},
+    {"description":"Create a calendar event.","inputSchema":{"$defs":{"time_range":{"properties":{"end":{"format":"date-time","type":"string"},"start":{"format":"date-time","type":"string"}},"required":["start"],"type":"object"}},"$schema":"http://json-schema.org/draft-07/schema#","properties":{"attendees":{"items":{"properties":{"email":{"format":"email","type":"string"},"optional":{"type":"boolean"}},"required":["email"],"type":"object"},"type":"array"},"kind":{"const":"meeting"},"tags":{"items":{"type":"string"},"type":"array","uniqueItems":true},"title":{"type":"string"},"when":{"$ref":"#/$defs/time_range"}},"required":["title","when"],"type":"object"},"name":"create_event"},
+    {"description":"Search the code base.","inputSchema":{"properties":{"filters":{"properties":{"language":{"type":["string","null"]},"path_prefix":{"pattern":"^[a-z/]+$","type":"string"}},"type":"object"},"limit":{"exclusiveMinimum":0,"type":"integer"},"mode":{"default":"literal","enum":["literal","regex"]},"query":{"type":"string"}},"required":["query"],"type":"object"},"name":"search_code"},
+    {"description":"List the files of the working directory.","inputSchema":{"properties":{},"type":"object"},"name":"list_files"}
+    """
+  }
+
+  defp registry do
+    reg = Registry.new()
+    :ok = Registry.register(reg, Realistic.all())
+    reg
+  end
+
+  defp expected({format, _} = key) do
+    tools = JSON.decode!("[" <> @expected[key] <> "]")
+    if format == :gemini, do: [%{"functionDeclarations" => tools}], else: tools
+  end
+
+  for {format, strict} <- [
+        {:openai, false},
+        {:openai, true},
+        {:openai_responses, false},
+        {:openai_responses, true},
+        {:anthropic, false},
+        {:anthropic, true},
+        {:gemini, false},
+        {:mcp, false}
+      ] do
+    @format format
+    @strict strict
+    test "#{format} (strict: #{strict}) output of the realistic tools, from a registry and a list" do
+      want = expected({@format, @strict})
+      opts = [format: @format, strict: @strict]
+      assert CMDC.Tool.to_schema(registry(), %{}, opts) == want
+      assert CMDC.Tool.to_schema(Realistic.all(), %{}, opts) == want
+      assert JSON.decode!(CMDC.Tool.to_schema_json(registry(), %{}, opts)) == want
+      assert JSON.decode!(CMDC.Tool.to_schema_json(Realistic.all(), %{}, opts)) == want
+    end
+  end
+
+  test "cmdc's default output for lists is unchanged: parameters exactly as returned" do
+    modules = Realistic.all()
+
+    want =
+      Enum.map(modules, fn m ->
+        %{
+          "type" => "function",
+          "function" => %{
+            "name" => m.name(),
+            "description" => m.description(),
+            "parameters" => m.parameters()
+          }
+        }
+      end)
+
+    assert CMDC.Tool.to_schema(modules) == want
+    assert CMDC.Tool.to_schema(modules, %{}) == want
+    assert CMDC.Tool.to_schema(modules, %{}, []) == want
+    # Atom keys survive on the list path, as in cmdc.
+    defmodule AtomKeys do
+      def name, do: "atom_keys"
+      def description, do: "Atom keys."
+      def parameters, do: %{type: "object", properties: %{a: %{type: "string"}}}
+      def execute(_, _), do: {:ok, ""}
+    end
+
+    assert [%{"function" => %{"parameters" => %{type: "object"}}}] =
+             CMDC.Tool.to_schema([AtomKeys])
+  end
+
+  test "warnings name the tool, the path and the keyword" do
+    {_, warnings} = Providers.convert(registry(), %{}, format: :gemini)
+
+    assert Enum.map(warnings, &{&1.tool, &1.path, &1.keyword}) == [
+             {"get_weather", "", "additionalProperties"},
+             {"create_event", "/properties/attendees/items/properties/email", "format"},
+             {"create_event", "/properties/tags", "uniqueItems"}
+           ]
+
+    text = Providers.format_warnings(warnings)
+    assert text =~ "get_weather: `additionalProperties` at the root dropped"
+    assert text =~ "Gemini"
+
+    {_, warnings} = Providers.convert(Realistic.all(), %{}, format: :openai, strict: true)
+
+    assert Enum.map(warnings, &{&1.tool, &1.path, &1.keyword}) == [
+             {"get_weather", "/properties/city", "minLength"},
+             {"create_event", "/properties/tags", "uniqueItems"},
+             {"search_code", "/properties/mode", "default"}
+           ]
+  end
+
+  test "limits a target enforces are reported" do
+    defmodule Huge do
+      def name, do: "huge"
+      def description, do: "Too many properties."
+
+      def parameters,
+        do: %{
+          "type" => "object",
+          "properties" => Map.new(1..5001, &{"p#{&1}", %{"type" => "string"}}),
+          "required" => []
+        }
+
+      def execute(_, _), do: {:ok, ""}
+    end
+
+    {_, warnings} = Providers.convert([Huge], %{}, format: :openai, strict: true)
+    assert [%{keyword: "limit", message: message}] = warnings
+    assert message =~ "5001 object properties"
+    assert message =~ "at most 5000"
+  end
+
+  test "Gemini property names and the no-parameters form" do
+    defmodule Dashed do
+      def name, do: "dashed"
+      def description, do: "A property name Gemini refuses."
+
+      def parameters,
+        do: %{"type" => "object", "properties" => %{"max-results" => %{"type" => "integer"}}}
+
+      def execute(_, _), do: {:ok, ""}
+    end
+
+    {[%{"functionDeclarations" => [decl]}], [warning]} =
+      Providers.convert([Dashed], %{}, format: :gemini)
+
+    assert decl["parameters"]["properties"]["max-results"] == %{"type" => "integer"}
+    assert warning.keyword == "propertyName"
+    assert warning.path == "/properties/max-results"
+
+    {[%{"functionDeclarations" => [decl]}], []} =
+      Providers.convert([Realistic.ListFiles], %{}, format: :gemini)
+
+    refute Map.has_key?(decl, "parameters")
+  end
+
+  test "bad options raise with the accepted values" do
+    assert_raise ArgumentError, ~r/unknown format :claude.*:anthropic/, fn ->
+      CMDC.Tool.to_schema(Realistic.all(), %{}, format: :claude)
+    end
+
+    assert_raise ArgumentError, ~r/strict/, fn ->
+      CMDC.Tool.to_schema(registry(), %{}, strict: :yes)
+    end
+  end
+
+  describe "cache" do
+    test "contexts are cached separately and changes invalidate" do
+      reg = registry()
+      ctx = %{working_dir: "/srv"}
+      [_, event | _] = CMDC.Tool.to_schema(reg, ctx, format: :mcp)
+      assert event["description"] == "Create a calendar event (calendar in /srv)."
+      [_, event | _] = CMDC.Tool.to_schema(reg, %{}, format: :mcp)
+      assert event["description"] == "Create a calendar event."
+      json = CMDC.Tool.to_schema_json(reg, ctx, format: :mcp)
+      assert json =~ "calendar in /srv"
+      assert CMDC.Tool.to_schema_json(reg, ctx, format: :mcp) == json
+
+      :ok = Registry.register(reg, CMDC.Tool.Examples.Echo)
+      assert length(CMDC.Tool.to_schema(reg, ctx, format: :mcp)) == 5
+      assert JSON.decode!(CMDC.Tool.to_schema_json(reg, ctx, format: :mcp)) |> length() == 5
+
+      :ok = Registry.unregister(reg, "get_weather")
+      names = reg |> CMDC.Tool.to_schema(ctx, format: :anthropic) |> Enum.map(& &1["name"])
+      assert names == ["create_event", "search_code", "list_files", "echo"]
+
+      :ok = Registry.replace(reg, [CMDC.Tool.Examples.Echo])
+      assert [%{"name" => "echo"}] = CMDC.Tool.to_schema(reg, ctx, format: :mcp)
+      assert JSON.decode!(CMDC.Tool.to_schema_json(reg, ctx, format: :mcp)) |> length() == 1
+    end
+
+    test "a cached list is the same term, not a rebuilt one" do
+      reg = registry()
+      first = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
+      second = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
+      third = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
+      assert first == second
+      # The first call built the list on this process's heap; later ones get the stored
+      # literal from :persistent_term (no heap words: nothing was built or copied).
+      assert :erts_debug.size_shared(first) > 0
+      assert :erts_debug.size_shared(second) == 0
+      assert :erts_debug.same(second, third)
+    end
+
+    test "a dead registry's cached terms are swept" do
+      parent = self()
+
+      pid =
+        spawn(fn ->
+          reg = registry()
+          _ = CMDC.Tool.to_schema(reg, %{}, format: :mcp)
+          send(parent, {:id, reg.id})
+        end)
+
+      assert_receive {:id, id}
+      ref = Process.monitor(pid)
+      assert_receive {:DOWN, ^ref, _, _, _}
+      :erlang.garbage_collect()
+
+      # Building for another registry sweeps entries whose registry no longer exists.
+      Enum.reduce_while(1..50, nil, fn _, _ ->
+        :erlang.garbage_collect()
+        _ = CMDC.Tool.to_schema(registry(), %{}, format: :mcp)
+
+        if Enum.any?(:persistent_term.get(), &match?({{Providers, ^id, _, _, _, _}, _}, &1)) do
+          Process.sleep(10)
+          {:cont, nil}
+        else
+          {:halt, nil}
+        end
+      end)
+
+      refute Enum.any?(:persistent_term.get(), &match?({{Providers, ^id, _, _, _, _}, _}, &1))
+    end
+  end
+
+  # ---------------------------------------------------------------------------------------------
+  # Property: after strict rewriting, every argument map the original schema accepted is still
+  # accepted, with absent optional fields sent as null. Hand-written generators, native validator.
+
+  describe "strict round trip" do
+    test "the realistic tools" do
+      seed(1)
+
+      for module <- Realistic.all(), format <- [:openai, :anthropic] do
+        accepted = check_round_trip(module.name(), module.parameters(), format, 300)
+        # The generator aims at valid calls: nearly all of them must be.
+        assert accepted > 270, "only #{accepted} of 300 generated calls were valid"
+      end
+    end
+
+    test "random schemas" do
+      seed(2)
+
+      accepted =
+        for _ <- 1..150, format <- [:openai, :anthropic], reduce: 0 do
+          acc ->
+            schema = gen_object(0) |> Map.put("$defs", %{"point" => point()})
+            acc + check_round_trip("random", schema, format, 20)
+        end
+
+      assert accepted > 3_000, "only #{accepted} of 6000 generated calls were valid"
+    end
+  end
+
+  defp seed(n), do: :rand.seed(:exsss, {n, n * 7, n * 13})
+
+  defp check_round_trip(name, schema, format, runs) do
+    defmodule_name = Module.concat(__MODULE__, "RT#{System.unique_integer([:positive])}")
+
+    Module.create(
+      defmodule_name,
+      quote do
+        def name, do: unquote(name)
+        def description, do: "round trip"
+        def parameters, do: unquote(Macro.escape(schema))
+        def execute(_, _), do: {:ok, ""}
+      end,
+      Macro.Env.location(__ENV__)
+    )
+
+    {[tool], _warnings} = Providers.convert([defmodule_name], %{}, format: format, strict: true)
+
+    strict =
+      if format == :anthropic, do: tool["input_schema"], else: tool["function"]["parameters"]
+
+    original = Schema.compile!(schema)
+    rewritten = Schema.compile!(strict)
+
+    accepted =
+      Enum.count(1..runs, fn _ ->
+        {args, sent} = gen_value(schema, schema)
+
+        case Schema.validate(original, args) do
+          {:ok, _} ->
+            assert {:ok, _} = Schema.validate(rewritten, sent),
+                   """
+                   strict rewrite refused a call the original accepts
+                   schema: #{JSON.encode!(schema)}
+                   strict: #{JSON.encode!(strict)}
+                   args:   #{JSON.encode!(args)}
+                   sent:   #{JSON.encode!(sent)}
+                   """
+
+            true
+
+          {:error, _} ->
+            false
+        end
+      end)
+
+    accepted
+  end
+
+  defp point do
+    %{
+      "type" => "object",
+      "properties" => %{"x" => %{"type" => "integer"}, "y" => %{"type" => "integer"}},
+      "required" => ["x"]
+    }
+  end
+
+  defp gen_schema(depth) do
+    case :rand.uniform(if depth >= 3, do: 8, else: 13) do
+      1 ->
+        %{"type" => "string", "minLength" => :rand.uniform(3) - 1}
+
+      2 ->
+        %{"type" => "integer", "minimum" => 0, "maximum" => 50}
+
+      3 ->
+        %{"type" => "number", "exclusiveMinimum" => 0}
+
+      4 ->
+        %{"type" => "boolean"}
+
+      5 ->
+        %{"enum" => ["a", "b", "c"]}
+
+      6 ->
+        %{"const" => "fixed"}
+
+      7 ->
+        %{"type" => ["string", "null"]}
+
+      8 ->
+        %{"$ref" => "#/$defs/point"}
+
+      9 ->
+        %{"type" => "array", "items" => gen_schema(depth + 1), "maxItems" => 3}
+
+      10 ->
+        %{"anyOf" => [gen_schema(depth + 1), gen_schema(depth + 1)]}
+
+      11 ->
+        %{"oneOf" => [%{"type" => "string"}, %{"type" => "integer"}]}
+
+      12 ->
+        %{
+          "allOf" => [
+            gen_object(depth + 1),
+            %{"properties" => %{"extra" => %{"type" => "boolean"}}}
+          ]
+        }
+
+      13 ->
+        gen_object(depth + 1)
+    end
+  end
+
+  defp gen_object(depth) do
+    props = for i <- 1..:rand.uniform(4), into: %{}, do: {"p#{depth}_#{i}", gen_schema(depth)}
+    required = props |> Map.keys() |> Enum.filter(fn _ -> :rand.uniform(2) == 1 end)
+    base = %{"type" => "object", "properties" => props, "required" => required}
+    if :rand.uniform(2) == 1, do: Map.put(base, "additionalProperties", false), else: base
+  end
+
+  # {args as the model would send them to the original schema, the same with absent optional
+  # properties as nil (what strict mode makes the model send)}
+  defp gen_value(%{"$ref" => "#" <> pointer}, root) do
+    path = pointer |> String.split("/", trim: true)
+    gen_value(get_in(root, path), root)
+  end
+
+  defp gen_value(%{"anyOf" => branches}, root), do: gen_value(Enum.random(branches), root)
+  defp gen_value(%{"oneOf" => branches}, root), do: gen_value(Enum.random(branches), root)
+
+  defp gen_value(%{"allOf" => [first | rest]}, root) do
+    merged =
+      Enum.reduce(rest, first, fn part, acc ->
+        Map.update(
+          acc,
+          "properties",
+          part["properties"],
+          &Map.merge(&1, part["properties"] || %{})
+        )
+      end)
+
+    gen_value(merged, root)
+  end
+
+  defp gen_value(%{"enum" => values}, _root), do: same(Enum.random(values))
+  defp gen_value(%{"const" => value}, _root), do: same(value)
+
+  defp gen_value(%{"type" => types} = s, root) when is_list(types),
+    do: gen_value(%{s | "type" => Enum.random(types)}, root)
+
+  defp gen_value(%{"type" => "string"} = s, _root) do
+    len = Map.get(s, "minLength", 0) + :rand.uniform(4) - 1
+
+    case s do
+      %{"format" => "date-time"} -> same("2026-11-23T01:00:00Z")
+      %{"format" => "email"} -> same("a#{len}@example.com")
+      %{"pattern" => _} -> same("src/lib")
+      _ -> same(String.duplicate("s", len))
+    end
+  end
+
+  defp gen_value(%{"type" => "integer"} = s, _root),
+    do:
+      same(
+        Map.get(s, "minimum", 1) +
+          :rand.uniform(Map.get(s, "maximum", 50) - Map.get(s, "minimum", 1) + 1) - 1
+      )
+
+  defp gen_value(%{"type" => "number"}, _root), do: same(:rand.uniform() * 100 + 0.5)
+  defp gen_value(%{"type" => "boolean"}, _root), do: same(:rand.uniform(2) == 1)
+  defp gen_value(%{"type" => "null"}, _root), do: same(nil)
+
+  defp gen_value(%{"type" => "array"} = s, root) do
+    items = for _ <- 1..(:rand.uniform(4) - 1)//1, do: gen_value(s["items"], root)
+    items = if s["uniqueItems"], do: Enum.uniq_by(items, &elem(&1, 0)), else: items
+    {Enum.map(items, &elem(&1, 0)), Enum.map(items, &elem(&1, 1))}
+  end
+
+  defp gen_value(%{} = s, root) do
+    required = Map.get(s, "required", [])
+
+    Enum.reduce(Map.get(s, "properties", %{}), {%{}, %{}}, fn {name, sub}, {args, sent} ->
+      if name in required or :rand.uniform(2) == 1 do
+        {a, b} = gen_value(sub, root)
+        {Map.put(args, name, a), Map.put(sent, name, b)}
+      else
+        {args, Map.put(sent, name, nil)}
+      end
+    end)
+  end
+
+  defp same(value), do: {value, value}
+end
