@@ -445,8 +445,8 @@ fn strict_rewrite_keeps_every_accepted_call() {
             let mut schema = gen_object(&mut rng, 0);
             schema["$defs"] = defs();
             let (strict, _) = strict_schema("t", &schema, format);
-            let original = compile(&schema, Documents::default()).unwrap();
-            let rewritten = compile(&strict, Documents::default())
+            let original = compile(&schema, Documents::default(), None).unwrap();
+            let rewritten = compile(&strict, Documents::default(), None)
                 .unwrap_or_else(|e| panic!("{e}\n{strict:#}"));
             for _ in 0..20 {
                 let (args, strict_args) = gen_value(&mut rng, &schema, &schema);
