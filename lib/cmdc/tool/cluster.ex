@@ -87,11 +87,7 @@ defmodule CMDC.Tool.Cluster do
   @doc false
   def modules(list) when is_list(list), do: list
 
-  def modules(registry) do
-    if function_exported?(CMDC.Tool.Registry, :list, 1),
-      do: apply(CMDC.Tool.Registry, :list, [registry]),
-      else: []
-  end
+  def modules(%CMDC.Tool.Registry{} = registry), do: CMDC.Tool.Registry.list(registry)
 
   ## Views
 

@@ -270,20 +270,7 @@ defmodule CMDC.Tool.Runner do
     end
   end
 
-  # Nearest names: the registry's own when available, else a Jaro ranking of the list.
-  defp suggest(tools, name) do
-    if function_exported?(CMDC.Tool, :suggest, 2) do
-      apply(CMDC.Tool, :suggest, [tools, name])
-    else
-      tools
-      |> Enum.map(& &1.name())
-      |> Enum.map(&{String.jaro_distance(&1, name), &1})
-      |> Enum.filter(fn {d, _} -> d > 0.75 end)
-      |> Enum.sort(:desc)
-      |> Enum.take(3)
-      |> Enum.map(&elem(&1, 1))
-    end
-  end
+  defp suggest(tools, name), do: CMDC.Tool.suggest(tools, name)
 
   defp validate(module, arguments) do
     result =
@@ -308,10 +295,10 @@ defmodule CMDC.Tool.Runner do
         else: %{}
 
     registry =
-      if is_struct(tools) and Code.ensure_loaded?(CMDC.Tool.Registry) and
-           function_exported?(CMDC.Tool.Registry, :settings, 2),
-         do: apply(CMDC.Tool.Registry, :settings, [tools, name]),
-         else: %{}
+      case tools do
+        %CMDC.Tool.Registry{} -> CMDC.Tool.Registry.settings(tools, name)
+        _ -> %{}
+      end
 
     Map.merge(own, Map.new(registry))
   end
@@ -556,7 +543,7 @@ defmodule CMDC.Tool.Runner do
   end
 
   defp modules(list) when is_list(list), do: list
-  defp modules(registry), do: apply(CMDC.Tool.Registry, :list, [registry])
+  defp modules(%CMDC.Tool.Registry{} = registry), do: CMDC.Tool.Registry.list(registry)
 
   ## Observers
 

@@ -202,6 +202,22 @@ defmodule CMDC.Tool.RunnerTest do
     end
   end
 
+  test "a registry: lookup, did-you-mean and per-tool settings overriding the tool's own" do
+    reg = CMDC.Tool.Registry.new()
+    :ok = CMDC.Tool.Registry.register(reg, [Echo, T.Sleep, T.Asker])
+    assert %{content: "hi"} = Runner.run(reg, call("echo", %{"text" => "hi"}), ctx())
+    assert %{reason: :unknown_tool, content: text} = Runner.run(reg, call("eco", %{}), ctx())
+    assert text =~ "echo"
+
+    :ok = CMDC.Tool.Registry.put_settings(reg, "sleep", %{timeout_ms: 50})
+
+    assert %{reason: :timeout, content: "timed out after 50 ms"} =
+             Runner.run(reg, call("sleep", %{"ms" => 5_000}), ctx())
+
+    :ok = CMDC.Tool.Registry.put_settings(reg, "asker", %{policy: :auto})
+    assert %{content: "approved and ran"} = Runner.run(reg, call("asker", %{}), ctx())
+  end
+
   describe "run_many/4" do
     test "keeps order and isolates failures" do
       calls = [
