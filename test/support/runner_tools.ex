@@ -5,7 +5,7 @@ defmodule CMDC.Tool.TestTool do
       @behaviour CMDC.Tool
       def name, do: unquote(opts[:name])
       def description, do: unquote(opts[:description] || "A test tool.")
-      def parameters, do: unquote(Macro.escape(opts[:parameters] || %{"type" => "object"}))
+      def parameters, do: unquote(opts[:parameters] || Macro.escape(%{"type" => "object"}))
       defoverridable parameters: 0
     end
   end
@@ -119,5 +119,30 @@ defmodule CMDC.Tool.TestTools do
     use CMDC.Tool.TestTool, name: "bad_lifecycle"
     def execute(_, _), do: {:ok, ""}
     def on_session(_event, _ctx), do: raise("lifecycle bug")
+  end
+end
+
+defmodule CMDC.Tool.TestTools.Report do
+  @moduledoc false
+  # Tools that report to a registered process on another node: pids as text do not cross nodes.
+  use CMDC.Tool.TestTool,
+    name: "report",
+    parameters: %{
+      "type" => "object",
+      "properties" => %{
+        "to" => %{"type" => "string"},
+        "at" => %{"type" => "string"},
+        "ms" => %{"type" => "integer"}
+      },
+      "required" => ["to", "at"]
+    }
+
+  def execute(%{"to" => to, "at" => at} = args, ctx) do
+    dest = {String.to_atom(to), String.to_atom(at)}
+    child = spawn_link(fn -> Process.sleep(:infinity) end)
+    send(dest, {:remote_started, node(), self(), child})
+    CMDC.Context.update(ctx, "working on #{node()}")
+    Process.sleep(Map.get(args, "ms", 0))
+    {:ok, "done on #{node()}"}
   end
 end

@@ -164,19 +164,233 @@ defmodule CMDC.Tool.Cluster do
     {local ++ remote_kept, Enum.filter(conflicts, fn {_, nodes} -> length(nodes) > 1 end)}
   end
 
-  # Every publisher's entries; a publisher that does not answer in time is left out.
+  # Every publisher's entries, asked node by node with :erpc; a node that does not answer in
+  # time (or goes down meanwhile) is left out.
   defp all(scope, opts) do
     ensure_pg()
     timeout = Keyword.get(opts, :timeout, 5_000)
 
+    nodes = @pg |> :pg.get_members(scope) |> Enum.map(&node/1) |> Enum.uniq()
+
+    nodes
+    |> :erpc.multicall(__MODULE__, :local_entries, [scope], timeout)
+    |> Enum.flat_map(fn
+      {:ok, entries} -> entries
+      _ -> []
+    end)
+  end
+
+  @doc false
+  # Runs on each node: the entries of the publishers living there.
+  def local_entries(scope) do
     @pg
-    |> :pg.get_members(scope)
-    |> Enum.map(fn pid -> {pid, :gen_server.send_request(pid, :describe)} end)
-    |> Enum.flat_map(fn {_pid, request} ->
-      case :gen_server.receive_response(request, timeout) do
-        {:reply, entries} -> entries
-        _ -> []
+    |> :pg.get_local_members(scope)
+    |> Enum.flat_map(fn pid ->
+      try do
+        GenServer.call(pid, :describe, 5_000)
+      catch
+        :exit, _ -> []
       end
     end)
+  end
+
+  ## Running
+
+  @doc """
+  Runs a call on the node that owns the tool and returns a `CMDC.Tool.Result`.
+
+  The arguments (a map or JSON text) are validated here, against the schema the owner
+  published, so invalid arguments never leave this node. Options are those of
+  `CMDC.Tool.Runner.run/4` (`:timeout`, `:on_update`, ...) plus `:scope` and `:node`.
+  Partial results stream from the remote tool to `:on_update` in order; a time-out or
+  `cancel/1` kills the remote execution; a node that goes down mid-call ends it with an error
+  result naming the node.
+  """
+  @spec run(map(), CMDC.Context.t(), keyword()) :: CMDC.Tool.Result.t()
+  def run(call, context, opts \\ []) do
+    call |> async(context, opts) |> await(opts)
+  end
+
+  @doc "Starts a call (see `run/3`); `await/2` or `cancel/1` the returned handle."
+  def async(call, context, opts \\ []) do
+    %{id: id, name: name, arguments: arguments} = normalize_call(call)
+    caller = self()
+    ref = make_ref()
+
+    pid =
+      spawn(fn ->
+        Process.monitor(caller)
+        result = start(id, name, arguments, context, opts, caller, ref)
+        send(caller, {__MODULE__, ref, {:done, %{result | id: id, name: name}}})
+      end)
+
+    %CMDC.Tool.Runner.Handle{ref: ref, pid: pid, id: id, name: name}
+  end
+
+  @doc "Waits for a cluster call's result, passing partial results to `:on_update`."
+  def await(%CMDC.Tool.Runner.Handle{ref: ref, pid: pid} = handle, opts \\ []) do
+    on_update = Keyword.get(opts, :on_update)
+    mon = Process.monitor(pid)
+
+    Stream.repeatedly(fn ->
+      receive do
+        {__MODULE__, ^ref, {:update, payload}} ->
+          if on_update, do: on_update.(payload)
+          :more
+
+        {__MODULE__, ^ref, {:done, result}} ->
+          Process.demonitor(mon, [:flush])
+          {:done, result}
+
+        {:DOWN, ^mon, :process, _, reason} ->
+          {:done,
+           %{
+             CMDC.Tool.Result.error("the call was stopped (#{inspect(reason)})", :cancelled)
+             | id: handle.id,
+               name: handle.name
+           }}
+      end
+    end)
+    |> Enum.find(&match?({:done, _}, &1))
+    |> elem(1)
+  end
+
+  @doc "Cancels a cluster call: the remote execution is killed."
+  def cancel(%CMDC.Tool.Runner.Handle{pid: pid}), do: send(pid, :cancel) && :ok
+
+  defp normalize_call(call) do
+    get = fn key -> Map.get(call, key, Map.get(call, Atom.to_string(key))) end
+    %{id: get.(:id), name: get.(:name), arguments: get.(:arguments) || %{}}
+  end
+
+  defp start(id, name, arguments, context, opts, caller, ref) do
+    scope = Keyword.get(opts, :scope, :default)
+
+    with {:ok, entry} <- locate(name, opts),
+         {:ok, args} <- check(entry, arguments) do
+      call = %{id: id, name: name, arguments: args}
+      runner_opts = Keyword.drop(opts, [:scope, :node, :on_update])
+      remote(entry, call, context, runner_opts, caller, ref)
+    else
+      {:error, :not_found} ->
+        names = scope |> list(opts) |> Enum.map(& &1.name)
+        close = Enum.filter(names, &(String.jaro_distance(&1, to_string(name)) > 0.8))
+        hint = if close == [], do: "", else: " Did you mean: #{Enum.join(close, ", ")}?"
+        CMDC.Tool.Result.error("Unknown tool: #{name}.#{hint}", :unknown_tool)
+
+      {:error, %CMDC.Tool.Result{} = result} ->
+        result
+    end
+  end
+
+  defp locate(name, opts) when is_binary(name), do: find(name, opts)
+  defp locate(_name, _opts), do: {:error, :not_found}
+
+  defp check(entry, arguments) do
+    case schema_for(entry.parameters) do
+      {:ok, schema} ->
+        result =
+          if is_binary(arguments),
+            do: CMDC.Tool.Schema.validate_json(schema, arguments),
+            else: CMDC.Tool.Schema.validate(schema, arguments)
+
+        case result do
+          {:ok, args} ->
+            {:ok, args}
+
+          {:error, errors} ->
+            text = CMDC.Tool.format_errors(errors, entry.parameters)
+            {:error, CMDC.Tool.Result.error(text, :invalid)}
+        end
+
+      {:error, message} ->
+        {:error, CMDC.Tool.Result.error(message, :invalid)}
+    end
+  end
+
+  # Compiled schemas of remote tools, by content: a schema compiles once per node.
+  defp schema_for(parameters) do
+    key = {__MODULE__, :schema, :erlang.phash2(parameters)}
+
+    case :persistent_term.get(key, nil) do
+      nil ->
+        result = CMDC.Tool.Schema.compile(parameters)
+        :persistent_term.put(key, result)
+        result
+
+      result ->
+        result
+    end
+  end
+
+  defp remote(entry, call, context, opts, caller, ref) do
+    {pid, mon} =
+      Node.spawn_monitor(entry.node, __MODULE__, :remote_call, [
+        self(),
+        ref,
+        entry.module,
+        call,
+        context,
+        opts
+      ])
+
+    relay(pid, mon, entry.node, caller, ref, Keyword.get(opts, :timeout))
+  end
+
+  defp relay(pid, mon, node, caller, ref, timeout) do
+    receive do
+      {__MODULE__, ^ref, {:update, payload}} ->
+        send(caller, {__MODULE__, ref, {:update, payload}})
+        relay(pid, mon, node, caller, ref, timeout)
+
+      {__MODULE__, ^ref, {:done, result}} ->
+        Process.demonitor(mon, [:flush])
+        result
+
+      {:DOWN, ^mon, :process, _, :noconnection} ->
+        CMDC.Tool.Result.error("node #{node} went down during the call", :node_down)
+
+      {:DOWN, ^mon, :process, _, reason} ->
+        CMDC.Tool.Result.error(
+          "the remote call on #{node} stopped (#{inspect(reason)})",
+          :crashed
+        )
+
+      :cancel ->
+        Process.exit(pid, :kill)
+        CMDC.Tool.Result.error("cancelled", :cancelled)
+
+      {:DOWN, _, :process, ^caller, _} ->
+        Process.exit(pid, :kill)
+        CMDC.Tool.Result.error("cancelled: the caller went away", :cancelled)
+    after
+      # The remote runner enforces the time-out; this bound only covers a silent network.
+      (timeout || 60_000) + 5_000 ->
+        Process.exit(pid, :kill)
+        CMDC.Tool.Result.error("timed out after #{timeout || 60_000} ms", :timeout)
+    end
+  end
+
+  @doc false
+  # Runs on the tool's node: the local runner does the work; this process relays and dies with
+  # the caller (which kills the tool through the runner).
+  def remote_call(relay, ref, module, call, context, opts) do
+    Process.monitor(relay)
+    handle = CMDC.Tool.Runner.async([module], call, context, opts)
+    remote_loop(relay, ref, handle)
+  end
+
+  defp remote_loop(relay, ref, %{ref: hr} = handle) do
+    receive do
+      {CMDC.Tool.Runner, ^hr, {:update, payload}} ->
+        send(relay, {__MODULE__, ref, {:update, payload}})
+        remote_loop(relay, ref, handle)
+
+      {CMDC.Tool.Runner, ^hr, {:done, result}} ->
+        send(relay, {__MODULE__, ref, {:done, result}})
+
+      {:DOWN, _, :process, ^relay, _} ->
+        CMDC.Tool.Runner.cancel(handle)
+    end
   end
 end

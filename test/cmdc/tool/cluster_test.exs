@@ -3,6 +3,7 @@ defmodule CMDC.Tool.ClusterTest do
 
   alias CMDC.Tool.{Cluster, Peers}
   alias CMDC.Tool.Examples.{Echo, ReadFile}
+  alias CMDC.Tool.TestTools, as: T
 
   @moduletag timeout: 120_000
 
@@ -85,5 +86,108 @@ defmodule CMDC.Tool.ClusterTest do
     publish_on(node2, [ReadFile], scope: :down)
     eventually(fn -> match?({:ok, _}, Cluster.find("read_file", scope: :down)) end)
     :peer.stop(peer2)
+  end
+
+  describe "remote calls" do
+    setup do
+      name = :"cluster_test_#{System.unique_integer([:positive])}"
+      Process.register(self(), name)
+      {peer, node} = Peers.start!(:remote)
+      scope = :"remote_#{System.unique_integer([:positive])}"
+      publish_on(node, [T.Report, T.Stream, T.Sleep], scope: scope)
+      eventually(fn -> match?({:ok, _}, Cluster.find("report", scope: scope)) end)
+      on_exit(fn -> catch_exit(:peer.stop(peer)) end)
+
+      %{
+        peer: peer,
+        node: node,
+        scope: scope,
+        args: %{"to" => Atom.to_string(name), "at" => Atom.to_string(node())}
+      }
+    end
+
+    test "run on the owner's node, streaming partial results in order", %{
+      node: node,
+      scope: scope
+    } do
+      me = self()
+      call = %{id: "r1", name: "stream", arguments: %{"n" => 20}}
+
+      result =
+        Cluster.run(call, CMDC.Context.new(), scope: scope, on_update: &send(me, {:part, &1}))
+
+      assert %{content: "done 20", is_error: false, id: "r1"} = result
+
+      parts =
+        for _ <- 1..20,
+            do:
+              (receive do
+                 {:part, p} -> p
+               after
+                 1_000 -> nil
+               end)
+
+      assert parts == Enum.map(1..20, &"step #{&1}")
+      assert node != node()
+    end
+
+    test "arguments are validated here: bad ones never reach the remote node", %{scope: scope} do
+      call = %{id: "r2", name: "report", arguments: ~s({"to": 5})}
+
+      assert %{is_error: true, reason: :invalid, content: text} =
+               Cluster.run(call, CMDC.Context.new(), scope: scope)
+
+      assert text =~ "at /to"
+      refute_receive {:remote_started, _, _, _}, 200
+    end
+
+    test "a remote time-out kills the remote tool and its children", %{
+      scope: scope,
+      args: args,
+      node: node
+    } do
+      call = %{id: "r3", name: "report", arguments: Map.put(args, "ms", 30_000)}
+
+      assert %{reason: :timeout} =
+               Cluster.run(call, CMDC.Context.new(), scope: scope, timeout: 300)
+
+      assert_receive {:remote_started, ^node, tool, child}
+      eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
+      eventually(fn -> not :erpc.call(node, Process, :alive?, [child]) end)
+    end
+
+    test "cancel stops the remote execution", %{scope: scope, args: args, node: node} do
+      call = %{id: "r4", name: "report", arguments: Map.put(args, "ms", 30_000)}
+      handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
+      assert_receive {:remote_started, ^node, tool, child}, 5_000
+      Cluster.cancel(handle)
+      assert %{reason: :cancelled} = Cluster.await(handle)
+      eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
+      eventually(fn -> not :erpc.call(node, Process, :alive?, [child]) end)
+    end
+
+    test "a node killed mid-call ends the call with an error naming it", %{
+      scope: scope,
+      args: args,
+      node: node,
+      peer: peer
+    } do
+      call = %{id: "r5", name: "report", arguments: Map.put(args, "ms", 30_000)}
+      handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
+      assert_receive {:remote_started, ^node, _, _}, 5_000
+      :peer.stop(peer)
+      assert %{is_error: true, reason: :node_down, content: text} = Cluster.await(handle)
+      assert text =~ "#{node} went down"
+      eventually(fn -> Cluster.list(scope) == [] end)
+    end
+
+    test "unknown names answer with the nearest published ones", %{scope: scope} do
+      assert %{reason: :unknown_tool, content: text} =
+               Cluster.run(%{id: "r6", name: "reprot", arguments: %{}}, CMDC.Context.new(),
+                 scope: scope
+               )
+
+      assert text =~ "report"
+    end
   end
 end
