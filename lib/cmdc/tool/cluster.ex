@@ -51,8 +51,13 @@ defmodule CMDC.Tool.Cluster do
   @doc "Stops a publisher: its tools leave every view."
   def unpublish(pid), do: GenServer.stop(pid)
 
-  @doc "Starts the cluster's `:pg` scope when it is not running (idempotent)."
+  @doc false
+  # The scope is started by the application; this covers callers that run without it.
   def ensure_pg do
+    if Process.whereis(@pg), do: :ok, else: start_pg()
+  end
+
+  defp start_pg do
     case :pg.start(@pg) do
       {:ok, _} -> :ok
       {:error, {:already_started, _}} -> :ok
