@@ -16,6 +16,7 @@ lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	mix format --check-formatted
+	MIX_ENV=test mix compile --warnings-as-errors --force
 
 test-rust: setup
 	cargo test --workspace

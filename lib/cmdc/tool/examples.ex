@@ -92,4 +92,49 @@ defmodule CMDC.Tool.Examples do
       text |> String.split("\n") |> Enum.take(limit) |> Enum.join("\n")
     end
   end
+
+  defmodule Countdown do
+    @moduledoc "Counts down, streaming each step as a partial result: shows streaming and cancellation."
+    @behaviour CMDC.Tool
+
+    @impl true
+    def name, do: "countdown"
+
+    @impl true
+    def description,
+      do: "Count down from n to zero, one step every delay_ms, reporting each step."
+
+    @impl true
+    def parameters do
+      %{
+        "type" => "object",
+        "properties" => %{
+          "n" => %{"type" => "integer", "minimum" => 0, "maximum" => 1000},
+          "delay_ms" => %{
+            "type" => "integer",
+            "minimum" => 0,
+            "maximum" => 60_000,
+            "default" => 100
+          }
+        },
+        "required" => ["n"],
+        "additionalProperties" => false
+      }
+    end
+
+    @impl true
+    def meta(%{"n" => n}), do: "count down from #{n}"
+
+    @impl true
+    def execute(%{"n" => n} = args, ctx) do
+      delay = Map.get(args, "delay_ms", 100)
+
+      for i <- n..1//-1 do
+        CMDC.Context.update(ctx, "#{i}...")
+        Process.sleep(delay)
+      end
+
+      {:ok, "liftoff after #{n} steps"}
+    end
+  end
 end

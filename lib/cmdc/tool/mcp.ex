@@ -173,8 +173,14 @@ defmodule CMDC.Tool.MCP do
     }
   end
 
-  @doc "A `tools/call` result: `{:ok, text}`, `{:error, text}` or an effect."
-  @spec call_result(CMDC.Tool.result() | {:invalid, String.t()}) :: map()
+  @doc "A `tools/call` result from a `CMDC.Tool.Result` (or a tool's own result tuple)."
+  @spec call_result(CMDC.Tool.Result.t() | CMDC.Tool.result() | {:invalid, String.t()}) :: map()
+  def call_result(%CMDC.Tool.Result{effect: effect}) when effect != nil,
+    do: call_result({:effect, effect})
+
+  def call_result(%CMDC.Tool.Result{content: text, is_error: error?}),
+    do: text_result(text || "", error?)
+
   def call_result({:ok, text}), do: text_result(text, false)
   def call_result({:error, text}), do: text_result(text, true)
   def call_result({:invalid, text}), do: text_result(text, true)

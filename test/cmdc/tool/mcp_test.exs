@@ -80,7 +80,13 @@ defmodule CMDC.Tool.MCPTest do
     {:ok, python} = CMDC.Tool.PythonEnv.python()
     root = Path.expand("../../..", __DIR__)
     client = Path.join(root, "test/support/mcp_client.py")
-    calls = CMDC.Tool.JSON.encode!([["read_file", %{"path" => "mix.exs", "limit" => 1}]])
+
+    calls =
+      CMDC.Tool.JSON.encode!([
+        ["read_file", %{"path" => "mix.exs", "limit" => 1}],
+        ["countdown", %{"n" => 3, "delay_ms" => 10}]
+      ])
+
     input = Path.join(System.tmp_dir!(), "mcp_calls_#{System.unique_integer([:positive])}.json")
     File.write!(input, calls)
 
@@ -98,7 +104,14 @@ defmodule CMDC.Tool.MCPTest do
     assert report["bad_args"]["is_error"] == true
     assert report["bad_args"]["text"] =~ "at /text: 5 is not of type"
     assert report["unknown"] =~ "Unknown tool: no_such_tool"
-    assert [%{"name" => "read_file", "is_error" => false, "text" => text}] = report["calls"]
+    assert [read, countdown] = report["calls"]
+    assert %{"name" => "read_file", "is_error" => false, "text" => text} = read
     assert text =~ "defmodule Mix.Tasks.Compile.CmdcNative"
+    # Partial results arrive as notifications/progress, in order, before the result.
+    assert countdown["progress"] == ["3...", "2...", "1..."]
+    assert countdown["text"] == "liftoff after 3 steps"
+    # A cancelled call stops quickly and the server keeps serving.
+    assert report["cancel_after_ms"] < 5_000
+    assert report["after_cancel"] == "still here"
   end
 end

@@ -103,10 +103,19 @@ defmodule CMDC.Tool.MCP.Server do
     server = self()
     context = state.context
 
+    tools = state.mcp.tools
+
     {pid, ref} =
       spawn_monitor(fn ->
-        on_update = fn text -> send(server, {:progress, id, text}) end
-        send(server, {:done, id, CMDC.Tool.MCP.Exec.call(module, args, context, on_update)})
+        on_update = fn payload -> send(server, {:progress, id, payload}) end
+        call = %{id: to_string(id), name: module.name(), arguments: args}
+
+        result =
+          CMDC.Tool.Runner.run(tools, call, %{context | tool_call_id: to_string(id)},
+            on_update: on_update
+          )
+
+        send(server, {:done, id, result})
       end)
 
     put_in(state.calls[id], %{pid: pid, ref: ref, token: token, count: 0})
@@ -132,10 +141,19 @@ defmodule CMDC.Tool.MCP.Server do
 
       %{token: token, count: count} = call ->
         state = put_in(state.calls[id], %{call | count: count + 1})
-        write(state, MCP.progress(token, count + 1, text))
+        write(state, MCP.progress(token, count + 1, progress_text(text)))
 
       nil ->
         state
+    end
+  end
+
+  defp progress_text(text) when is_binary(text), do: text
+
+  defp progress_text(details) do
+    case CMDC.Tool.JSON.encode(details) do
+      {:ok, json} -> json
+      {:error, _} -> inspect(details)
     end
   end
 
