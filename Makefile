@@ -10,6 +10,16 @@ build: setup
 	mix compile
 
 demo: setup
+	mix compile
+	@echo; echo "== mix cmdc.tools list: the tools found, and what could not be loaded =="
+	mix cmdc.tools list
+	@echo; echo "== mix cmdc.tools schema --format anthropic: what a model request carries =="
+	mix cmdc.tools schema --format anthropic
+	@echo; echo "== a valid call, streaming partial results =="
+	mix cmdc.tools call countdown '{"n": 3, "delay_ms": 200}'
+	@echo; echo "== an invalid call: the error result the model gets =="
+	-mix cmdc.tools call read_file '{"path": 42, "limit": 0}'
+	@echo; echo "== the library API from Elixir: define, describe, validate =="
 	mix run examples/demo.exs
 
 lint: setup

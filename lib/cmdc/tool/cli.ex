@@ -1,8 +1,252 @@
 defmodule CMDC.Tool.CLI do
   @moduledoc false
-  # What the terminal commands (`mix cmdc.tools`, `mix cmdc.mcp`) serve.
+  # What `mix cmdc.tools` and `mix cmdc.mcp` do. Each command returns :ok or {:error, status}.
 
-  @doc "The tools the commands show and serve."
-  def tools,
-    do: [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown]
+  alias CMDC.Tool.{Providers, Runner}
+
+  @builtins [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown]
+
+  @doc "The tools the commands show and serve, with the load report."
+  def load(paths \\ [], opts \\ []) do
+    with_progress("discovering tools", fn -> discover(paths, opts) end)
+  end
+
+  @doc "Just the tool modules (what `mix cmdc.mcp` serves)."
+  def tools(paths \\ [], opts \\ []), do: load(paths, opts).tools
+
+  # Built-in examples first; folder tools join once discovery is available.
+  defp discover(_paths, _opts) do
+    entries = Enum.map(@builtins, &%{module: &1, kind: :elixir, source: "built-in"})
+    %{tools: @builtins, entries: entries, errors: [], ignored: [], conflicts: [], untrusted: []}
+  end
+
+  ## list
+
+  def list(paths, opts) do
+    report = load(paths, opts)
+
+    rows =
+      for e <- report.entries do
+        [e.module.name(), to_string(e.kind), e.source, one_line(CMDC.Tool.description(e.module))]
+      end
+
+    IO.puts(table(["NAME", "KIND", "SOURCE", "DESCRIPTION"], rows))
+    print_problems(report)
+    :ok
+  end
+
+  defp print_problems(report) do
+    section("load errors", report.errors, fn e -> "#{e.path}: #{e.reason}" end)
+    section("refused (name conflicts)", report.conflicts, fn c -> "#{c.refused}: #{c.reason}" end)
+    section("untrusted folders (skipped)", report.untrusted, fn u -> "#{u.path}: #{u.reason}" end)
+    section("ignored files", report.ignored, fn i -> "#{i.path}: #{i.reason}" end)
+  end
+
+  defp section(_title, [], _fun), do: :ok
+
+  defp section(title, items, fun) do
+    IO.puts("\n#{bold(title)} (#{length(items)}):")
+    Enum.each(items, &IO.puts("  - " <> fun.(&1)))
+  end
+
+  ## schema
+
+  def schema(paths, opts) do
+    format = parse_format(Keyword.get(opts, :format, "openai"))
+    tools = tools(paths, opts)
+
+    {list, warnings} =
+      Providers.convert(tools, %{}, format: format, strict: opts[:strict] || false)
+
+    IO.puts(CMDC.Tool.JSON.encode!(list, pretty: true))
+    if warnings != [], do: IO.puts(:stderr, Providers.format_warnings(warnings))
+    :ok
+  end
+
+  defp parse_format(name) do
+    format = Enum.find(Providers.formats(), &(Atom.to_string(&1) == name))
+
+    format ||
+      Mix.raise(
+        "unknown format #{inspect(name)}; use one of: #{Enum.join(Providers.formats(), ", ")}"
+      )
+  end
+
+  ## validate
+
+  def validate(name, json, paths, opts) do
+    tools = tools(paths, opts)
+
+    case CMDC.Tool.find(tools, name) do
+      {:ok, module} ->
+        case CMDC.Tool.validate_json(module, json) do
+          {:ok, args} ->
+            IO.puts("valid: " <> CMDC.Tool.JSON.encode!(args))
+            :ok
+
+          {:error, errors} ->
+            IO.puts(CMDC.Tool.format_errors(errors, module))
+            {:error, 1}
+        end
+
+      {:error, :not_found} ->
+        IO.puts(:stderr, unknown(tools, name))
+        {:error, 2}
+    end
+  end
+
+  ## call
+
+  def call(name, json, paths, opts) do
+    tools = tools(paths, opts)
+    ctx = CMDC.Context.new(session_id: "cli", working_dir: File.cwd!())
+    on_update = fn payload -> IO.puts(dim("… " <> update_text(payload))) end
+    run_opts = [on_update: on_update] ++ Keyword.take(opts, [:timeout])
+    started = System.monotonic_time(:microsecond)
+    result = Runner.run(tools, %{id: "cli-1", name: name, arguments: json}, ctx, run_opts)
+    ms = (System.monotonic_time(:microsecond) - started) / 1000
+
+    text =
+      cond do
+        result.effect != nil -> "effect: " <> inspect(result.effect, pretty: true)
+        true -> result.content
+      end
+
+    IO.puts(text)
+    status = if result.is_error, do: red("error"), else: green("ok")
+    IO.puts(:stderr, "#{status} in #{:erlang.float_to_binary(ms, decimals: 1)} ms")
+    if result.is_error, do: {:error, 1}, else: :ok
+  end
+
+  defp update_text(text) when is_binary(text), do: text
+  defp update_text(details), do: inspect(details)
+
+  ## doctor
+
+  def doctor(paths, opts) do
+    report = load(paths, opts)
+
+    findings =
+      names(report.tools) ++ strict(report.tools) ++ gemini(report.tools) ++ interpreters()
+
+    print_problems(report)
+
+    if findings == [] and report.errors == [] and report.conflicts == [] do
+      IO.puts(green("no problems found") <> " (#{length(report.tools)} tools)")
+    else
+      IO.puts("\n#{bold("findings")} (#{length(findings)}):")
+      Enum.each(findings, &IO.puts("  - " <> &1))
+    end
+
+    :ok
+  end
+
+  defp names(tools) do
+    for m <- tools, name = m.name(), problem = name_problem(name), do: "#{name}: #{problem}"
+  end
+
+  defp name_problem(name) do
+    cond do
+      not Regex.match?(~r/^[a-zA-Z0-9_-]{1,64}$/, name) ->
+        "name breaks OpenAI/Anthropic's rule ^[a-zA-Z0-9_-]{1,64}$"
+
+      not Regex.match?(~r/^[a-zA-Z_]/, name) ->
+        "name must start with a letter or _ for Gemini"
+
+      byte_size(name) > 50 ->
+        "name is long: MCP clients prefix names (mcp__server__), and 64 characters is the limit"
+
+      true ->
+        nil
+    end
+  end
+
+  defp strict(tools) do
+    {_, warnings} = Providers.convert(tools, %{}, format: :openai, strict: true)
+    Enum.map(warnings, &"#{&1.tool}: OpenAI strict mode: #{&1.message}")
+  end
+
+  defp gemini(tools) do
+    {_, warnings} = Providers.convert(tools, %{}, format: :gemini)
+    Enum.map(warnings, &"#{&1.tool}: Gemini: #{&1.message}")
+  end
+
+  defp interpreters do
+    [
+      if(System.find_executable("python3") == nil,
+        do: "python3 not found: Python script tools cannot run"
+      ),
+      if(System.find_executable("pwsh") == nil,
+        do: "pwsh not found: PowerShell script tools are described but cannot run"
+      )
+    ]
+    |> Enum.reject(&is_nil/1)
+  end
+
+  ## helpers
+
+  defp unknown(tools, name) do
+    case CMDC.Tool.suggest(tools, name) do
+      [] -> "unknown tool: #{name}"
+      close -> "unknown tool: #{name} (did you mean: #{Enum.join(close, ", ")}?)"
+    end
+  end
+
+  defp one_line(text) do
+    line = text |> String.split("\n", parts: 2) |> hd()
+    if String.length(line) > 70, do: String.slice(line, 0, 67) <> "...", else: line
+  end
+
+  defp table(header, rows) do
+    widths =
+      Enum.reduce([header | rows], List.duplicate(0, length(header)), fn row, acc ->
+        Enum.zip_with(row, acc, &max(String.length(&1), &2))
+      end)
+
+    format = fn row ->
+      row
+      |> Enum.zip(widths)
+      |> Enum.map_join("  ", fn {cell, w} -> String.pad_trailing(cell, w) end)
+      |> String.trim_trailing()
+    end
+
+    Enum.map_join([bold(format.(header)) | Enum.map(rows, format)], "\n", & &1)
+  end
+
+  # Progress on stderr for anything slower than a second; plain text when not on a terminal.
+  defp with_progress(label, fun) do
+    parent = self()
+
+    ticker =
+      spawn(fn ->
+        receive do
+          :done -> :ok
+        after
+          1_000 ->
+            IO.write(:stderr, "#{label}…")
+            tick(parent)
+        end
+      end)
+
+    try do
+      fun.()
+    after
+      send(ticker, :done)
+    end
+  end
+
+  defp tick(parent) do
+    receive do
+      :done -> IO.write(:stderr, " done\n")
+    after
+      1_000 ->
+        if Process.alive?(parent), do: IO.write(:stderr, ".") && tick(parent), else: :ok
+    end
+  end
+
+  defp ansi?, do: IO.ANSI.enabled?()
+  defp bold(text), do: if(ansi?(), do: IO.ANSI.bright() <> text <> IO.ANSI.reset(), else: text)
+  defp dim(text), do: if(ansi?(), do: IO.ANSI.faint() <> text <> IO.ANSI.reset(), else: text)
+  defp red(text), do: if(ansi?(), do: IO.ANSI.red() <> text <> IO.ANSI.reset(), else: text)
+  defp green(text), do: if(ansi?(), do: IO.ANSI.green() <> text <> IO.ANSI.reset(), else: text)
 end

@@ -1,0 +1,48 @@
+defmodule Mix.Tasks.Cmdc.Tools do
+  @shortdoc "Lists, describes, validates and calls tools"
+  @moduledoc """
+  The library's main job from a terminal.
+
+      mix cmdc.tools list [PATH...]
+      mix cmdc.tools schema [--format openai|openai_responses|anthropic|gemini|mcp] [--strict]
+      mix cmdc.tools validate NAME JSON
+      mix cmdc.tools call NAME JSON [--timeout MS]
+      mix cmdc.tools doctor
+
+  Tools come from the built-in examples, `examples/tools/`, the project's and user's tool folders
+  and the paths given (see `CMDC.Tool.Discovery`). `call` runs through `CMDC.Tool.Runner`: it
+  prints partial results as they arrive, the result and the time taken, and exits with status 1
+  on a tool error. Output is plain when not on a terminal.
+  """
+  use Mix.Task
+
+  alias CMDC.Tool.CLI
+
+  @switches [format: :string, strict: :boolean, timeout: :integer, trust: :boolean]
+
+  @impl true
+  def run(argv) do
+    Mix.Task.run("app.start")
+    {opts, args} = OptionParser.parse!(argv, strict: @switches)
+
+    case args do
+      ["list" | paths] -> CLI.list(paths, opts)
+      ["schema" | paths] -> CLI.schema(paths, opts)
+      ["validate", name, json | paths] -> CLI.validate(name, json, paths, opts)
+      ["call", name, json | paths] -> CLI.call(name, json, paths, opts)
+      ["doctor" | paths] -> CLI.doctor(paths, opts)
+      _ -> Mix.raise("usage:\n" <> usage())
+    end
+    |> case do
+      :ok -> :ok
+      {:error, status} -> exit({:shutdown, status})
+    end
+  end
+
+  defp usage do
+    @moduledoc
+    |> String.split("\n")
+    |> Enum.filter(&String.starts_with?(&1, "    mix "))
+    |> Enum.join("\n")
+  end
+end

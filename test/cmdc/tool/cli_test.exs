@@ -1,0 +1,75 @@
+defmodule CMDC.Tool.CLITest do
+  use ExUnit.Case, async: true
+  import ExUnit.CaptureIO
+
+  alias CMDC.Tool.CLI
+
+  test "list shows every tool with its kind, source and description" do
+    out = capture_io(fn -> assert :ok = CLI.list([], []) end)
+    assert out =~ ~r/NAME\s+KIND\s+SOURCE\s+DESCRIPTION/
+    assert out =~ ~r/countdown\s+elixir\s+built-in\s+Count down/
+  end
+
+  test "schema prints the provider's JSON and the rewriting warnings on stderr" do
+    err =
+      capture_io(:stderr, fn ->
+        out = capture_io(fn -> assert :ok = CLI.schema([], format: "gemini") end)
+        assert [%{"functionDeclarations" => decls}] = CMDC.Tool.JSON.decode!(out)
+        assert "countdown" in Enum.map(decls, & &1["name"])
+      end)
+
+    assert err =~ "additionalProperties"
+
+    out =
+      capture_io(fn ->
+        capture_io(:stderr, fn ->
+          send(
+            self(),
+            {:out, capture_io(fn -> CLI.schema([], format: "openai", strict: true) end)}
+          )
+        end)
+      end)
+
+    out = if out == "", do: receive(do: ({:out, o} -> o)), else: out
+    [echo | _] = CMDC.Tool.JSON.decode!(out)
+    assert echo["function"]["parameters"]["additionalProperties"] == false
+  end
+
+  test "validate: the errors the model would see, and a non-zero status" do
+    out =
+      capture_io(fn -> assert {:error, 1} = CLI.validate("read_file", ~s({"path": 1}), [], []) end)
+
+    assert out =~ "at /path: 1 is not of type"
+
+    assert capture_io(fn -> assert :ok = CLI.validate("echo", ~s({"text": "a"}), [], []) end) =~
+             "valid"
+
+    assert capture_io(:stderr, fn -> assert {:error, 2} = CLI.validate("ech", "{}", [], []) end) =~
+             "did you mean: echo"
+  end
+
+  test "call streams partial results, prints the result and the time, fails with status 1" do
+    err =
+      capture_io(:stderr, fn ->
+        out =
+          capture_io(fn ->
+            assert :ok = CLI.call("countdown", ~s({"n": 2, "delay_ms": 1}), [], [])
+          end)
+
+        assert out =~ ~r/2\.\.\..*1\.\.\..*liftoff after 2 steps/s
+      end)
+
+    assert err =~ ~r/ok in \d+\.\d ms/
+
+    capture_io(:stderr, fn ->
+      out = capture_io(fn -> assert {:error, 1} = CLI.call("echo", ~s({"text": 5}), [], []) end)
+      assert out =~ "Invalid arguments"
+    end)
+  end
+
+  test "doctor reports what would surprise a user" do
+    out = capture_io(fn -> capture_io(:stderr, fn -> assert :ok = CLI.doctor([], []) end) end)
+    assert out =~ "Gemini"
+    assert out =~ "pwsh not found" or System.find_executable("pwsh")
+  end
+end
