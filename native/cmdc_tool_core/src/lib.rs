@@ -2,3 +2,4 @@
 //! and calls in, and `cargo test` exercises this crate without a VM.
 
 pub mod schema;
+pub mod scripts;
