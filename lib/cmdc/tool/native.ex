@@ -49,4 +49,12 @@ defmodule CMDC.Tool.Native do
   def schema_validate_json_dirty(_schema, _text), do: err()
   def schema_source(_schema), do: err()
   def bench_rust_validate(_schema, _text, _iterations), do: err()
+
+  # scripts.rs
+  def script_load(_paths, _opts), do: err()
+  def script_call(_path, _function, _args_json, _opts), do: err()
+  def script_cancel(_handle), do: err()
+  def script_workers, do: err()
+  def script_stop(_path), do: err()
+  def script_describe_powershell(_source, _path), do: err()
 end

@@ -4,6 +4,7 @@
 pub mod atoms;
 pub mod json;
 pub mod schema;
+pub mod scripts;
 pub mod term;
 
 rustler::init!("Elixir.CMDC.Tool.Native");
