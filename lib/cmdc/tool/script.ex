@@ -135,11 +135,11 @@ defmodule CMDC.Tool.Script do
   result stands alone: one bad script never stops the others. Returns `[{path, result}]` in
   the given order.
 
-      iex> CMDC.Tool.Script.load_many(["/nonexistent/tools.py", "notes.txt"])
+      iex> CMDC.Tool.Script.load_many(["/nonexistent/tools.py", "/tmp/notes.txt"])
       [
         {"/nonexistent/tools.py",
          {:error, "cannot read the script /nonexistent/tools.py: No such file or directory (os error 2)"}},
-        {"notes.txt", {:error, "notes.txt is not a script tool: expected a .py or .ps1 file"}}
+        {"/tmp/notes.txt", {:error, "/tmp/notes.txt is not a script tool: expected a .py or .ps1 file"}}
       ]
   """
   @spec load_many([Path.t()], keyword()) :: [{Path.t(), {:ok, group()} | {:error, String.t()}}]
@@ -151,7 +151,8 @@ defmodule CMDC.Tool.Script do
       worker: worker_path(),
       python: opts[:python],
       describe_timeout_ms: opts[:describe_timeout],
-      cache: opts[:cache]
+      cache: opts[:cache],
+      path_env: System.get_env("PATH")
     }
 
     results =
@@ -193,7 +194,7 @@ defmodule CMDC.Tool.Script do
             name: name,
             description: description(function["description"], name, path),
             parameters: function["parameters"] || %{"type" => "object", "properties" => %{}},
-            settings: settings(tool),
+            settings: settings(tool, doc["defaultPermissions"]),
             script: %{path: path, function: name, group: group, kind: kind},
             call_opts: Keyword.take(opts, [:timeout, :max_workers, :python])
           }
@@ -226,8 +227,8 @@ defmodule CMDC.Tool.Script do
 
   defp description(text, _name, _path), do: text
 
-  defp settings(tool) do
-    perms = tool["permissions"] || %{}
+  defp settings(tool, defaults) do
+    perms = Map.merge(defaults || %{}, tool["permissions"] || %{})
 
     %{
       policy: policy(perms["executionPolicy"]),
@@ -282,7 +283,8 @@ defmodule CMDC.Tool.Script do
         ps_runner: ps_runner_path(),
         python: opts[:python] || Application.get_env(:cmdc_tool, :python),
         timeout_ms: opts[:timeout],
-        max_workers: opts[:max_workers]
+        max_workers: opts[:max_workers],
+        path_env: System.get_env("PATH")
       }
 
       case Native.script_call(script.path, script.function, args_json, native_opts) do

@@ -232,9 +232,11 @@ pub enum Cached {
     Corrupt(String),
 }
 
-/// Reads the cache of `script`. It is current when it is not older than the script and records
-/// the script's own modification time (`scriptMtimeNs`) unchanged, so a script restored to an
-/// older time (a checkout, a backup) is re-read too.
+/// Reads the cache of `script`. A cache this library wrote records the script's modification
+/// time (`scriptMtimeNs`) and is current while the script still has exactly that time (so a
+/// script restored to an older time, or given one in the future, is handled too). A cache
+/// without that field (written by another tool, e.g. the seeds' format) is current while the
+/// file is not older than the script.
 pub fn read_cache(script: &Path) -> Result<Cached, String> {
     let kind = Kind::of(script)?;
     let script_meta = fs::metadata(script)
@@ -247,9 +249,6 @@ pub fn read_cache(script: &Path) -> Result<Cached, String> {
         Err(e) => return Ok(Cached::Corrupt(format!("cannot stat: {e}"))),
     };
     let cache_mtime = cache_meta.modified().map_err(|e| e.to_string())?;
-    if cache_mtime < script_mtime {
-        return Ok(Cached::Stale);
-    }
     let text = match fs::read(&cache) {
         Ok(bytes) => bytes,
         Err(e) => return Ok(Cached::Corrupt(format!("cannot read: {e}"))),
@@ -261,10 +260,12 @@ pub fn read_cache(script: &Path) -> Result<Cached, String> {
     if let Err(why) = check_document(&doc, kind) {
         return Ok(Cached::Corrupt(why));
     }
-    match doc.get("scriptMtimeNs").and_then(Value::as_str) {
-        Some(ns) if ns == mtime_ns(script_mtime).to_string() => {}
-        Some(_) => return Ok(Cached::Stale),
-        None => {} // written by another tool (the seeds' format): trusted by file times alone
+    let current = match doc.get("scriptMtimeNs").and_then(Value::as_str) {
+        Some(ns) => ns == mtime_ns(script_mtime).to_string(),
+        None => cache_mtime >= script_mtime,
+    };
+    if !current {
+        return Ok(Cached::Stale);
     }
     match String::from_utf8(text) {
         Ok(text) => Ok(Cached::Fresh(text)),
@@ -495,6 +496,21 @@ mod tests {
 
         // a cache written by another tool (no scriptMtimeNs) is trusted by file times
         fs::write(cache_path(&script), DOC).unwrap();
+        assert!(matches!(read_cache(&script).unwrap(), Cached::Fresh(_)));
+        let future = SystemTime::now() + Duration::from_secs(3600);
+        let set_mtime = |p: &Path, t: SystemTime| {
+            fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap()
+        };
+        set_mtime(&script, future);
+        assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
+
+        // ours records the script's time: a script dated in the future still hits
+        write_cache(&script, DOC.as_bytes()).unwrap();
         assert!(matches!(read_cache(&script).unwrap(), Cached::Fresh(_)));
 
         // a script restored to an older time than recorded is re-read

@@ -133,6 +133,9 @@ pub struct CallOpts {
     pub timeout_ms: u64,
     /// Workers per script at most (calls beyond wait for one).
     pub max_workers: u64,
+    /// The caller's PATH (`System.get_env("PATH")`): where python3 and pwsh are looked for, and
+    /// the PATH workers get.
+    pub path_env: Option<String>,
 }
 
 #[derive(NifMap)]
@@ -143,21 +146,35 @@ pub struct LoadOpts {
     pub describe_timeout_ms: u64,
     /// `false`: ignore and do not write `{name}.tool.json`.
     pub cache: bool,
+    pub path_env: Option<String>,
 }
 
 // ------------------------------------------------------------------------------------------------
 // interpreters
 
-fn path_var() -> Option<OsString> {
-    std::env::var_os("PATH")
+/// The PATH to search: the caller's view when given (the VM's environment can differ from the
+/// OS process's), else the process's.
+fn path_var(given: Option<&str>) -> Option<OsString> {
+    match given {
+        Some(p) => Some(OsString::from(p)),
+        None => std::env::var_os("PATH"),
+    }
 }
 
 /// The interpreter for scripts in `dir`. A version-manager shim (pyenv, asdf) costs ~100 ms per
 /// start, so it is resolved once to the interpreter it runs (per folder, as shims read
 /// `.python-version` files).
-async fn python_for(dir: &Path, configured: Option<&str>) -> Result<PathBuf, String> {
+async fn python_for(
+    dir: &Path,
+    configured: Option<&str>,
+    path_env: Option<&str>,
+) -> Result<PathBuf, String> {
     static RESOLVED: OnceLock<Mutex<HashMap<(PathBuf, PathBuf), PathBuf>>> = OnceLock::new();
-    let found = core::find_python(dir, path_var().as_deref(), configured.map(Path::new))?;
+    let found = core::find_python(
+        dir,
+        path_var(path_env).as_deref(),
+        configured.map(Path::new),
+    )?;
     let shim = found
         .components()
         .any(|c| c.as_os_str() == "shims" || c.as_os_str() == ".asdf");
@@ -169,7 +186,11 @@ async fn python_for(dir: &Path, configured: Option<&str>) -> Result<PathBuf, Str
     if let Some(real) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(real);
     }
-    let probe = Command::new(&found)
+    let mut probe = Command::new(&found);
+    if let Some(p) = path_env {
+        probe.env("PATH", p);
+    }
+    let probe = probe
         .args(["-c", "import sys; sys.stdout.write(sys.executable)"])
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -212,6 +233,7 @@ struct Worker {
     stdout: ChildStdout,
     pid: u32,
     tail: Arc<Mutex<Tail>>,
+    drain: Option<tokio::task::JoinHandle<()>>,
     generation: u64,
 }
 
@@ -238,6 +260,14 @@ impl Worker {
     fn tail(&self) -> String {
         let t = self.tail.lock().map(|t| t.0.clone()).unwrap_or_default();
         String::from_utf8_lossy(&t).trim().to_owned()
+    }
+
+    /// The tail once stderr is drained (briefly waited for: a child of the script may hold it).
+    async fn final_tail(&mut self) -> String {
+        if let Some(drain) = self.drain.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(300), drain).await;
+        }
+        self.tail()
     }
 
     /// How the worker ended, waiting briefly for its exit status.
@@ -295,8 +325,12 @@ fn spawn_python(
     worker_py: &str,
     args: &[&OsStr],
     dir: &Path,
+    path_env: Option<&str>,
 ) -> Result<Worker, String> {
     let mut cmd = Command::new(interpreter);
+    if let Some(p) = path_env {
+        cmd.env("PATH", p);
+    }
     cmd.arg(worker_py)
         .args(args)
         .current_dir(dir)
@@ -319,7 +353,7 @@ fn spawn_python(
     let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
     let tail = Arc::new(Mutex::new(Tail::default()));
     let sink = tail.clone();
-    tokio::spawn(async move {
+    let drain = tokio::spawn(async move {
         let mut buf = [0u8; 4096];
         while let Ok(n) = stderr.read(&mut buf).await {
             if n == 0 {
@@ -336,6 +370,7 @@ fn spawn_python(
         stdout,
         pid,
         tail,
+        drain: Some(drain),
         generation: 0,
     })
 }
@@ -414,7 +449,7 @@ impl Pool {
 async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<Worker, Vec<u8>> {
     let path = &pool.path;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let interpreter = python_for(dir, opts.python.as_deref())
+    let interpreter = python_for(dir, opts.python.as_deref(), opts.path_env.as_deref())
         .await
         .map_err(|m| error("interpreter", m, ""))?;
     let mut worker = spawn_python(
@@ -422,6 +457,7 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
         &opts.worker,
         &[OsStr::new("serve"), path.as_os_str()],
         dir,
+        opts.path_env.as_deref(),
     )
     .map_err(|m| error("spawn", m, ""))?;
     worker.generation = generation;
@@ -435,13 +471,14 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
         )),
         Ok(None) | Err(_) => {
             let status = worker.exit_status().await;
+            let tail = worker.final_tail().await;
             Err(error(
                 "import",
                 format!(
                     "the Python worker for {} exited while importing the script ({status})",
                     file_name(path)
                 ),
-                &worker.tail(),
+                &tail,
             ))
         }
     }
@@ -521,6 +558,7 @@ async fn call_python(
 
 async fn crashed(pool: &Pool, worker: &mut Worker, function: &str) -> Outcome {
     let status = worker.exit_status().await;
+    let tail = worker.final_tail().await;
     Outcome::Err(error(
         "crashed",
         format!(
@@ -530,13 +568,13 @@ async fn crashed(pool: &Pool, worker: &mut Worker, function: &str) -> Outcome {
                 .trim_end_matches(".py")
                 .trim_end_matches(".PY")
         ),
-        &worker.tail(),
+        &tail,
     ))
 }
 
 /// PowerShell: one `pwsh` per call (the runner reads the request on stdin).
 async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOpts) -> Outcome {
-    let Some(pwsh) = core::which("pwsh", path_var().as_deref()) else {
+    let Some(pwsh) = core::which("pwsh", path_var(opts.path_env.as_deref()).as_deref()) else {
         return Outcome::Err(error("pwsh_missing", core::PWSH_MISSING, ""));
     };
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -748,7 +786,7 @@ async fn describe_python(
     let mut groups: HashMap<PathBuf, Vec<(usize, PathBuf, &'static str)>> = HashMap::new();
     for (i, path, status) in todo {
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        match python_for(&dir, opts.python.as_deref()).await {
+        match python_for(&dir, opts.python.as_deref(), opts.path_env.as_deref()).await {
             Ok(interp) => groups.entry(interp).or_default().push((i, path, status)),
             Err(m) => results[i] = Some(Loaded::Err(m)),
         }
@@ -759,7 +797,14 @@ async fn describe_python(
         for (i, path, status) in items {
             if describer.is_none() {
                 let dir = path.parent().unwrap_or(Path::new("."));
-                match spawn_python(&interp, &opts.worker, &[OsStr::new("describe")], dir) {
+                let describe = [OsStr::new("describe")];
+                match spawn_python(
+                    &interp,
+                    &opts.worker,
+                    &describe,
+                    dir,
+                    opts.path_env.as_deref(),
+                ) {
                     Ok(w) => describer = Some(w),
                     Err(m) => {
                         results[i] = Some(Loaded::Err(m));
@@ -790,10 +835,11 @@ async fn describe_python(
                         .unwrap_or_else(|| String::from_utf8_lossy(&payload).into_owned()),
                 ),
                 Ok(Ok(_)) | Ok(Err(_)) => {
-                    let tail = w.tail();
+                    let status = w.exit_status().await;
+                    let tail = w.final_tail().await;
                     describer = None;
                     Loaded::Err(format!(
-                        "the describer exited while reading the script: {tail}"
+                        "the Python describer exited while reading the script ({status}): {tail}"
                     ))
                 }
                 Err(_) => {

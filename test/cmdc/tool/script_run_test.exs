@@ -357,7 +357,8 @@ defmodule CMDC.Tool.ScriptRunTest do
           ps_runner: "",
           python: nil,
           timeout_ms: 60_000,
-          max_workers: 4
+          max_workers: 4,
+          path_env: System.get_env("PATH")
         }
       )
 
