@@ -170,11 +170,25 @@ defmodule CMDC.Tool.Script do
           Enum.map(absolute, &{&1, :error, message})
       end
 
-    paths
-    |> Enum.zip(results)
-    |> Enum.map(fn
-      {path, {_abs, :error, message}} -> {path, {:error, message}}
-      {path, {abs, status, json}} -> {path, build(abs, status, json, opts)}
+    built =
+      paths
+      |> Enum.zip(results)
+      |> Enum.map(fn
+        {path, {_abs, :error, message}} -> {path, {:error, message}}
+        {path, {abs, status, json}} -> {path, build(abs, status, json, opts)}
+      end)
+
+    # one code-loading commit for every tool module of every script
+    built
+    |> Enum.flat_map(fn
+      {_, {:ok, _group, defs}} -> defs
+      _ -> []
+    end)
+    |> Gen.define_many()
+
+    Enum.map(built, fn
+      {path, {:ok, group, _defs}} -> {path, {:ok, group}}
+      other -> other
     end)
   end
 
@@ -183,24 +197,22 @@ defmodule CMDC.Tool.Script do
       kind = if doc["type"] == "PowerShellModule", do: :powershell, else: :python
       group = doc["name"] || Path.rootname(Path.basename(path))
       prefix = Module.concat([opts[:namespace], "S" <> hash(path), camelize(group)])
+      call_opts = Keyword.take(opts, [:timeout, :max_workers, :python])
 
-      tools =
+      defs =
         Enum.map(doc["tools"] || [], fn tool ->
           function = tool["function"]
           name = function["name"]
-          module = Module.concat(prefix, camelize(name))
 
-          data = %{
-            name: name,
-            description: description(function["description"], name, path),
-            parameters: function["parameters"] || %{"type" => "object", "properties" => %{}},
-            settings: settings(tool, doc["defaultPermissions"]),
-            script: %{path: path, function: name, group: group, kind: kind},
-            call_opts: Keyword.take(opts, [:timeout, :max_workers, :python])
-          }
-
-          :ok = Gen.define(module, data)
-          module
+          {Module.concat(prefix, camelize(name)),
+           %{
+             name: name,
+             description: description(function["description"], name, path),
+             parameters: function["parameters"] || %{"type" => "object", "properties" => %{}},
+             settings: settings(tool, doc["defaultPermissions"]),
+             script: %{path: path, function: name, group: group, kind: kind},
+             call_opts: call_opts
+           }}
         end)
 
       {:ok,
@@ -209,11 +221,11 @@ defmodule CMDC.Tool.Script do
          rule_prompt: doc["rulePrompt"] || "",
          path: path,
          kind: kind,
-         tools: tools,
+         tools: Enum.map(defs, &elem(&1, 0)),
          default_permissions: doc["defaultPermissions"] || %{},
          status: status(status),
          warnings: doc["warnings"] || []
-       }}
+       }, defs}
     end
   end
 

@@ -36,28 +36,31 @@ defmodule CMDC.Tool.Script.Gen do
   """
 
   @doc false
-  def define(module, data) when is_atom(module) and is_map(data) do
-    key = {CMDC.Tool.Script, module}
-    stamp = :"cmdc_stamp_#{Integer.to_string(:erlang.phash2(data, 4_294_967_296), 36)}"
+  def define(module, data), do: define_many([{module, data}])
 
-    case :persistent_term.get(key, nil) do
-      ^data -> :ok
-      _ -> :persistent_term.put(key, data)
-    end
+  @doc false
+  # Defines many tool modules with one code-loading commit (each commit waits for every
+  # scheduler, so loading 200 modules one by one costs far more than loading them together).
+  def define_many(defs) do
+    stale =
+      Enum.flat_map(defs, fn {module, data} ->
+        key = {CMDC.Tool.Script, module}
+        stamp = :"cmdc_stamp_#{Integer.to_string(:erlang.phash2(data, 4_294_967_296), 36)}"
 
-    loaded? = :erlang.module_loaded(module)
+        case :persistent_term.get(key, nil) do
+          ^data -> :ok
+          _ -> :persistent_term.put(key, data)
+        end
 
-    if loaded? and function_exported?(module, :__stamp__, 0) and module.__stamp__() == stamp do
-      :ok
-    else
-      if loaded? do
-        :code.purge(module)
-        :code.delete(module)
-        :code.purge(module)
-      end
+        if :erlang.module_loaded(module) and function_exported?(module, :__stamp__, 0) and
+             module.__stamp__() == stamp do
+          []
+        else
+          [{module, stamp}]
+        end
+      end)
 
-      load(module, stamp)
-    end
+    load_all(stale)
   end
 
   @doc false
@@ -69,24 +72,42 @@ defmodule CMDC.Tool.Script.Gen do
     :ok
   end
 
-  defp load(module, stamp) do
-    binary =
-      with {:ok, template} <- template(),
-           {:ok, patched} <- patch(template, %{@template => module, @stamp => stamp}) do
-        patched
-      else
-        _ -> compile(module, stamp)
-      end
+  defp load_all([]), do: :ok
 
-    case :code.load_binary(module, ~c"cmdc_tool_script", binary) do
-      {:module, ^module} ->
+  defp load_all(stale) do
+    binaries =
+      Enum.map(stale, fn {module, stamp} ->
+        # old code of an earlier version would make loading fail: drop it first
+        if :erlang.module_loaded(module), do: :code.purge(module)
+
+        binary =
+          with {:ok, template} <- template(),
+               {:ok, patched} <- patch(template, %{@template => module, @stamp => stamp}) do
+            patched
+          else
+            _ -> compile(module, stamp)
+          end
+
+        {module, ~c"cmdc_tool_script", binary}
+      end)
+
+    case :code.atomic_load(binaries) do
+      :ok ->
         :ok
 
       {:error, _} ->
-        {:module, ^module} =
-          :code.load_binary(module, ~c"cmdc_tool_script", compile(module, stamp))
+        # one by one, compiling any binary the loader refused
+        Enum.each(binaries, fn {module, file, binary} ->
+          case :code.load_binary(module, file, binary) do
+            {:module, ^module} ->
+              :ok
 
-        :ok
+            {:error, _} ->
+              {module, stamp} = List.keyfind(stale, module, 0)
+              :code.purge(module)
+              {:module, ^module} = :code.load_binary(module, file, compile(module, stamp))
+          end
+        end)
     end
   end
 

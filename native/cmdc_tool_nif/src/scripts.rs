@@ -764,14 +764,16 @@ fn cache_pass(path: &Path, use_cache: bool) -> Result<Option<String>, (&'static 
     }
 }
 
+/// Writes the cache (when enabled) and answers the description. The caller knows the script's
+/// absolute path, so `scriptPath` is left as written (relative in the cache).
 fn store(path: &Path, description: &[u8], status: &'static str, use_cache: bool) -> Loaded {
     if use_cache {
         if let Ok(text) = core::write_cache(path, description) {
-            return Loaded::Ok(status, core::with_paths(&text, path));
+            return Loaded::Ok(status, text);
         }
     }
     match std::str::from_utf8(description) {
-        Ok(text) => Loaded::Ok(status, core::with_paths(text, path)),
+        Ok(text) => Loaded::Ok(status, text.to_owned()),
         Err(_) => Loaded::Err("the description is not UTF-8".into()),
     }
 }
@@ -873,7 +875,7 @@ async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
             };
             let status = match cache_pass(&path, use_cache) {
                 Ok(Some(text)) => {
-                    results[i] = Some(Loaded::Ok("cached", core::with_paths(&text, &path)));
+                    results[i] = Some(Loaded::Ok("cached", text));
                     continue;
                 }
                 Ok(None) => "parsed",
