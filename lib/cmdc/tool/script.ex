@@ -75,7 +75,9 @@ defmodule CMDC.Tool.Script do
     * `:python` - the interpreter to use when the script's folder has no `.venv`/`venv` and
       there is no `python3` on PATH (default: `Application.get_env(:cmdc_tool, :python)`).
     * `:timeout` - milliseconds a call may take (default 60_000); then its worker is killed.
-    * `:max_workers` - workers per script (default 4).
+    * `:max_workers` - workers per script (default 4). Set by the script's first call.
+    * `:idle_timeout` - milliseconds a worker stays warm without calls (default 600_000); set
+      by the script's first call.
     * `:describe_timeout` - milliseconds to read one script (default 10_000).
     * `:cache` - read and write `{name}.tool.json` (default `true`).
     * `:namespace` - the prefix of generated module names (default `CMDC.Tool.Script.Tools`).
@@ -115,6 +117,7 @@ defmodule CMDC.Tool.Script do
   @defaults [
     timeout: 60_000,
     max_workers: 4,
+    idle_timeout: 600_000,
     describe_timeout: 10_000,
     cache: true,
     namespace: CMDC.Tool.Script.Tools
@@ -197,7 +200,7 @@ defmodule CMDC.Tool.Script do
       kind = if doc["type"] == "PowerShellModule", do: :powershell, else: :python
       group = doc["name"] || Path.rootname(Path.basename(path))
       prefix = Module.concat([opts[:namespace], "S" <> hash(path), camelize(group)])
-      call_opts = Keyword.take(opts, [:timeout, :max_workers, :python])
+      call_opts = Keyword.take(opts, [:timeout, :max_workers, :idle_timeout, :python])
 
       defs =
         Enum.map(doc["tools"] || [], fn tool ->
@@ -296,6 +299,7 @@ defmodule CMDC.Tool.Script do
         python: opts[:python] || Application.get_env(:cmdc_tool, :python),
         timeout_ms: opts[:timeout],
         max_workers: opts[:max_workers],
+        idle_timeout_ms: opts[:idle_timeout],
         path_env: System.get_env("PATH")
       }
 

@@ -136,6 +136,8 @@ pub struct CallOpts {
     /// The caller's PATH (`System.get_env("PATH")`): where python3 and pwsh are looked for, and
     /// the PATH workers get.
     pub path_env: Option<String>,
+    /// An idle worker older than this is stopped (the next call starts a fresh one).
+    pub idle_timeout_ms: u64,
 }
 
 #[derive(NifMap)]
@@ -235,6 +237,7 @@ struct Worker {
     tail: Arc<Mutex<Tail>>,
     drain: Option<tokio::task::JoinHandle<()>>,
     generation: u64,
+    idle_since: std::time::Instant,
 }
 
 impl Drop for Worker {
@@ -372,6 +375,7 @@ fn spawn_python(
         tail,
         drain: Some(drain),
         generation: 0,
+        idle_since: std::time::Instant::now(),
     })
 }
 
@@ -381,6 +385,7 @@ fn spawn_python(
 struct Pool {
     path: PathBuf,
     slots: Semaphore,
+    idle_limit: Duration,
     state: Mutex<PoolState>,
 }
 
@@ -396,17 +401,45 @@ fn pools() -> &'static Mutex<HashMap<PathBuf, Arc<Pool>>> {
     POOLS.get_or_init(Default::default)
 }
 
-fn pool_for(path: &Path, max_workers: usize) -> Arc<Pool> {
+/// The pool of a script, created by its first call (which sets its size and idle limit).
+fn pool_for(path: &Path, opts: &CallOpts) -> Arc<Pool> {
+    static REAPER: OnceLock<()> = OnceLock::new();
+    REAPER.get_or_init(|| {
+        tokio::spawn(reap_idle());
+    });
     let mut map = pools().lock().unwrap_or_else(|e| e.into_inner());
     map.entry(path.to_path_buf())
         .or_insert_with(|| {
             Arc::new(Pool {
                 path: path.to_path_buf(),
-                slots: Semaphore::new(max_workers.clamp(1, 64)),
+                slots: Semaphore::new((opts.max_workers as usize).clamp(1, 64)),
+                idle_limit: Duration::from_millis(opts.idle_timeout_ms.max(1)),
                 state: Mutex::new(PoolState::default()),
             })
         })
         .clone()
+}
+
+/// Once a second, stops workers idle for longer than their pool's limit.
+async fn reap_idle() {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let all: Vec<Arc<Pool>> = {
+            let map = pools().lock().unwrap_or_else(|e| e.into_inner());
+            map.values().cloned().collect()
+        };
+        for pool in all {
+            let retired: Vec<Worker> = {
+                let mut st = pool.lock();
+                let (keep, old) = std::mem::take(&mut st.idle)
+                    .into_iter()
+                    .partition(|w| w.idle_since.elapsed() < pool.idle_limit);
+                st.idle = keep;
+                old
+            };
+            drop(retired); // kills them, outside the lock
+        }
+    }
 }
 
 impl Pool {
@@ -437,9 +470,10 @@ impl Pool {
         Ok((st.idle.pop(), st.generation))
     }
 
-    fn checkin(&self, worker: Worker) {
+    fn checkin(&self, mut worker: Worker) {
         let mut st = self.lock();
         if worker.generation == st.generation {
+            worker.idle_since = std::time::Instant::now();
             st.idle.push(worker);
         }
     }
@@ -668,7 +702,7 @@ fn script_call<'a>(
         let work = async {
             match kind {
                 Kind::Python => {
-                    let pool = pool_for(&path, opts.max_workers as usize);
+                    let pool = pool_for(&path, &opts);
                     call_python(&pool, &function, &args, &opts, &mut reply).await
                 }
                 Kind::PowerShell => call_powershell(&path, &function, &args, &opts).await,
@@ -923,7 +957,7 @@ async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
         .collect()
 }
 
-#[rustler::nif]
+#[rustler::nif(schedule = "DirtyCpu")]
 fn script_load<'a>(env: Env<'a>, paths: Vec<String>, opts: LoadOpts) -> Term<'a> {
     let rt = match runtime() {
         Ok(rt) => rt,

@@ -176,6 +176,17 @@ defmodule CMDC.Tool.ScriptCacheTest do
     assert other != os_pid
   end
 
+  test "workers idle longer than :idle_timeout are stopped" do
+    dir = tmp_dir("idle")
+    path = write!(dir, "idle.py", "import os\n\ndef pid():\n    return os.getpid()\n")
+    {_, %{"pid" => pid}} = load!(path, idle_timeout: 300)
+    assert {:ok, %{value: os_pid}} = Script.call(pid, %{})
+    assert wait_until(fn -> not alive?(os_pid) end, 200)
+    assert {^path, []} = List.keyfind(Script.workers(), path, 0)
+    assert {:ok, %{value: other}} = Script.call(pid, %{})
+    assert other != os_pid
+  end
+
   @ps1 ~S'''
   <#
   .SYNOPSIS

@@ -358,6 +358,7 @@ defmodule CMDC.Tool.ScriptRunTest do
           python: nil,
           timeout_ms: 60_000,
           max_workers: 4,
+          idle_timeout_ms: 600_000,
           path_env: System.get_env("PATH")
         }
       )
