@@ -841,6 +841,8 @@ def function_spec(node, types):
         if pdoc.get("desc"):
             s["description"] = pdoc["desc"]
         if default is not None:
+            if isinstance(default, ast.Constant) and default.value is None and s and not accepts_null(s):
+                s = make_nullable(s)  # `x: str = None`: the model may send null
             ok, value = literal_default(default)
             if not ok and isinstance(default, ast.Attribute) and isinstance(default.value, ast.Name):
                 enum_node = types.classes.get(default.value.id)
@@ -890,6 +892,7 @@ def describe(path):
 
 
 def run_describe(chan):
+    chan.send(b"R", {"pid": os.getpid()})
     while True:
         kind, payload = chan.read()
         if kind is None:
@@ -1094,14 +1097,21 @@ def run_serve(chan, path):
             call_args = {k: coerce(hints[k], v) if k in hints else v for k, v in args.items()}
             for p in null_defaults.get(fname, []):
                 call_args.setdefault(p, None)
+            positional = []
             try:
-                inspect.signature(fn).bind(**call_args)
+                sig = inspect.signature(fn)
+                for p in sig.parameters.values():
+                    if p.kind is p.POSITIONAL_ONLY and p.name in call_args:
+                        positional.append(call_args.pop(p.name))
+                    elif p.kind is p.POSITIONAL_ONLY:
+                        break
+                sig.bind(*positional, **call_args)
             except TypeError as e:
                 chan.send(b"E", {"kind": "arguments", "message": "bad arguments for %s: %s" % (fname, e), "log": out.take()})
                 continue
             state["in_call"] = True
             try:
-                result = fn(**call_args)
+                result = fn(*positional, **call_args)
                 if inspect.isawaitable(result):
                     async def _wait(aw):
                         return await aw

@@ -37,6 +37,9 @@ mod msg {
     }
 }
 
+/// How long an interpreter may take to start a describer.
+const STARTUP_LIMIT: Duration = Duration::from_secs(60);
+
 /// Bytes of a worker's stderr kept for error messages (the tail).
 const TAIL_BYTES: usize = 16 * 1024;
 
@@ -834,13 +837,30 @@ async fn describe_python(
             if describer.is_none() {
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let describe = [OsStr::new("describe")];
-                match spawn_python(
+                let started = match spawn_python(
                     &interp,
                     &opts.worker,
                     &describe,
                     dir,
                     opts.path_env.as_deref(),
                 ) {
+                    Ok(mut w) => {
+                        // Interpreter start-up is not the script's time: wait for ready first.
+                        let ready = tokio::time::timeout(STARTUP_LIMIT, read_frame(&mut w.stdout));
+                        match ready.await {
+                            Ok(Ok(Some((core::READY, _)))) => Ok(w),
+                            _ => {
+                                let status = w.exit_status().await;
+                                let tail = w.final_tail().await;
+                                Err(format!(
+                                    "the Python describer did not start ({status}): {tail}"
+                                ))
+                            }
+                        }
+                    }
+                    Err(m) => Err(m),
+                };
+                match started {
                     Ok(w) => describer = Some(w),
                     Err(m) => {
                         results[i] = Some(Loaded::Err(m));

@@ -35,6 +35,14 @@ defmodule CMDC.Tool.ScriptRunTest do
           pass
 
 
+      def posonly(a: int, /, b: int = 1) -> list:
+          return [a, b]
+
+
+      def maybe(note: str = None) -> str:
+          return repr(note)
+
+
       async def later(x: int) -> int:
           import asyncio
           await asyncio.sleep(0)
@@ -53,6 +61,10 @@ defmodule CMDC.Tool.ScriptRunTest do
     assert t["weather"].execute(%{"city" => "Oslo"}, @ctx) == {:ok, "Oslo: 21°C (asked Oslo)"}
     assert t["nothing"].execute(%{}, @ctx) == {:ok, "null"}
     assert t["later"].execute(%{"x" => 21}, @ctx) == {:ok, "42"}
+    assert t["posonly"].execute(%{"a" => 5}, @ctx) == {:ok, "[5,1]"}
+    assert {:ok, _} = CMDC.Tool.validate(t["maybe"], %{"note" => nil})
+    assert t["maybe"].execute(%{"note" => nil}, @ctx) == {:ok, "None"}
+    assert t["maybe"].execute(%{"note" => "x"}, @ctx) == {:ok, "'x'"}
   end
 
   test "arguments are converted to the hinted Enum, dataclass, set; Optional may be omitted" do
