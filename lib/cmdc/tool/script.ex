@@ -70,6 +70,22 @@ defmodule CMDC.Tool.Script do
   `cmdc_tool.progress(value)`; each value reaches `:on_progress` (a `fun/1` given to `call/3`,
   or stored as `context.private.on_progress`) as a partial result.
 
+  ## Plugging in: discovery, registry, runner
+
+    * Discovery hands the `.py`/`.ps1` files it finds to `load_many/2` (one call for all: one
+      interpreter reads every uncached Python script, cached ones need none) and registers each
+      `group.tools` (plain `CMDC.Tool` modules) under `group.group`, with `group.rule_prompt`
+      as the group's rules. On a change it calls `load/2` again: the same module names are
+      redefined with the new description (their MD5 changes, so validators recompile);
+      `unload/1` removes the modules of a deleted script. Per-script failures come back as
+      `{path, {:error, reason}}` and never affect the other scripts.
+    * A runner reads `module.__tool_settings__()` for the permission policies and calls
+      `execute/2` like any tool. Killing the calling process (a runner's own time-out or
+      cancellation) cancels the call: the NIF monitors the caller and kills the worker's
+      process group. Progress reaches `context.private.on_progress` (a `fun/1`) when set;
+      otherwise, if `CMDC.Context.update/2` exists, it is called as
+      `CMDC.Context.update(context, {:progress, value})`.
+
   ## Options (of `load/2`, `load_many/2`, `call/3`)
 
     * `:python` - the interpreter to use when the script's folder has no `.venv`/`venv` and
