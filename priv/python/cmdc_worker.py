@@ -1070,6 +1070,7 @@ def run_serve(chan, path):
         chan.send(b"E", {"kind": "import", "message": safe_text("importing the script failed: %s: %s" % (type(e).__name__, e)), "log": out.take() + safe_text(traceback.format_exc())})
         return
     chan.send(b"R", {"log": out.take(), "pid": os.getpid()})
+    fn_info = {}
 
     while True:
         kind, payload = chan.read()
@@ -1090,22 +1091,30 @@ def run_serve(chan, path):
             continue
         original = dict(args)
         try:
-            try:
-                hints = typing.get_type_hints(fn)
-            except Exception:
-                hints = {}
+            cached = fn_info.get(fname)
+            if cached is None or cached[0] is not fn:
+                try:
+                    hints = typing.get_type_hints(fn)
+                except Exception:
+                    hints = {}
+                try:
+                    sig = inspect.signature(fn)
+                except (TypeError, ValueError):
+                    sig = None
+                cached = fn_info[fname] = (fn, hints, sig)
+            _, hints, sig = cached
             call_args = {k: coerce(hints[k], v) if k in hints else v for k, v in args.items()}
             for p in null_defaults.get(fname, []):
                 call_args.setdefault(p, None)
             positional = []
             try:
-                sig = inspect.signature(fn)
-                for p in sig.parameters.values():
+                for p in (sig.parameters.values() if sig is not None else ()):
                     if p.kind is p.POSITIONAL_ONLY and p.name in call_args:
                         positional.append(call_args.pop(p.name))
                     elif p.kind is p.POSITIONAL_ONLY:
                         break
-                sig.bind(*positional, **call_args)
+                if sig is not None:
+                    sig.bind(*positional, **call_args)
             except TypeError as e:
                 chan.send(b"E", {"kind": "arguments", "message": "bad arguments for %s: %s" % (fname, e), "log": out.take()})
                 continue
