@@ -933,6 +933,25 @@ class Capture(io.TextIOBase):
     def isatty(self):
         return False
 
+    def fileno(self):
+        # code that needs a real descriptor (subprocess, faulthandler) gets stderr, which the
+        # worker's owner drains: never the frame channel
+        return 2
+
+    @property
+    def buffer(self):
+        capture = self
+
+        class _Bytes:
+            def write(self, b):
+                capture.write(bytes(b).decode("utf-8", "backslashreplace"))
+                return len(b)
+
+            def flush(self):
+                pass
+
+        return _Bytes()
+
     @property
     def encoding(self):
         return "utf-8"

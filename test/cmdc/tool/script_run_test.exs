@@ -116,6 +116,8 @@ defmodule CMDC.Tool.ScriptRunTest do
           os.write(1, b"raw fd 1 \xff\xfe\n")
           os.write(2, b"raw fd 2\n")
           subprocess.run(["echo", "child process output"])
+          subprocess.run(["echo", "to sys.stdout"], stdout=sys.stdout)
+          sys.stdout.buffer.write(b"bytes \xff\xfe not UTF-8\n")
           return {"n": n}
       ''')
 
@@ -127,6 +129,7 @@ defmodule CMDC.Tool.ScriptRunTest do
     assert log =~ "printed 7"
     assert log =~ "written"
     assert log =~ "to stderr"
+    assert log =~ "bytes \\xff\\xfe not UTF-8"
     # twice in a row on the same worker: the channel stayed in sync
     assert {:ok, %{value: %{"n" => 8}}} = Script.call(noisy, %{"n" => 8})
   end
