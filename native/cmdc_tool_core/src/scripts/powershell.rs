@@ -284,13 +284,19 @@ fn tool_config(s: &str) -> Option<Value> {
 /// Parses the inside of a `param( ... )` block.
 pub fn parse_params(block: &str) -> Vec<Param> {
     let s = block.as_bytes();
-    let mut out = Vec::new();
+    // A piece without a `$variable` continues the previous default (`$X = 'a', 'b'`).
+    let mut merged: Vec<(usize, usize)> = Vec::new();
     for (a, b) in split_top(s, b',') {
-        if let Some(p) = parse_param(s, a, b) {
-            out.push(p);
+        let piece = text(s, a, b);
+        match merged.last_mut() {
+            Some(last) if !piece.contains('$') && !piece.trim().is_empty() => last.1 = b,
+            _ => merged.push((a, b)),
         }
     }
-    out
+    merged
+        .into_iter()
+        .filter_map(|(a, b)| parse_param(s, a, b))
+        .collect()
 }
 
 /// Ranges of `s` separated by top-level `sep`.
@@ -948,6 +954,38 @@ function NoHelp { "x" }
         let n = &doc["tools"][3]["function"];
         assert_eq!(n["description"], "");
         assert_eq!(n["parameters"]["properties"], json!({}));
+    }
+
+    #[test]
+    fn inline_params_and_nested_blocks() {
+        let src = r#"
+function Add-Numbers([int]$A, [int]$B = 2) { $A + $B }
+
+function Get-Items {
+    param(
+        [ValidateSet(1, 2, 3)]$Level = 1,
+        [string[]]$Names = 'a', 'b'
+    )
+    foreach ($n in $Names) { if ($n) { "{$n}" } }
+    function Inner-Helper { "not a tool" }
+}
+"#;
+        let doc = describe(src, "nums.ps1");
+        let tools = doc["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 2, "{doc:#}");
+        let add = &tools[0]["function"]["parameters"]["properties"];
+        assert_eq!(add["A"], json!({"type": "integer"}));
+        assert_eq!(add["B"], json!({"type": "integer", "default": 2}));
+        let items = &tools[1]["function"]["parameters"]["properties"];
+        assert_eq!(
+            items["Level"],
+            json!({"type": "integer", "enum": [1, 2, 3], "default": 1})
+        );
+        assert_eq!(
+            items["Names"],
+            json!({"type": "array", "items": {"type": "string"}, "default": ["a", "b"]})
+        );
+        assert_eq!(doc["rulePrompt"], "");
     }
 
     #[test]
