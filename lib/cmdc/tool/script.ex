@@ -206,9 +206,27 @@ defmodule CMDC.Tool.Script do
     |> Gen.define_many()
 
     Enum.map(built, fn
-      {path, {:ok, group, _defs}} -> {path, {:ok, group}}
-      other -> other
+      {path, {:ok, group, _defs}} ->
+        forget_removed(group)
+        {path, {:ok, group}}
+
+      other ->
+        other
     end)
+  end
+
+  # A function removed from a script loses its module.
+  defp forget_removed(%{path: path, tools: tools}) do
+    key = {__MODULE__, :group, path}
+
+    case :persistent_term.get(key, nil) do
+      ^tools ->
+        :ok
+
+      previous ->
+        unload((previous || []) -- tools)
+        :persistent_term.put(key, tools)
+    end
   end
 
   defp build(path, status, json, opts) do
@@ -461,7 +479,8 @@ defmodule CMDC.Tool.Script do
   def stop(path \\ nil), do: Native.script_stop(path && Path.expand(path))
 
   @doc """
-  Unloads generated tool modules (e.g. when discovery sees a script deleted).
+  Unloads generated tool modules (e.g. when discovery sees a script deleted). Reloading a script
+  unloads the modules of functions it no longer has by itself.
   """
   @spec unload([module()]) :: :ok
   def unload(modules), do: Enum.each(modules, &Gen.undefine/1)

@@ -139,7 +139,13 @@ defmodule CMDC.Tool.ScriptCacheTest do
     assert {:ok, %{status: :cached, tools: mods}} = Script.load(path)
     assert Enum.sort(mods) == Enum.sort(Map.values(tools))
 
-    Script.unload(mods)
+    # a function removed from the script loses its module
+    File.write!(path, @v1)
+    bump_mtime(path, 10)
+    assert {:ok, %{status: :stale, tools: [^version]}} = Script.load(path)
+    refute :erlang.module_loaded(tools["added"])
+
+    Script.unload([version])
     refute :erlang.module_loaded(version)
   end
 
