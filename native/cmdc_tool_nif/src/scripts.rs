@@ -470,7 +470,13 @@ impl Pool {
             st.mtime = Some(mtime);
             st.idle.clear();
         }
-        Ok((st.idle.pop(), st.generation))
+        // A warm worker that died while idle (killed from outside) is replaced, not used.
+        while let Some(mut worker) = st.idle.pop() {
+            if matches!(worker.child.try_wait(), Ok(None)) {
+                return Ok((Some(worker), st.generation));
+            }
+        }
+        Ok((None, st.generation))
     }
 
     fn checkin(&self, mut worker: Worker) {

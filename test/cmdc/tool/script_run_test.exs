@@ -294,6 +294,12 @@ defmodule CMDC.Tool.ScriptRunTest do
     assert log =~ "going down"
     assert {:ok, %{value: second}} = Script.call(t["pid"], %{})
     assert first != second
+
+    # a warm worker killed from outside while idle is replaced without failing a call
+    System.cmd("kill", ["-9", "#{second}"])
+    assert wait_until(fn -> not alive?(second) end)
+    assert {:ok, %{value: third}} = Script.call(t["pid"], %{})
+    assert third != second
   end
 
   test "a hung call times out: the worker and its children are killed, the next call is fresh" do
