@@ -322,6 +322,19 @@ defmodule CMDC.Tool.Script do
   """
   @spec call(module(), map(), keyword()) :: {:ok, map()} | {:error, call_error()}
   def call(module, args, opts \\ []) when is_atom(module) do
+    with {:ok, handle} <- start_call(module, args, opts) do
+      await(handle, opts)
+    end
+  end
+
+  @doc """
+  Starts a call and returns at once with its handle; the calling process then receives
+  `{:cmdc_script, handle, event}` messages (`{:progress, json}`, then `{:ok, json, os_pid}` or
+  `{:error, json}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
+  `cancel/1` from any process. Options as for `call/3`.
+  """
+  @spec start_call(module(), map(), keyword()) :: {:ok, reference()} | {:error, call_error()}
+  def start_call(module, args, opts \\ []) when is_atom(module) do
     data = :persistent_term.get({__MODULE__, module})
     opts = Keyword.merge(@defaults, Keyword.merge(data.call_opts, opts))
     script = data.script
@@ -338,10 +351,20 @@ defmodule CMDC.Tool.Script do
       }
 
       case Native.script_call(script.path, script.function, args_json, native_opts) do
-        {:ok, handle} -> await(handle, opts[:on_progress], opts[:timeout] + 5_000)
+        {:ok, handle} -> {:ok, handle}
         {:error, message} -> {:error, %{kind: "native", message: message, log: ""}}
       end
     end
+  end
+
+  @doc """
+  Waits for the result of a call started by `start_call/3`, handing progress values to
+  `:on_progress`. `:timeout` (default 60_000) only bounds the wait here; the native time-out set
+  when the call started is what kills the worker.
+  """
+  @spec await(reference(), keyword()) :: {:ok, map()} | {:error, call_error()}
+  def await(handle, opts \\ []) do
+    await(handle, opts[:on_progress], Keyword.get(opts, :timeout, @defaults[:timeout]) + 5_000)
   end
 
   defp encode_args(args) when is_map(args) do

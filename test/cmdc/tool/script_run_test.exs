@@ -368,30 +368,16 @@ defmodule CMDC.Tool.ScriptRunTest do
     Process.exit(caller, :kill)
     assert wait_until(fn -> not alive?(worker) end), "the worker of a dead caller was not killed"
 
-    # a direct cancel from a process that owns the handle
+    # a direct cancel through the handle of start_call/3
     marker2 = Path.join(dir, "two")
-
-    {:ok, handle} =
-      CMDC.Tool.Native.script_call(
-        path,
-        "hang",
-        ~s({"marker": #{CMDC.Tool.JSON.encode!(marker2)}}),
-        %{
-          worker: Path.join(:code.priv_dir(:cmdc_tool), "python/cmdc_worker.py"),
-          ps_runner: "",
-          python: nil,
-          timeout_ms: 60_000,
-          max_workers: 4,
-          idle_timeout_ms: 600_000,
-          path_env: System.get_env("PATH")
-        }
-      )
+    {:ok, handle} = Script.start_call(hang, %{"marker" => marker2})
 
     assert wait_until(fn -> File.exists?(marker2) and File.read!(marker2) != "" end, 1_000)
     worker2 = String.to_integer(File.read!(marker2))
     assert Script.cancel(handle) == :ok
-    assert_receive {:cmdc_script, ^handle, {:error, json}}, 5_000
-    assert %{"kind" => "cancelled"} = CMDC.Tool.JSON.decode!(json)
+
+    assert {:error, %{kind: "cancelled", message: message}} = Script.await(handle)
+    assert message =~ "hang was cancelled (cancelled by the caller); its worker was killed"
     assert wait_until(fn -> not alive?(worker2) end)
     assert Script.cancel(handle) == :not_running
   end
