@@ -79,4 +79,12 @@ defmodule CMDC.Tool.Native do
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
+
+  # scripts.rs
+  def script_load(_paths, _opts), do: err()
+  def script_call(_path, _function, _args_json, _opts), do: err()
+  def script_cancel(_handle), do: err()
+  def script_workers, do: err()
+  def script_stop(_path), do: err()
+  def script_describe_powershell(_source, _path), do: err()
 end

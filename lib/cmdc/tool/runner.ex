@@ -288,11 +288,16 @@ defmodule CMDC.Tool.Runner do
   end
 
   @doc false
+  # A tool's settings: its own (`tool_options/0`, or a script tool's `__tool_settings__/0`),
+  # overridden by the registry's (which may come from metadata files, with string keys).
   def settings(tools, module, name) do
     own =
-      if Code.ensure_loaded?(module) and function_exported?(module, :tool_options, 0),
-        do: Map.new(module.tool_options()),
-        else: %{}
+      cond do
+        not Code.ensure_loaded?(module) -> %{}
+        function_exported?(module, :tool_options, 0) -> Map.new(module.tool_options())
+        function_exported?(module, :__tool_settings__, 0) -> module.__tool_settings__()
+        true -> %{}
+      end
 
     registry =
       case tools do
@@ -300,7 +305,36 @@ defmodule CMDC.Tool.Runner do
         _ -> %{}
       end
 
-    Map.merge(own, Map.new(registry))
+    own |> Map.merge(normalize_settings(registry)) |> normalize_settings()
+  end
+
+  @policies %{
+    "auto" => :auto,
+    "ask_once" => :ask_once,
+    "ask-once" => :ask_once,
+    "ask" => :ask_once,
+    "ask_always" => :ask_always,
+    "ask-always" => :ask_always,
+    "deny" => :deny
+  }
+
+  defp normalize_settings(settings) do
+    Enum.reduce(settings, %{}, fn
+      {k, v}, acc when k in ["timeout", "timeout_ms", :timeout] and is_integer(v) ->
+        Map.put(acc, :timeout_ms, v)
+
+      {k, v}, acc when k in ["policy", "permission", :permission] ->
+        Map.put(acc, :policy, Map.get(@policies, to_string(v), v))
+
+      {"exclusive", v}, acc ->
+        Map.put(acc, :exclusive, v == true)
+
+      {k, v}, acc when is_atom(k) ->
+        Map.put(acc, k, v)
+
+      {_k, _v}, acc ->
+        acc
+    end)
   end
 
   ## Permissions

@@ -4,3 +4,4 @@
 pub mod providers;
 pub mod registry;
 pub mod schema;
+pub mod scripts;

@@ -6,6 +6,7 @@ pub mod beam;
 pub mod json;
 pub mod registry;
 pub mod schema;
+pub mod scripts;
 pub mod term;
 
 rustler::init!("Elixir.CMDC.Tool.Native");

@@ -1,0 +1,522 @@
+defmodule CMDC.Tool.Script do
+  @moduledoc """
+  Python (and PowerShell) script functions as tools, run in persistent native-managed workers.
+
+  A script is a tool group: its module docstring is the group's rule prompt, and each public
+  function (a name not starting with `_`) is one tool. `load/2` reads a script and returns a
+  generated module per function; each implements `CMDC.Tool`, so `CMDC.Tool.find/2`,
+  `CMDC.Tool.to_schema/2`, `CMDC.Tool.validate/2` and a runner treat them like Elixir tools.
+
+      \"\"\"Weather tools. Answer in metric units.\"\"\"
+
+      def forecast(city: str, days: int = 3) -> dict:
+          \"\"\"Get the forecast for a city.
+
+          Args:
+              city: The city name.
+              days: How many days.
+          \"\"\"
+          return {"city": city, "days": days}
+
+      forecast.executionPolicy = "auto"
+      forecast.format = lambda result, args: f"{result['city']}: {result['days']} days"
+
+  ## Reading scripts
+
+  Python scripts are read with Python's own `ast` in a worker process, without importing them,
+  so a top level that parses argv, prints or exits cannot break loading. Docstrings in Google,
+  NumPy and reST style give descriptions; type hints give JSON Schema types (`str`, `int`,
+  `float`, `bool`, `list[T]`, `dict[K, V]`, `Optional[T]`, `T | None`, `Union[A, B]` as `anyOf`,
+  `Literal[...]` as `enum`, `Literal[True, False]` as boolean, `Enum` subclasses as their values,
+  `TypedDict`s and dataclasses as nested objects, `Annotated[T, "text"]`, string annotations).
+  Parameters with a JSON-representable default carry it (a set default becomes a sorted list);
+  an `Optional` parameter without a default is not required and receives `None` when omitted;
+  `*args`/`**kwargs` are not parameters. PowerShell scripts are read natively (comment-based help
+  and the `param()` block), without `pwsh`.
+
+  The description is cached next to the script as `{name}.tool.json` (the seeds' format: `type`,
+  `name`, `scriptPath`, `tools` as OpenAI function specs, `rulePrompt`, `defaultPermissions`);
+  it is used as is while the script is unchanged, so a warm start-up runs no interpreter. A
+  broken cache is rebuilt.
+
+  ## Settings each tool exposes
+
+  A generated module exports `__tool_settings__/0`:
+
+      %{policy: :ask_once, result_approval: :never, format: false}
+
+    * `:policy` - `:auto | :ask_once | :ask_always`, from the function's `executionPolicy`
+      attribute, else the module-level `executionPolicy` (or `defaultPermissions = {...}`), else
+      `:ask_once`. Legacy spellings are accepted: `permissionLevel` `public`/`moderate`/
+      `sensitive` map to `:auto`/`:ask_once`/`:ask_always`, and `requireExecutionApproval = False`
+      means `:auto` (`True` means at least `:ask_once`). `ask_once`, `askOnce`, `ASK-ONCE` all
+      read as `:ask_once`.
+    * `:result_approval` - `:never | :on_error | :always`, from `resultApprovalPolicy`.
+    * `:format` - whether the function has a `format(result, args) -> str` attribute, which the
+      worker applies to make the text the model sees.
+
+  and `__script__/0`: `%{path: ..., function: ..., group: ..., kind: :python | :powershell}`.
+
+  ## Running
+
+  `execute/2` of a generated module sends the call to a worker process of the script (started
+  on first use, kept warm, replaced after a crash, restarted when the script changes, up to
+  `:max_workers` when calls overlap). Arguments and results cross as length-prefixed JSON frames
+  on the worker's own channel; what the script prints is captured as log, never mixed into the
+  result. It returns `{:ok, text}` (the `format` function's text, a string result as is, other
+  results as JSON) or `{:error, message}` (an exception's message, never its traceback).
+
+  Progress: a script may `import cmdc_tool` (a module the worker provides) and call
+  `cmdc_tool.progress(value)`; each value reaches `:on_progress` (a `fun/1` given to `call/3`,
+  or stored as `context.private.on_progress`) as a partial result.
+
+  ## Plugging in: discovery, registry, runner
+
+    * Discovery hands the `.py`/`.ps1` files it finds to `load_many/2` (one call for all: one
+      interpreter reads every uncached Python script, cached ones need none) and registers each
+      `group.tools` (plain `CMDC.Tool` modules) under `group.group`, with `group.rule_prompt`
+      as the group's rules. On a change it calls `load/2` again: the same module names are
+      redefined with the new description (their MD5 changes, so validators recompile);
+      `unload/1` removes the modules of a deleted script. Per-script failures come back as
+      `{path, {:error, reason}}` and never affect the other scripts.
+    * A runner reads `module.__tool_settings__()` for the permission policies and calls
+      `execute/2` like any tool. Killing the calling process (a runner's own time-out or
+      cancellation) cancels the call: the NIF monitors the caller and kills the worker's
+      process group. Progress reaches `context.private.on_progress` (a `fun/1`) when set;
+      otherwise it goes to `CMDC.Context.update/2` (text as is, other
+      values as JSON text), i.e. to the runner's partial results.
+
+  ## Options (of `load/2`, `load_many/2`, `call/3`)
+
+    * `:python` - the interpreter to use when the script's folder has no `.venv`/`venv` and
+      there is no `python3` on PATH (default: `Application.get_env(:cmdc_tool, :python)`).
+    * `:timeout` - milliseconds a call may take (default 60_000); then its worker is killed.
+    * `:max_workers` - workers per script (default 4). Set by the script's first call.
+    * `:idle_timeout` - milliseconds a worker stays warm without calls (default 600_000); set
+      by the script's first call.
+    * `:describe_timeout` - milliseconds to read one script (default 10_000).
+    * `:cache` - read and write `{name}.tool.json` (default `true`).
+    * `:namespace` - the prefix of generated module names (default `CMDC.Tool.Script.Tools`).
+
+      iex> {:ok, doc} = CMDC.Tool.Script.describe_powershell(\"\"\"
+      ...> function Get-Time {
+      ...>   <# .SYNOPSIS
+      ...>   The time in a zone.
+      ...>   .PARAMETER Zone
+      ...>   An IANA zone. #>
+      ...>   param([Parameter(Mandatory)][string]$Zone)
+      ...> }
+      ...> \"\"\")
+      iex> [tool] = doc["tools"]
+      iex> tool["function"]["parameters"]["required"]
+      ["Zone"]
+  """
+
+  alias CMDC.Tool.{JSON, Native}
+  alias CMDC.Tool.Script.Gen
+
+  @typedoc "A loaded script: its tool group."
+  @type group :: %{
+          group: String.t(),
+          rule_prompt: String.t(),
+          path: String.t(),
+          kind: :python | :powershell,
+          tools: [module()],
+          default_permissions: map(),
+          status: :cached | :parsed | :stale | :rebuilt,
+          warnings: [String.t()]
+        }
+
+  @typedoc "What a failed call gives: `kind` (e.g. `\"exception\"`, `\"timeout\"`), `message`, `log`."
+  @type call_error :: %{kind: String.t(), message: String.t(), log: String.t()}
+
+  @defaults [
+    timeout: 60_000,
+    max_workers: 4,
+    idle_timeout: 600_000,
+    describe_timeout: 10_000,
+    cache: true,
+    namespace: CMDC.Tool.Script.Tools
+  ]
+
+  @doc """
+  Loads one script (`.py` or `.ps1`): `{:ok, group}` with its generated tool modules, or
+  `{:error, reason}`.
+  """
+  @spec load(Path.t(), keyword()) :: {:ok, group()} | {:error, String.t()}
+  def load(path, opts \\ []) do
+    [{_, result}] = load_many([path], opts)
+    result
+  end
+
+  @doc """
+  Loads many scripts at once (one interpreter reads all uncached Python scripts). Each script's
+  result stands alone: one bad script never stops the others. Returns `[{path, result}]` in
+  the given order.
+
+      iex> CMDC.Tool.Script.load_many(["/nonexistent/tools.py", "/tmp/notes.txt"])
+      [
+        {"/nonexistent/tools.py",
+         {:error, "cannot read the script /nonexistent/tools.py: No such file or directory (os error 2)"}},
+        {"/tmp/notes.txt", {:error, "/tmp/notes.txt is not a script tool: expected a .py or .ps1 file"}}
+      ]
+  """
+  @spec load_many([Path.t()], keyword()) :: [{Path.t(), {:ok, group()} | {:error, String.t()}}]
+  def load_many(paths, opts \\ []) when is_list(paths) do
+    opts = options(opts)
+    absolute = Enum.map(paths, &Path.expand/1)
+
+    native_opts = %{
+      worker: worker_path(),
+      python: opts[:python],
+      describe_timeout_ms: opts[:describe_timeout],
+      cache: opts[:cache],
+      path_env: System.get_env("PATH")
+    }
+
+    results =
+      case Native.script_load(absolute, native_opts) do
+        {:ok, handle} ->
+          limit = opts[:describe_timeout] * max(length(paths), 1) + 30_000
+
+          receive do
+            {:cmdc_script, ^handle, {:loaded, items}} -> items
+          after
+            limit -> Enum.map(absolute, &{&1, :error, "loading scripts timed out"})
+          end
+
+        {:error, message} ->
+          Enum.map(absolute, &{&1, :error, message})
+      end
+
+    built =
+      paths
+      |> Enum.zip(results)
+      |> Enum.map(fn
+        {path, {_abs, :error, message}} -> {path, {:error, message}}
+        {path, {abs, status, json}} -> {path, build(abs, status, json, opts)}
+      end)
+
+    # one code-loading commit for every tool module of every script
+    built
+    |> Enum.flat_map(fn
+      {_, {:ok, _group, defs}} -> defs
+      _ -> []
+    end)
+    |> Gen.define_many()
+
+    Enum.map(built, fn
+      {path, {:ok, group, _defs}} ->
+        forget_removed(group)
+        {path, {:ok, group}}
+
+      other ->
+        other
+    end)
+  end
+
+  # A function removed from a script loses its module.
+  defp forget_removed(%{path: path, tools: tools}) do
+    key = {__MODULE__, :group, path}
+
+    case :persistent_term.get(key, nil) do
+      ^tools ->
+        :ok
+
+      previous ->
+        unload((previous || []) -- tools)
+        :persistent_term.put(key, tools)
+    end
+  end
+
+  defp build(path, status, json, opts) do
+    with {:ok, doc} <- JSON.decode(json) do
+      kind = if doc["type"] == "PowerShellModule", do: :powershell, else: :python
+      group = doc["name"] || Path.rootname(Path.basename(path))
+      prefix = Module.concat([opts[:namespace], "S" <> hash(path), camelize(group)])
+      call_opts = Keyword.take(opts, [:timeout, :max_workers, :idle_timeout, :python])
+
+      defs =
+        Enum.map(doc["tools"] || [], fn tool ->
+          function = tool["function"]
+          name = function["name"]
+
+          {Module.concat(prefix, camelize(name)),
+           %{
+             name: name,
+             description: description(function["description"], name, path),
+             parameters: function["parameters"] || %{"type" => "object", "properties" => %{}},
+             settings: settings(tool, doc["defaultPermissions"]),
+             script: %{path: path, function: name, group: group, kind: kind},
+             call_opts: call_opts
+           }}
+        end)
+
+      {:ok,
+       %{
+         group: group,
+         rule_prompt: doc["rulePrompt"] || "",
+         path: path,
+         kind: kind,
+         tools: Enum.map(defs, &elem(&1, 0)),
+         default_permissions: doc["defaultPermissions"] || %{},
+         status: status(status),
+         warnings: doc["warnings"] || []
+       }, defs}
+    end
+  end
+
+  defp status("cached"), do: :cached
+  defp status("stale"), do: :stale
+  defp status("rebuilt"), do: :rebuilt
+  defp status(_), do: :parsed
+
+  defp description(text, name, path) when text in [nil, ""],
+    do: "#{name} (from #{Path.basename(path)})"
+
+  defp description(text, _name, _path), do: text
+
+  defp settings(tool, defaults) do
+    perms = Map.merge(defaults || %{}, tool["permissions"] || %{})
+
+    %{
+      policy: policy(perms["executionPolicy"]),
+      result_approval: result_approval(perms["resultApprovalPolicy"]),
+      format: tool["format"] == true
+    }
+  end
+
+  defp policy("auto"), do: :auto
+  defp policy("ask-always"), do: :ask_always
+  defp policy(_), do: :ask_once
+
+  defp result_approval("on-error"), do: :on_error
+  defp result_approval("always"), do: :always
+  defp result_approval(_), do: :never
+
+  defp hash(path), do: Integer.to_string(:erlang.phash2(path, 4_294_967_296), 36)
+
+  defp camelize(name) do
+    name
+    |> String.replace(~r/[^A-Za-z0-9]+/, "_")
+    |> String.trim("_")
+    |> Macro.camelize()
+    |> case do
+      "" -> "X"
+      <<c, _::binary>> = s when c in ?0..?9 -> "X" <> s
+      s -> s
+    end
+  end
+
+  @doc """
+  Calls a generated tool module's script function directly.
+
+  Returns `{:ok, %{value: term, text: String.t(), log: String.t(), worker: os_pid}}` (`text` is
+  what the model should see) or `{:error, %{kind: kind, message: message, log: log}}`. Kinds:
+  `"exception"`, `"result"` (not JSON), `"arguments"`, `"timeout"`, `"cancelled"`, `"crashed"`,
+  `"import"` (the script failed or exited while being imported), `"interpreter"`,
+  `"pwsh_missing"`.
+
+  Options: `:timeout`, `:on_progress` (`fun/1` receiving each progress value), `:python`,
+  `:max_workers` (defaults: those given to `load/2`).
+  """
+  @spec call(module(), map(), keyword()) :: {:ok, map()} | {:error, call_error()}
+  def call(module, args, opts \\ []) when is_atom(module) do
+    with {:ok, handle} <- start_call(module, args, opts) do
+      await(handle, opts)
+    end
+  end
+
+  @doc """
+  Starts a call and returns at once with its handle; the calling process then receives
+  `{:cmdc_script, handle, event}` messages (`{:progress, json}`, then `{:ok, json, os_pid}` or
+  `{:error, json}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
+  `cancel/1` from any process. Options as for `call/3`.
+  """
+  @spec start_call(module(), map(), keyword()) :: {:ok, reference()} | {:error, call_error()}
+  def start_call(module, args, opts \\ []) when is_atom(module) do
+    data = :persistent_term.get({__MODULE__, module})
+    opts = Keyword.merge(@defaults, Keyword.merge(data.call_opts, opts))
+    script = data.script
+
+    with {:ok, args_json} <- encode_args(args) do
+      native_opts = %{
+        worker: worker_path(),
+        ps_runner: ps_runner_path(),
+        python: opts[:python] || Application.get_env(:cmdc_tool, :python),
+        timeout_ms: opts[:timeout],
+        max_workers: opts[:max_workers],
+        idle_timeout_ms: opts[:idle_timeout],
+        path_env: System.get_env("PATH")
+      }
+
+      case Native.script_call(script.path, script.function, args_json, native_opts) do
+        {:ok, handle} -> {:ok, handle}
+        {:error, message} -> {:error, %{kind: "native", message: message, log: ""}}
+      end
+    end
+  end
+
+  @doc """
+  Waits for the result of a call started by `start_call/3`, handing progress values to
+  `:on_progress`. `:timeout` (default 60_000) only bounds the wait here; the native time-out set
+  when the call started is what kills the worker.
+  """
+  @spec await(reference(), keyword()) :: {:ok, map()} | {:error, call_error()}
+  def await(handle, opts \\ []) do
+    await(handle, opts[:on_progress], Keyword.get(opts, :timeout, @defaults[:timeout]) + 5_000)
+  end
+
+  defp encode_args(args) when is_map(args) do
+    case JSON.encode(args) do
+      {:ok, json} -> {:ok, json}
+      {:error, message} -> {:error, %{kind: "arguments", message: message, log: ""}}
+    end
+  end
+
+  defp encode_args(args),
+    do:
+      {:error,
+       %{kind: "arguments", message: "arguments must be a map, got #{inspect(args)}", log: ""}}
+
+  defp await(handle, on_progress, limit) do
+    receive do
+      {:cmdc_script, ^handle, {:progress, json}} ->
+        with {:ok, %{"value" => value}} <- JSON.decode(json),
+             true <- is_function(on_progress, 1) do
+          on_progress.(value)
+        end
+
+        await(handle, on_progress, limit)
+
+      {:cmdc_script, ^handle, {:ok, json, os_pid}} ->
+        case JSON.decode(json) do
+          {:ok, reply} ->
+            value = reply["value"]
+
+            {:ok,
+             %{
+               value: value,
+               text: reply["text"] || text(value),
+               log: reply["log"] || "",
+               worker: os_pid
+             }}
+
+          {:error, message} ->
+            {:error,
+             %{kind: "result", message: "the worker's result is unreadable: " <> message, log: ""}}
+        end
+
+      {:cmdc_script, ^handle, {:error, json}} ->
+        case JSON.decode(json) do
+          {:ok, e} ->
+            {:error,
+             %{kind: e["kind"] || "error", message: e["message"] || "", log: e["log"] || ""}}
+
+          {:error, _} ->
+            {:error, %{kind: "error", message: json, log: ""}}
+        end
+    after
+      limit ->
+        Native.script_cancel(handle)
+
+        receive do
+          {:cmdc_script, ^handle, {:error, _}} -> :ok
+        after
+          1_000 -> :ok
+        end
+
+        {:error,
+         %{kind: "timeout", message: "no answer from the script worker in #{limit} ms", log: ""}}
+    end
+  end
+
+  defp text(value) when is_binary(value), do: value
+
+  defp text(value) do
+    case JSON.encode(value) do
+      {:ok, json} -> json
+      {:error, _} -> inspect(value)
+    end
+  end
+
+  @doc false
+  # The generated modules' execute/2.
+  def execute(module, args, context) do
+    on_progress = progress_fun(context)
+
+    case call(module, args, on_progress: on_progress) do
+      {:ok, %{text: text}} -> {:ok, text}
+      {:error, %{message: message}} -> {:error, message}
+    end
+  end
+
+  defp progress_fun(%{private: %{on_progress: fun}}) when is_function(fun, 1), do: fun
+
+  # Progress becomes the runner's partial results: text as is, other values as JSON text.
+  defp progress_fun(%CMDC.Context{} = context) do
+    fn
+      value when is_binary(value) -> CMDC.Context.update(context, value)
+      value -> CMDC.Context.update(context, CMDC.Tool.JSON.encode!(value))
+    end
+  end
+
+  defp progress_fun(_), do: nil
+
+  @doc false
+  # The generated modules' meta/1: the function and its first string argument.
+  def meta(module, args) do
+    name = __field__(module, :name)
+
+    case Enum.find(Enum.sort(Map.to_list(args || %{})), fn {_, v} -> is_binary(v) end) do
+      {_, v} -> name <> " " <> String.slice(v, 0, 60)
+      nil -> name
+    end
+  end
+
+  @doc false
+  def __field__(module, key), do: Map.fetch!(:persistent_term.get({__MODULE__, module}), key)
+
+  @doc """
+  Cancels a call by its handle (from the `{:cmdc_script, handle, _}` messages): its worker is
+  killed and the caller gets an error of kind `"cancelled"`. Returns `:ok` or `:not_running`.
+  """
+  @spec cancel(reference()) :: :ok | :not_running
+  def cancel(handle), do: Native.script_cancel(handle)
+
+  @doc """
+  The warm (idle) workers: `[{script_path, [os_pid]}]`.
+
+      iex> is_list(CMDC.Tool.Script.workers())
+      true
+  """
+  @spec workers() :: [{String.t(), [non_neg_integer()]}]
+  def workers, do: Native.script_workers()
+
+  @doc "Stops the idle workers of one script, or of all (`nil`); returns how many."
+  @spec stop(Path.t() | nil) :: non_neg_integer()
+  def stop(path \\ nil), do: Native.script_stop(path && Path.expand(path))
+
+  @doc """
+  Unloads generated tool modules (e.g. when discovery sees a script deleted). Reloading a script
+  unloads the modules of functions it no longer has by itself.
+  """
+  @spec unload([module()]) :: :ok
+  def unload(modules), do: Enum.each(modules, &Gen.undefine/1)
+
+  @doc """
+  Describes PowerShell source natively (no `pwsh`, no file): the description document.
+  """
+  @spec describe_powershell(String.t(), String.t()) :: {:ok, map()} | {:error, String.t()}
+  def describe_powershell(source, path \\ "script.ps1") when is_binary(source) do
+    JSON.decode(Native.script_describe_powershell(source, path))
+  end
+
+  defp options(opts) do
+    opts = Keyword.merge(@defaults, opts)
+    Keyword.put_new_lazy(opts, :python, fn -> Application.get_env(:cmdc_tool, :python) end)
+  end
+
+  defp worker_path, do: Path.join(:code.priv_dir(:cmdc_tool), "python/cmdc_worker.py")
+  defp ps_runner_path, do: Path.join(:code.priv_dir(:cmdc_tool), "powershell/cmdc_runner.ps1")
+end

@@ -1,0 +1,4 @@
+defmodule CMDC.Tool.ScriptDocTest do
+  use ExUnit.Case, async: true
+  doctest CMDC.Tool.Script
+end
