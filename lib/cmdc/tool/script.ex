@@ -82,7 +82,8 @@ defmodule CMDC.Tool.Script do
     * A runner reads `module.__tool_settings__()` for the permission policies and calls
       `execute/2` like any tool. Killing the calling process (a runner's own time-out or
       cancellation) cancels the call: the NIF monitors the caller and kills the worker's
-      process group. Progress reaches `context.private.on_progress` (a `fun/1`) when set;
+      process group. A runner that wants the handle (to cancel from elsewhere, or to consume
+      progress messages itself) uses `start_call/3` and `await/2`. Progress reaches `context.private.on_progress` (a `fun/1`) when set;
       otherwise, if `CMDC.Context.update/2` exists, it is called as
       `CMDC.Context.update(context, {:progress, value})`.
 
