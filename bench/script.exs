@@ -190,17 +190,31 @@ IO.puts(
     "(#{length(modules)} tools)"
 )
 
-startup_samples =
+startup =
   for _ <- 1..20 do
     # as on a fresh VM: no generated modules, no template, no tool data
     Script.unload(modules)
     :persistent_term.erase({CMDC.Tool.Script.Gen, :template})
+    :erlang.garbage_collect()
+    {cpu0, _} = :erlang.statistics(:runtime)
     {us, results} = Bench.Script.time(fn -> Script.load_many(paths) end)
+    {cpu1, _} = :erlang.statistics(:runtime)
     true = Enum.all?(results, &match?({_, {:ok, %{status: :cached}}}, &1))
-    us
+    {us, (cpu1 - cpu0) * 1000}
   end
 
-Bench.Script.summary("warm start-up: 100 cached scripts, 200 tools", startup_samples)
+Bench.Script.summary(
+  "warm start-up: 100 cached scripts, 200 tools",
+  Enum.map(startup, &elem(&1, 0))
+)
+
+Bench.Script.summary(
+  "  its CPU time (all BEAM threads, ms resolution)",
+  Enum.map(startup, &elem(&1, 1))
+)
+
+{load_avg, _} = System.cmd("cat", ["/proc/loadavg"])
+IO.puts("  (machine load average while measuring: #{load_avg |> String.split() |> hd()})")
 
 reload_samples =
   for _ <- 1..20 do

@@ -11,6 +11,15 @@ defmodule CMDC.Tool.ScriptCase do
 
     File.rm_rf!(dir)
     File.mkdir_p!(dir)
+
+    ExUnit.Callbacks.on_exit(fn ->
+      CMDC.Tool.Script.workers()
+      |> Enum.filter(fn {path, _} -> String.starts_with?(path, dir <> "/") end)
+      |> Enum.each(fn {path, _} -> CMDC.Tool.Script.stop(path) end)
+
+      File.rm_rf(dir)
+    end)
+
     dir
   end
 

@@ -82,9 +82,11 @@ defmodule CMDC.Tool.Script do
     * A runner reads `module.__tool_settings__()` for the permission policies and calls
       `execute/2` like any tool. Killing the calling process (a runner's own time-out or
       cancellation) cancels the call: the NIF monitors the caller and kills the worker's
-      process group. Progress reaches `context.private.on_progress` (a `fun/1`) when set;
-      otherwise it goes to `CMDC.Context.update/2` (text as is, other
-      values as JSON text), i.e. to the runner's partial results.
+      process group. A runner that wants the handle (to cancel from elsewhere, or to consume
+      progress messages itself) uses `start_call/3` and `await/2`. Progress reaches
+      `context.private.on_progress` (a `fun/1`) when set; otherwise it goes to
+      `CMDC.Context.update/2` (text as is, other values as JSON text), i.e. to the runner's
+      partial results.
 
   ## Options (of `load/2`, `load_many/2`, `call/3`)
 

@@ -43,7 +43,10 @@ defmodule CMDC.Tool.Script.Gen do
   # scheduler, so loading 200 modules one by one costs far more than loading them together).
   def define_many(defs) do
     stale =
-      Enum.flat_map(defs, fn {module, data} ->
+      defs
+      |> Enum.reverse()
+      |> Enum.uniq_by(&elem(&1, 0))
+      |> Enum.flat_map(fn {module, data} ->
         key = {CMDC.Tool.Script, module}
         stamp = :"cmdc_stamp_#{Integer.to_string(:erlang.phash2(data, 4_294_967_296), 36)}"
 

@@ -533,6 +533,10 @@ defmodule CMDC.Tool.ScriptDescribeTest do
     assert {:error, "cannot read the script " <> _} = r3
     assert {:error, "reading the script took longer than 2000 ms"} = r4
     assert {:ok, %{tools: [_]}} = r5
+
+    # the same script twice: the same modules, loaded once
+    assert [{_, {:ok, %{tools: [m]}}}, {_, {:ok, %{tools: [m]}}}] =
+             CMDC.Tool.Script.load_many([good, good])
   end
 
   test "generated modules work with find/2, to_schema/2 and validate/2" do
