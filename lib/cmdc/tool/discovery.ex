@@ -763,41 +763,57 @@ defmodule CMDC.Tool.Discovery do
     wrapper = Module.concat([CMDC.Tool.Discovery.Wrapped, "#{name}_#{hash}"])
 
     unless Code.ensure_loaded?(wrapper) do
-      desc1? = description == nil and function_exported?(module, :description, 1)
-      meta? = function_exported?(module, :meta, 1)
-
-      body =
-        quote do
-          @moduledoc false
-          @behaviour CMDC.Tool
-          @impl true
-          def name, do: unquote(name)
-          @impl true
-          def description, do: unquote(description) || unquote(module).description()
-
-          if unquote(desc1?) do
-            @impl true
-            def description(context), do: unquote(module).description(context)
-          end
-
-          @impl true
-          def parameters, do: unquote(module).parameters()
-          @impl true
-          def execute(args, context), do: unquote(module).execute(args, context)
-
-          if unquote(meta?) do
-            @impl true
-            def meta(args), do: unquote(module).meta(args)
-          end
-
-          @doc false
-          def __discovery_target__, do: unquote(module)
-        end
-
-      Module.create(wrapper, body, Macro.Env.location(__ENV__))
+      Module.create(wrapper, wrapper_body(module, name, description), Macro.Env.location(__ENV__))
     end
 
     wrapper
+  end
+
+  defp wrapper_body(module, name, description) do
+    describe =
+      if description do
+        quote do
+          @impl true
+          def description, do: unquote(description)
+        end
+      else
+        quote do
+          @impl true
+          def description, do: unquote(module).description()
+        end
+      end
+
+    describe_in_context =
+      if description == nil and function_exported?(module, :description, 1) do
+        quote do
+          @impl true
+          def description(context), do: unquote(module).description(context)
+        end
+      end
+
+    meta =
+      if function_exported?(module, :meta, 1) do
+        quote do
+          @impl true
+          def meta(args), do: unquote(module).meta(args)
+        end
+      end
+
+    quote do
+      @moduledoc false
+      @behaviour CMDC.Tool
+      @impl true
+      def name, do: unquote(name)
+      unquote(describe)
+      unquote(describe_in_context)
+      @impl true
+      def parameters, do: unquote(module).parameters()
+      @impl true
+      def execute(args, context), do: unquote(module).execute(args, context)
+      unquote(meta)
+      @doc false
+      def __discovery_target__, do: unquote(module)
+    end
   end
 
   defp entry(file, type, reason) do

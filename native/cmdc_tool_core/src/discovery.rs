@@ -218,7 +218,8 @@ pub struct Scan {
 }
 
 /// Expands `~` (alone or followed by `/`) to `home` and makes relative paths absolute under
-/// `cwd`; `.` components are dropped, `..` kept (the real path resolves them).
+/// `cwd`; `.` and `..` components are resolved lexically, as `Path.expand/1` does (the real
+/// path, which identifies the file, follows symlinks).
 pub fn expand(path: &str, cwd: &Path, home: &Path) -> PathBuf {
     let joined = if path == "~" {
         home.to_path_buf()
@@ -232,10 +233,19 @@ pub fn expand(path: &str, cwd: &Path, home: &Path) -> PathBuf {
             cwd.join(p)
         }
     };
-    joined
-        .components()
-        .filter(|c| !matches!(c, Component::CurDir))
-        .collect()
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() && !out.has_root() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 struct Ctx {
@@ -1080,7 +1090,8 @@ mod tests {
             expand("./t/a.ex", cwd, home),
             PathBuf::from("/work/p/t/a.ex")
         );
-        assert_eq!(expand("../x", cwd, home), PathBuf::from("/work/p/../x"));
+        assert_eq!(expand("../x", cwd, home), PathBuf::from("/work/x"));
+        assert_eq!(expand("/../x", cwd, home), PathBuf::from("/x"));
         assert_eq!(expand("/abs", cwd, home), PathBuf::from("/abs"));
         assert_eq!(expand("~x", cwd, home), PathBuf::from("/work/p/~x"));
     }
