@@ -131,17 +131,23 @@ defmodule CMDC.Tool.Discovery do
   @callbacks [name: 0, description: 0, parameters: 0, execute: 2]
   @default_call_timeout 5_000
 
+  @no_changes %{added: [], removed: [], changed: [], recompiled: []}
+
   defstruct opts: [],
             files: %{},
             tools: [],
             report: %{tools: [], errors: [], ignored: []},
-            changes: %{added: [], removed: [], changed: [], recompiled: []}
+            changes: @no_changes,
+            digest: nil,
+            reserved: nil
 
   @typedoc """
   The state `load_into/2` returns and `refresh/2` takes: the options, what each file gave
   (`files`, by real path, with the fingerprint it was compiled at), the tools registered, the
   last `report` (as `discover/1` returns it) and what the last call `changes`d: tool names
   `added`, `removed` and `changed` (recompiled or re-described), and the paths `recompiled`.
+  `digest` fingerprints the last scan and `reserved` the names others held in the registry:
+  when neither changed, `refresh/2` returns at once.
   """
   @type t :: %__MODULE__{
           opts: keyword(),
@@ -153,7 +159,9 @@ defmodule CMDC.Tool.Discovery do
             removed: [String.t()],
             changed: [String.t()],
             recompiled: [String.t()]
-          }
+          },
+          digest: non_neg_integer() | nil,
+          reserved: list() | nil
         }
 
   @type source :: :explicit | :project | :user | :plugin
@@ -186,7 +194,7 @@ defmodule CMDC.Tool.Discovery do
   """
   @spec discover(keyword()) :: report()
   def discover(opts \\ []) do
-    {report, _files, _stale} = run(opts, %{}, reserved(opts))
+    {report, _files, _stale, _digest} = run(opts, %{}, reserved(opts), nil)
     report
   end
 
@@ -219,17 +227,33 @@ defmodule CMDC.Tool.Discovery do
     ours = Enum.map(state.tools, & &1.module)
     others = reg_mod.list(registry) -- ours
     reserved = reserved(state.opts) ++ Enum.map(others, &{:registry, safe_name(&1), &1})
-    {report, files, stale} = run(state.opts, state.files, reserved)
+    previous = if reserved == state.reserved, do: state.digest
 
-    case commit(reg_mod, registry, ours, others, report) do
-      {:ok, report} ->
-        put_settings(reg_mod, registry, state.tools, report.tools)
-        delete_modules(stale)
-        changes = changes(state, report, files)
-        {:ok, %{state | files: files, tools: report.tools, report: report, changes: changes}}
+    case run(state.opts, state.files, reserved, previous) do
+      :unchanged ->
+        {:ok, %{state | changes: @no_changes}}
 
-      {:error, reason} ->
-        {:error, reason}
+      {report, files, stale, digest} ->
+        case commit(reg_mod, registry, ours, others, report) do
+          {:ok, report} ->
+            put_settings(reg_mod, registry, state.tools, report.tools)
+            delete_modules(stale)
+            changes = changes(state, report, files)
+
+            {:ok,
+             %{
+               state
+               | files: files,
+                 tools: report.tools,
+                 report: report,
+                 changes: changes,
+                 digest: digest,
+                 reserved: reserved
+             }}
+
+          {:error, reason} ->
+            {:error, reason}
+        end
     end
   end
 
@@ -309,8 +333,14 @@ defmodule CMDC.Tool.Discovery do
   # -------------------------------------------------------------------------------------------
   # The pipeline: scan, compile what changed, check, apply metadata, resolve conflicts.
 
-  defp run(opts, cache, reserved) do
-    scan = scan!(opts)
+  defp run(opts, cache, reserved, previous) do
+    case scan!(opts, previous) do
+      :unchanged -> :unchanged
+      {scan, digest} -> build(opts, cache, reserved, scan, digest)
+    end
+  end
+
+  defp build(opts, cache, reserved, scan, digest) do
     call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
 
     {fresh, stale_files} =
@@ -367,14 +397,14 @@ defmodule CMDC.Tool.Discovery do
           not MapSet.member?(kept, module),
           do: {module, path}
 
-    {report, files, stale}
+    {report, files, stale, digest}
   end
 
   defp file_modules(%{result: {:ok, %{modules: modules}}}), do: modules
   defp file_modules(%{result: {:error, _, %{modules: modules}}}), do: modules
   defp file_modules(_), do: []
 
-  defp scan!(opts) do
+  defp scan!(opts, previous) do
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
     home = Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
     sources = Keyword.get(opts, :sources, @sources)
@@ -399,8 +429,9 @@ defmodule CMDC.Tool.Discovery do
       trusted: Enum.map(Keyword.get(opts, :trusted, []), &to_string/1)
     }
 
-    case Native.discovery_scan(native) do
-      {:ok, scan} -> scan
+    case Native.discovery_scan(native, previous) do
+      {:ok, scan, digest} -> {scan, digest}
+      {:unchanged, _digest} -> :unchanged
       {:error, message} -> raise ArgumentError, message
     end
   end

@@ -36,7 +36,7 @@ defmodule CMDC.Tool.Native do
   end
 
   # discovery.rs
-  def discovery_scan(_opts), do: err()
+  def discovery_scan(_opts, _previous_digest), do: err()
 
   # json.rs
   def json_decode(_text), do: err()

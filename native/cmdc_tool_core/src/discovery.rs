@@ -217,6 +217,28 @@ pub struct Scan {
     pub project_trusted: bool,
 }
 
+/// A fingerprint of a whole scan (every file's paths, mtime, size and metadata, every note):
+/// equal digests mean nothing on disk that discovery looks at changed, so a caller holding the
+/// previous result can skip converting and comparing it.
+pub fn digest(scan: &Scan) -> u64 {
+    use std::fmt::Write;
+    use std::hash::Hasher;
+
+    struct HashWriter(std::collections::hash_map::DefaultHasher);
+
+    impl Write for HashWriter {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+
+    let mut w = HashWriter(std::collections::hash_map::DefaultHasher::new());
+    // Debug output covers every field; writing it into the hasher allocates nothing.
+    let _ = write!(w, "{scan:?}");
+    w.0.finish()
+}
+
 /// Expands `~` (alone or followed by `/`) to `home` and makes relative paths absolute under
 /// `cwd`; `.` and `..` components are resolved lexically, as `Path.expand/1` does (the real
 /// path, which identifies the file, follows symlinks).
@@ -669,11 +691,11 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
             return;
         }
     };
-    let mut entries: Vec<(String, fs::FileType)> = Vec::new();
+    let mut entries: Vec<(String, fs::FileType, fs::DirEntry)> = Vec::new();
     for entry in read.flatten() {
         let Ok(ft) = entry.file_type() else { continue };
         match entry.file_name().into_string() {
-            Ok(name) => entries.push((name, ft)),
+            Ok(name) => entries.push((name, ft, entry)),
             Err(raw) => {
                 let path = dir.join(&raw);
                 cx.note(
@@ -685,10 +707,10 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
         }
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let names: HashSet<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    let names: HashSet<&str> = entries.iter().map(|(n, _, _)| n.as_str()).collect();
 
     let mut subdirs = Vec::new();
-    for (name, ft) in &entries {
+    for (name, ft, entry) in &entries {
         let path = dir.join(name);
         if name.starts_with('.') {
             cx.note(
@@ -717,9 +739,10 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
             }
             continue;
         }
-        // A plain file: its real path is the real folder plus its name (no extra syscalls).
+        // A plain file: its real path is the real folder plus its name, and its metadata is
+        // read relative to the open folder (no path walk).
         if let Class::Tool(_) = classify(name) {
-            match fs::metadata(&path) {
+            match entry.metadata() {
                 Ok(md) => {
                     let real = real_dir.join(name);
                     visit_classified(cx, &path, real, &md, Some((&names, &real_dir)));
@@ -1372,6 +1395,27 @@ mod tests {
     }
 
     #[test]
+    fn the_digest_changes_with_any_change() {
+        let t = Tmp::new();
+        let f = t.write("home/.cmdc/tools/a.ex", "one");
+        let c = t.config();
+        let d0 = digest(&scan(&c));
+        assert_eq!(d0, digest(&scan(&c)));
+        t.write("home/.cmdc/tools/a.json", r#"{"timeout": 1}"#);
+        let d1 = digest(&scan(&c));
+        assert_ne!(d0, d1);
+        t.write("home/.cmdc/tools/a.json", r#"{"timeout": 2}"#);
+        let d2 = digest(&scan(&c));
+        assert_ne!(d1, d2);
+        fs::write(&f, "two").unwrap();
+        assert_ne!(d2, digest(&scan(&c)));
+        t.write("home/.cmdc/tools/notes.txt", "");
+        let d3 = digest(&scan(&c));
+        fs::remove_file(t.0.join("home/.cmdc/tools/notes.txt")).unwrap();
+        assert_ne!(d3, digest(&scan(&c)));
+    }
+
+    #[test]
     fn mtimes_and_sizes_change_with_edits() {
         let t = Tmp::new();
         let f = t.write("home/.cmdc/tools/a.ex", "one");
@@ -1381,5 +1425,38 @@ mod tests {
         let after = scan(&t.config()).files[0].clone();
         assert!(after.mtime_ns > before.mtime_ns);
         assert_eq!((before.size, after.size), (3, 4));
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// `cargo test -p cmdc_tool_core --release scan_timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn scan_timing() {
+        let root = std::env::temp_dir().join(format!("cmdc_scan_timing_{}", std::process::id()));
+        for i in 0..1000 {
+            let dir = root.join(format!("home/.cmdc/tools/g{}", i % 10));
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(format!("t{i}.ex")), "defmodule X do end").unwrap();
+            if i % 10 == 0 {
+                fs::write(dir.join(format!("t{i}.json")), r#"{"timeout": 1}"#).unwrap();
+            }
+        }
+        let mut c = Config::new(root.join("proj"), root.join("home"));
+        c.project = false;
+        c.plugins = false;
+        let mut times = Vec::new();
+        for _ in 0..21 {
+            let t = std::time::Instant::now();
+            let s = scan(&c);
+            times.push(t.elapsed());
+            assert_eq!(s.files.len(), 1000);
+        }
+        times.sort();
+        println!("scan of 1000 files: median {:?}", times[10]);
+        fs::remove_dir_all(&root).unwrap();
     }
 }

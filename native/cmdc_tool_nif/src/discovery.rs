@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use cmdc_tool_core::discovery::{self, Config, Meta, Note, Scan, ToolFile, Trust};
+use cmdc_tool_core::discovery::{
+    self, Config, Kind, Meta, Note, NoteKind, Scan, Source, ToolFile, Trust,
+};
 use rustler::{Encoder, Env, NifMap, Term};
 
 use crate::atoms;
@@ -15,7 +17,43 @@ mod keys {
         files, ignored, errors, project_trusted,
         source, provider, root, path, real_path, kind, mtime, size, meta, meta_path, doc,
         doc_path, cache_path, plugin, name, version, dir, description, disabled, settings, tools,
-        r#type = "type", reason,
+        r#type = "type", reason, unchanged,
+        explicit, project, user, plugin_source = "plugin", elixir, script,
+        unsupported, hidden, duplicate, untrusted, metadata, no_manifest, plugin_disabled,
+        not_found, unreadable, bad_metadata, bad_manifest, bad_trust_list,
+    }
+}
+
+fn source_atom(source: Source) -> rustler::Atom {
+    match source {
+        Source::Explicit => keys::explicit(),
+        Source::Project => keys::project(),
+        Source::User => keys::user(),
+        Source::Plugin => keys::plugin_source(),
+    }
+}
+
+fn kind_atom(kind: Kind) -> rustler::Atom {
+    match kind {
+        Kind::Elixir => keys::elixir(),
+        Kind::Script => keys::script(),
+    }
+}
+
+fn note_atom(kind: NoteKind) -> rustler::Atom {
+    match kind {
+        NoteKind::Unsupported => keys::unsupported(),
+        NoteKind::Hidden => keys::hidden(),
+        NoteKind::Duplicate => keys::duplicate(),
+        NoteKind::Untrusted => keys::untrusted(),
+        NoteKind::Metadata => keys::metadata(),
+        NoteKind::NoManifest => keys::no_manifest(),
+        NoteKind::PluginDisabled => keys::plugin_disabled(),
+        NoteKind::NotFound => keys::not_found(),
+        NoteKind::Unreadable => keys::unreadable(),
+        NoteKind::BadMetadata => keys::bad_metadata(),
+        NoteKind::BadManifest => keys::bad_manifest(),
+        NoteKind::BadTrustList => keys::bad_trust_list(),
     }
 }
 
@@ -55,9 +93,14 @@ fn config(opts: ScanOpts) -> Config {
 }
 
 fn map<'a>(env: Env<'a>, pairs: &[(rustler::Atom, Term<'a>)]) -> Term<'a> {
-    let keys: Vec<Term<'a>> = pairs.iter().map(|(k, _)| k.encode(env)).collect();
-    let values: Vec<Term<'a>> = pairs.iter().map(|(_, v)| *v).collect();
-    Term::map_from_term_arrays(env, &keys, &values)
+    let mut keys = [atoms::nil().encode(env); 16];
+    let mut values = [atoms::nil().encode(env); 16];
+    let n = pairs.len().min(16);
+    for (i, (k, v)) in pairs.iter().take(n).enumerate() {
+        keys[i] = k.encode(env);
+        values[i] = *v;
+    }
+    Term::map_from_term_arrays(env, &keys[..n], &values[..n])
         .unwrap_or_else(|_| rustler::types::map::map_new(env))
 }
 
@@ -76,13 +119,6 @@ fn opt_str<'a>(env: Env<'a>, s: &Option<String>) -> Term<'a> {
     match s {
         Some(s) => s.as_str().encode(env),
         None => atoms::nil().encode(env),
-    }
-}
-
-fn atom<'a>(env: Env<'a>, name: &str) -> Term<'a> {
-    match rustler::Atom::from_str(env, name) {
-        Ok(a) => a.encode(env),
-        Err(_) => atoms::nil().encode(env),
     }
 }
 
@@ -123,12 +159,12 @@ fn file_term<'a>(env: Env<'a>, f: &ToolFile) -> Term<'a> {
     map(
         env,
         &[
-            (keys::source(), atom(env, f.source.as_str())),
+            (keys::source(), source_atom(f.source).encode(env)),
             (keys::provider(), f.provider.as_str().encode(env)),
             (keys::root(), path_term(env, &f.root)),
             (keys::path(), path_term(env, &f.path)),
             (keys::real_path(), path_term(env, &f.real_path)),
-            (keys::kind(), atom(env, f.kind.as_str())),
+            (keys::kind(), kind_atom(f.kind).encode(env)),
             (keys::mtime(), f.mtime_ns.encode(env)),
             (keys::size(), f.size.encode(env)),
             (keys::meta(), meta),
@@ -145,8 +181,8 @@ fn note_term<'a>(env: Env<'a>, n: &Note) -> Term<'a> {
     map(
         env,
         &[
-            (keys::r#type(), atom(env, n.kind.as_str())),
-            (keys::source(), atom(env, n.source.as_str())),
+            (keys::r#type(), note_atom(n.kind).encode(env)),
+            (keys::source(), source_atom(n.source).encode(env)),
             (keys::provider(), n.provider.as_str().encode(env)),
             (keys::path(), path_term(env, &n.path)),
             (keys::reason(), n.reason.as_str().encode(env)),
@@ -169,14 +205,21 @@ fn scan_term<'a>(env: Env<'a>, scan: &Scan) -> Term<'a> {
     )
 }
 
-/// Scans the tool folders the options name: `%{files, ignored, errors, project_trusted}`.
-/// Runs on a dirty I/O scheduler: it walks folders and reads files.
+/// Scans the tool folders the options name: `{:ok, %{files, ignored, errors,
+/// project_trusted}, digest}`, or `{:unchanged, digest}` when the scan's digest equals
+/// `previous` (an integer from an earlier call, or `nil`). Runs on a dirty I/O scheduler: it
+/// walks folders and reads files.
 #[rustler::nif(schedule = "DirtyIo")]
-fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>) -> Term<'a> {
+fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Option<u64>) -> Term<'a> {
     match opts.decode::<ScanOpts>() {
         Ok(opts) => {
             let scan = discovery::scan(&config(opts));
-            (atoms::ok(), scan_term(env, &scan)).encode(env)
+            let digest = discovery::digest(&scan);
+            if previous == Some(digest) {
+                (keys::unchanged(), digest).encode(env)
+            } else {
+                (atoms::ok(), scan_term(env, &scan), digest).encode(env)
+            }
         }
         Err(_) => (
             atoms::error(),

@@ -31,7 +31,9 @@ defmodule CMDC.Tool.Discovery.Compiler do
 
   @doc """
   Compiles each file (absolute paths) in a separate VM; returns `%{path => result}` for every
-  path. Options: `:compile_timeout` (ms per file).
+  path. Options: `:compile_timeout` (ms per file), `:compile_concurrency` (files compiled at
+  once, default: the schedulers online; after a crash of the VM the unfinished files are
+  compiled again one at a time, so the culprit is named).
   """
   @spec compile([String.t()], keyword()) :: %{String.t() => result()}
   def compile(paths, opts \\ [])
@@ -44,7 +46,9 @@ defmodule CMDC.Tool.Discovery.Compiler do
 
     try do
       # A task owns the port, so no port message reaches the caller's mailbox.
-      fn -> run(Enum.with_index(paths), dir, timeout, %{}) end
+      concurrency = Keyword.get(opts, :compile_concurrency, System.schedulers_online())
+
+      fn -> run(Enum.with_index(paths), dir, timeout, max(concurrency, 1), %{}) end
       |> Task.async()
       |> Task.await(:infinity)
     after
@@ -52,12 +56,14 @@ defmodule CMDC.Tool.Discovery.Compiler do
     end
   end
 
-  defp run([], _dir, _timeout, results), do: results
+  defp run([], _dir, _timeout, _concurrency, results), do: results
 
-  defp run(pending, dir, timeout, results) do
+  defp run(pending, dir, timeout, concurrency, results) do
     job = Path.join(dir, "job.bin")
-    File.write!(job, :erlang.term_to_binary(%{files: pending, timeout: timeout, out: dir}))
-    {status, output} = spawn_vm(job, length(pending), timeout)
+    job_term = %{files: pending, timeout: timeout, out: dir, concurrency: concurrency}
+    Enum.each(pending, fn {_, i} -> File.rm(started_file(dir, i)) end)
+    File.write!(job, :erlang.term_to_binary(job_term))
+    {status, output} = spawn_vm(job, length(pending), timeout, concurrency)
 
     {done, crashed, rest} =
       Enum.reduce(pending, {%{}, [], []}, fn {path, i}, {done, crashed, rest} ->
@@ -74,6 +80,18 @@ defmodule CMDC.Tool.Discovery.Compiler do
         end
       end)
 
+    progress? = done != %{} or crashed != []
+
+    # Several files were being compiled side by side when the VM stopped: compile them again
+    # one at a time, so that the one stopping it is known.
+    {crashed, rest, concurrency} =
+      if concurrency > 1 and length(crashed) > 1 do
+        again = for {path, i} <- pending, path in crashed, do: {path, i}
+        {[], again ++ rest, 1}
+      else
+        {crashed, rest, concurrency}
+      end
+
     crash_results =
       Map.new(crashed, fn path ->
         {path,
@@ -83,19 +101,19 @@ defmodule CMDC.Tool.Discovery.Compiler do
       end)
 
     results = results |> Map.merge(done) |> Map.merge(crash_results)
-    rest = Enum.reverse(rest)
+    rest = Enum.sort_by(rest, &elem(&1, 1))
 
     cond do
       rest == [] ->
         results
 
-      done == %{} and crashed == [] ->
+      not progress? ->
         # The VM did not even start on a file: report every remaining file.
         reason = "the compiler VM failed (#{status})" <> output_tail(output)
         Enum.reduce(rest, results, fn {path, _}, acc -> Map.put(acc, path, {:error, reason}) end)
 
       true ->
-        run(rest, dir, timeout, results)
+        run(rest, dir, timeout, concurrency, results)
     end
   end
 
@@ -109,7 +127,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
   defp result_file(dir, i), do: Path.join(dir, "#{i}.result")
   defp started_file(dir, i), do: Path.join(dir, "#{i}.started")
 
-  defp spawn_vm(job, count, timeout) do
+  defp spawn_vm(job, count, timeout, concurrency) do
     erl = Path.join([:code.root_dir(), "bin", "erl"])
     sh = System.find_executable("sh") || "/bin/sh"
     lib_root = List.to_string(:code.lib_dir())
@@ -142,7 +160,8 @@ defmodule CMDC.Tool.Discovery.Compiler do
         _ -> nil
       end
 
-    deadline = System.monotonic_time(:millisecond) + @startup_ms + count * (timeout + 2_000)
+    rounds = div(count + concurrency - 1, concurrency)
+    deadline = System.monotonic_time(:millisecond) + @startup_ms + rounds * (timeout + 2_000)
     collect(port, os_pid, deadline, "")
   end
 
@@ -178,13 +197,20 @@ defmodule CMDC.Tool.Discovery.Compiler do
     [job_path] = Enum.map(:init.get_plain_arguments(), &List.to_string/1)
     job = job_path |> File.read!() |> :erlang.binary_to_term()
 
-    for {path, i} <- job.files do
-      File.write!(started_file(job.out, i), "")
-      result = compile_file(path, job.timeout)
-      tmp = result_file(job.out, i) <> ".tmp"
-      File.write!(tmp, :erlang.term_to_binary(result))
-      File.rename!(tmp, result_file(job.out, i))
-    end
+    job.files
+    |> Task.async_stream(
+      fn {path, i} ->
+        File.write!(started_file(job.out, i), "")
+        result = compile_file(path, job.timeout)
+        tmp = result_file(job.out, i) <> ".tmp"
+        File.write!(tmp, :erlang.term_to_binary(result))
+        File.rename!(tmp, result_file(job.out, i))
+      end,
+      max_concurrency: job.concurrency,
+      timeout: :infinity,
+      ordered: false
+    )
+    |> Stream.run()
 
     System.halt(0)
   end
