@@ -346,6 +346,10 @@ defmodule CMDC.Tool.Discovery do
     {fresh, stale_files} =
       Enum.split_with(scan.files, fn f ->
         case cache[f.real_path] do
+          # A module another file held may be free now: try again.
+          %{result: {:error, {:module_conflict, _}, _}} ->
+            true
+
           %{mtime: mtime, size: size, kind: kind} ->
             not (mtime == f.mtime and size == f.size and kind == f.kind)
 
@@ -457,10 +461,7 @@ defmodule CMDC.Tool.Discovery do
 
       case tool_modules do
         [] ->
-          {:error,
-           {:no_tool,
-            "defines no tool: no module declares `@behaviour CMDC.Tool` " <>
-              "(modules: #{Enum.map_join(modules, ", ", &inspect/1)})"}, %{modules: modules}}
+          {:error, {:no_tool, no_tool_reason(modules)}, %{modules: modules}}
 
         _ ->
           check_tools(tool_modules, modules, timeout)
@@ -468,6 +469,13 @@ defmodule CMDC.Tool.Discovery do
     else
       {:error, reason} -> {:error, reason, %{modules: []}}
     end
+  end
+
+  defp no_tool_reason([]), do: "defines no tool: the file defines no module"
+
+  defp no_tool_reason(modules) do
+    "defines no tool: no module declares `@behaviour CMDC.Tool` " <>
+      "(modules: #{Enum.map_join(modules, ", ", &inspect/1)})"
   end
 
   defp check_binaries(binaries, charpath) do

@@ -210,7 +210,8 @@ fn scan_term<'a>(env: Env<'a>, scan: &Scan) -> Term<'a> {
 /// `previous` (an integer from an earlier call, or `nil`). Runs on a dirty I/O scheduler: it
 /// walks folders and reads files.
 #[rustler::nif(schedule = "DirtyIo")]
-fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Option<u64>) -> Term<'a> {
+fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Term<'a>) -> Term<'a> {
+    let previous = previous.decode::<u64>().ok();
     match opts.decode::<ScanOpts>() {
         Ok(opts) => {
             let scan = discovery::scan(&config(opts));

@@ -112,10 +112,15 @@ defmodule CMDC.Tool.DiscoveryTest do
       "tools": ["lib/tools"]}))
 
     write(c.home, ".cmdc/plugins/pk/lib/tools/i.ex", tool("#{p}.I", "#{p}_plugin"))
+    # Plugin folders without a manifest, or with a broken one, or a disabled one.
+    write(c.home, ".cmdc/plugins/no_manifest/tools/j.ex", tool("#{p}.J", "#{p}_j"))
+    write(c.home, ".cmdc/plugins/off/cmdc-plugin.json", ~s({"name": "off", "disabled": true}))
+    write(c.home, ".cmdc/plugins/off/tools/k.ex", tool("#{p}.K", "#{p}_k"))
 
     opts = Keyword.merge(c.opts, paths: ["../extra"], cmdc_home: Path.join(c.root, "cmdc_home"))
     report = Discovery.discover(opts)
     assert report.errors == []
+    assert types(report.ignored) == [:no_manifest, :plugin_disabled]
 
     assert names(report) ==
              Enum.map(
@@ -144,6 +149,23 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert a.kind == :elixir
     assert a.module.execute(%{}, nil) == {:ok, "#{p}_explicit"}
     assert by_name(report, "#{p}_plugin").plugin == %{name: "pk", version: "0.2.0"}
+  end
+
+  test "a broken plugin manifest is an error naming the manifest", c do
+    write(c.home, ".cmdc/plugins/bad/cmdc-plugin.json", ~s({"name": 3}))
+    write(c.home, ".cmdc/plugins/esc/cmdc-plugin.json", ~s({"name": "esc", "tools": ["/etc"]}))
+    report = Discovery.discover(c.opts)
+    assert [bad, esc] = report.errors
+    assert {bad.type, bad.source, bad.provider} == {:bad_manifest, :plugin, "plugin"}
+    assert bad.path == Path.join(c.home, ".cmdc/plugins/bad/cmdc-plugin.json")
+    assert bad.reason =~ ~s("name" must be a non-empty string)
+    assert esc.provider == "plugin:esc"
+    assert esc.reason =~ "leaves the plugin folder"
+  end
+
+  test "the native scan refuses malformed options with a message" do
+    assert {:error, message} = CMDC.Tool.Native.discovery_scan(%{cwd: 1}, nil)
+    assert message =~ "expected a map"
   end
 
   test "each source can be switched off", c do
@@ -315,8 +337,23 @@ defmodule CMDC.Tool.DiscoveryTest do
 
     write(dir, "halts.exs", "System.halt(7)\n")
     write(dir, "zz_after_halt.ex", tool("#{p}.After", "#{p}_after"))
+    # Defines the module good.ex already defined (good.ex comes first in path order).
+    write(dir, "zzz_same_module.ex", tool("#{p}.Good", "#{p}_other"))
 
-    report = Discovery.discover(Keyword.put(c.opts, :compile_timeout, 3_000))
+    write(dir, "slow_name.ex", """
+    defmodule #{p}.SlowName do
+      @behaviour CMDC.Tool
+      def name, do: Process.sleep(:infinity)
+      def description, do: "x"
+      def parameters, do: %{}
+      def execute(_, _), do: {:ok, ""}
+    end
+    """)
+
+    write(dir, "empty.exs", "1 + 1\n")
+
+    opts = Keyword.merge(c.opts, compile_timeout: 3_000, call_timeout: 300)
+    report = Discovery.discover(opts)
     assert Enum.sort(names(report)) == Enum.sort(["#{p}_good", "#{p}_stdin", "#{p}_after"])
 
     errors = Map.new(report.errors, &{Path.basename(&1.path), &1})
@@ -332,7 +369,12 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert errors["on_load.ex"].reason =~ "@on_load"
     assert errors["loops.ex"].reason =~ "timed out after 3000 ms"
     assert errors["halts.exs"].reason =~ "System.halt"
-    assert map_size(errors) == 10
+    assert errors["zzz_same_module.ex"].type == :module_conflict
+    assert errors["zzz_same_module.ex"].reason =~ "good.ex"
+    assert errors["slow_name.ex"].reason =~ "timed out after 300 ms"
+    assert errors["empty.exs"].reason =~ "defines no module"
+    assert map_size(errors) == 13
+    assert Module.concat([p, "Good"]).name() == "#{p}_good"
 
     # The module of the built-in is untouched.
     assert CMDC.Tool.Examples.Echo.name() == "echo"
