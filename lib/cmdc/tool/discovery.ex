@@ -83,6 +83,22 @@ defmodule CMDC.Tool.Discovery do
   option. Otherwise each existing project tool folder is listed in `:ignored` with
   `type: :untrusted` and how to trust it. `trust_project: false` never trusts.
 
+  ## Safety: what compiling a file can and cannot do
+
+  Compiling an Elixir file runs its top-level code, so each file is compiled in a separate OS
+  process (a fresh BEAM of the same installation, `CMDC.Tool.Discovery.Compiler`) with stdin at
+  end of file and output captured, under `:compile_timeout` per file. A file that fails to
+  compile, raises, loops, waits on stdin or calls `System.halt/0` is reported and the others
+  load; the host VM never runs the file's top-level code. Then only the `.beam` binaries are
+  loaded into the host, after refusing modules with an `@on_load` hook and modules that already
+  exist elsewhere (a file cannot replace `Enum`, `CMDC.Tool` or another file's module). A tool's
+  `name/0`, `description/0` and `parameters/0` are called in a guarded process under
+  `:call_timeout`.
+
+  Not protected: side effects outside the BEAM while compiling (files written, programs
+  started, network), and whatever the tool's functions do once called: a loaded tool is code
+  running in the agent. That is why project folders need trust.
+
   ## Options
 
     * `:cwd` - the project folder, also the base of relative paths (default: `File.cwd!/0`).
@@ -115,13 +131,21 @@ defmodule CMDC.Tool.Discovery do
       iex> [%{type: :unsupported, source: :explicit, reason: reason}] = report.ignored
       iex> reason =~ "not a tool file"
       true
+      iex> File.rm_rf(dir) |> elem(0)
+      :ok
 
   ## Reload
 
   `load_into/2` registers what `discover/1` finds and returns a state (`t:t/0`);
   `refresh/2` rescans with it, recompiles only files whose mtime or size changed, drops the
   tools of removed files, and swaps the registry's tools atomically
-  (`CMDC.Tool.Registry.replace/2`).
+  (`CMDC.Tool.Registry.replace/2`). When the scan's digest and the registry's other names are
+  unchanged, `refresh/2` returns at once (the warm rescan of 1,000 files is one native scan).
+
+  A file's failure is remembered with its mtime: a file that timed out (say, on a busy
+  machine) is compiled again when it changes (touch it), not on every refresh. `refresh/2`
+  computes the new tool set from `list/1` and installs it with `replace/2`: it assumes no one
+  else writes the registry between those two calls (serialize refreshes through one process).
   """
 
   alias CMDC.Tool.Discovery.Compiler
