@@ -128,7 +128,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
   defp started_file(dir, i), do: Path.join(dir, "#{i}.started")
 
   defp spawn_vm(job, count, timeout, concurrency) do
-    erl = Path.join([:code.root_dir(), "bin", "erl"])
+    erl = erl_path()
     sh = System.find_executable("sh") || "/bin/sh"
     lib_root = List.to_string(:code.lib_dir())
 
@@ -140,8 +140,14 @@ defmodule CMDC.Tool.Discovery.Compiler do
       |> Enum.reject(&(String.starts_with?(&1, lib_root) or &1 == "."))
       |> Enum.filter(&File.dir?/1)
 
+    # `no_dot_erlang` skips ~/.erlang; a release may not ship that boot file.
+    boot =
+      if File.exists?(Path.join([:code.root_dir(), "bin", "no_dot_erlang.boot"])),
+        do: ["-boot", "no_dot_erlang"],
+        else: []
+
     args =
-      ["-c", ~s(exec "$0" "$@" </dev/null), erl, "-noinput", "-boot", "no_dot_erlang"] ++
+      ["-c", ~s(exec "$0" "$@" </dev/null), erl, "-noinput" | boot] ++
         ["-pa" | paths] ++
         ["-eval", "'Elixir.CMDC.Tool.Discovery.Compiler':main()", "-extra", job]
 
@@ -163,6 +169,20 @@ defmodule CMDC.Tool.Discovery.Compiler do
     rounds = div(count + concurrency - 1, concurrency)
     deadline = System.monotonic_time(:millisecond) + @startup_ms + rounds * (timeout + 2_000)
     collect(port, os_pid, deadline, "")
+  end
+
+  # The `erl` of the running installation: `<root>/bin/erl`, or the one of the running ERTS
+  # (releases), or the first on PATH.
+  defp erl_path do
+    root = List.to_string(:code.root_dir())
+
+    [
+      Path.join([root, "bin", "erl"]),
+      Path.join([root, "erts-#{:erlang.system_info(:version)}", "bin", "erl"])
+    ]
+    |> Enum.find(&File.exists?/1)
+    |> Kernel.||(System.find_executable("erl"))
+    |> Kernel.||("erl")
   end
 
   defp collect(port, os_pid, deadline, output) do
