@@ -35,6 +35,9 @@ defmodule CMDC.Tool.Native do
     """
   end
 
+  # discovery.rs
+  def discovery_scan(_opts, _previous_digest), do: err()
+
   # json.rs
   def json_decode(_text), do: err()
   def json_decode_dirty(_text), do: err()

@@ -3,6 +3,7 @@
 
 pub mod atoms;
 pub mod beam;
+pub mod discovery;
 pub mod json;
 pub mod registry;
 pub mod schema;

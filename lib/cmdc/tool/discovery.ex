@@ -1,0 +1,912 @@
+defmodule CMDC.Tool.Discovery do
+  @moduledoc """
+  Discovers tools on disk: the user's and the project's tool folders, installed plugins and
+  paths given by the caller, the way the custom-tool loaders of coding agents do.
+
+  The file-system scan (walking folders, resolving real paths, classifying files, reading
+  mtimes, metadata, plugin manifests and the trust list) runs natively on a dirty I/O scheduler
+  (`native/cmdc_tool_core/src/discovery.rs`). Elixir files are then compiled in a separate OS
+  process under a time limit (see `CMDC.Tool.Discovery.Compiler`), loaded, and checked.
+
+  ## Sources, in order of precedence
+
+    1. `:explicit` - the `:paths` option: files or folders, relative to `:cwd`, `~` expanded.
+    2. `:project` - under `:cwd`: `.cmdc/tools`, `.claude/tools`, `.codex/tools`, only when the
+       project is trusted (see Trust).
+    3. `:user` - `$CMDC_HOME/tools` (when `:cmdc_home` is set), `~/.cmdc/tools`,
+       `~/.claude/tools`, `~/.codex/tools`.
+    4. `:plugins` - each folder of `~/.cmdc/plugins/` (and `$CMDC_HOME/plugins/`) with a
+       `cmdc-plugin.json` manifest: `{"name": "x", "version": "1.0.0", "tools": ["tools"]}`
+       (tool paths relative to the plugin folder, `["tools"]` when omitted; a path leaving the
+       folder is refused; `"disabled": true` skips the plugin).
+
+  Each source can be switched off with `sources: [...]`. Within a source, folders come in the
+  order above, files in path order (folders are walked recursively, hidden entries skipped).
+
+  The same file reached twice (through a symlink, overlapping folders or paths) is loaded once,
+  from its first (highest-precedence) path; the others are listed in `:ignored` as duplicates.
+
+  ## Conflict rule: who wins
+
+  Tool names are unique. One rule decides every clash: **the tool that comes first wins**, in
+  this order: built-in and already registered tools (the `:reserved` option, and the registry's
+  tools for `load_into/2`), then the sources in the precedence order above (explicit paths beat
+  project folders, which beat user folders, which beat plugins), then folder order, then file
+  path order. The loser is refused and reported in `:errors` with `type: :conflict`, its
+  `:path`, and a `:winner` (the winning tool's path, or `:reserved`/`:registry`). A conflict
+  never stops the other tools from loading. To settle one, rename or disable a tool in its
+  metadata (see below).
+
+  ## What a tool file can be
+
+    * `.ex` / `.exs`: an Elixir file defining one or more modules. Every module declaring
+      `@behaviour CMDC.Tool` is a tool; it must export `name/0`, `description/0`,
+      `parameters/0` and `execute/2`, return a non-empty name, and its parameters must compile
+      as a JSON Schema (`CMDC.Tool.Schema.for_module/1`). Other modules are helpers. A file
+      that fails to compile, raises, times out, defines no tool, or defines a module that
+      already exists elsewhere (`Enum`, a module of another file) is reported in `:errors`
+      and skipped; the other files load. Modules with an `@on_load` hook are refused (loading
+      them would run code in the host). Files are compiled independently: a helper module used
+      by several files must be defined in each, or live in the application.
+    * `.py` / `.ps1`: script tools, handed to the `:script_loader` function when one is given
+      (`fn path -> {:ok, [module]} | {:error, reason} end`); without one they are listed in
+      `:ignored` with `type: :script` and `status: "script, not loaded"`.
+    * `.md` / `.json`: metadata, never executed (`<stem>.tool.json` is a script's cache).
+    * anything else: listed in `:ignored` with the reason.
+
+  ## Metadata
+
+  Next to `tool.ex`, `tool.json` holds the metadata of the file's tools, and `tool.md` the
+  description of its tool (front matter removed; only for a file that defines one tool):
+
+      {
+        "name": "new_name",            // renames the file's only tool
+        "description": "…",            // replaces its description
+        "disabled": true,              // lists it in :ignored instead of loading it
+        "timeout": 30000,              // any other key is a setting
+        "settings": {"permission": "ask"},
+        "tools": {"tool_name": {"name": "…", "disabled": false, "timeout": 5000}}
+      }
+
+  `tools` entries (keyed by the tool's own name) override the file-level keys for one tool.
+  Settings (string keys, JSON values) are returned in each tool's `:settings` and stored with
+  `put_settings/3` by `load_into/2`. A renamed or re-described tool is served by a small
+  generated module delegating to the original. Invalid metadata skips the file, with the
+  reason in `:errors`.
+
+  ## Trust
+
+  Project folders can hold code from a repository someone just cloned, and compiling a file
+  runs its top-level code. They are loaded only when trusted: `trust_project: true`, or the
+  project (`:cwd`) is one of, or under one of, the folders listed in `~/.cmdc/trusted.json`
+  (or `$CMDC_HOME/trusted.json`): `{"trusted": ["~/src/my_project"]}`, or in the `:trusted`
+  option. Otherwise each existing project tool folder is listed in `:ignored` with
+  `type: :untrusted` and how to trust it. `trust_project: false` never trusts.
+
+  ## Safety: what compiling a file can and cannot do
+
+  Compiling an Elixir file runs its top-level code, so each file is compiled in a separate OS
+  process (a fresh BEAM of the same installation, `CMDC.Tool.Discovery.Compiler`) with stdin at
+  end of file and output captured, under `:compile_timeout` per file. A file that fails to
+  compile, raises, loops, waits on stdin or calls `System.halt/0` is reported and the others
+  load; the host VM never runs the file's top-level code. Then only the `.beam` binaries are
+  loaded into the host, after refusing modules with an `@on_load` hook and modules that already
+  exist elsewhere (a file cannot replace `Enum`, `CMDC.Tool` or another file's module). A tool's
+  `name/0`, `description/0` and `parameters/0` are called in a guarded process under
+  `:call_timeout`.
+
+  Not protected: side effects outside the BEAM while compiling (files written, programs
+  started, network), and whatever the tool's functions do once called: a loaded tool is code
+  running in the agent. That is why project folders need trust.
+
+  ## Options
+
+    * `:cwd` - the project folder, also the base of relative paths (default: `File.cwd!/0`).
+    * `:home` - the folder `~` stands for (default: `System.user_home!/0`).
+    * `:cmdc_home` - `$CMDC_HOME` (default: the environment variable; `nil` for none).
+    * `:paths` - explicit files or folders (default `[]`).
+    * `:sources` - the sources to scan (default `[:explicit, :project, :user, :plugins]`).
+    * `:trust_project` - `true`, `false`, or `nil` to consult the trust list (default).
+    * `:trusted` - more trusted folders, as if listed in the trust list.
+    * `:reserved` - built-in tool names or modules that discovered tools may not take.
+    * `:compile_timeout` - ms allowed to compile one file (default 10_000).
+    * `:call_timeout` - ms allowed for a tool's `name/0`, `description/0` and `parameters/0`
+      when checked (default 5_000).
+    * `:script_loader` - loads a `.py`/`.ps1` file: `fn path -> {:ok, [module]} | {:error, term}`.
+
+  ## Result
+
+  `discover/1` returns `%{tools: [tool], errors: [entry], ignored: [entry]}`. A tool:
+  `%{name, module, source, provider, path, real_path, kind, settings, plugin, metadata}`
+  (`:original_name` when renamed). An entry: `%{type, source, provider, path, reason}`, plus
+  `:name` and `:winner` for conflicts. `source` is `:explicit | :project | :user | :plugin`;
+  `provider` is `"explicit"`, `"cmdc"`, `"claude"`, `"codex"` or `"plugin:<name>"`.
+
+      iex> dir = Path.join(System.tmp_dir!(), "cmdc_doc_#{System.unique_integer([:positive])}")
+      iex> File.mkdir_p!(Path.join(dir, "notes"))
+      iex> File.write!(Path.join(dir, "notes/readme.txt"), "hi")
+      iex> report = CMDC.Tool.Discovery.discover(cwd: dir, home: dir, paths: ["notes"])
+      iex> {report.tools, report.errors}
+      {[], []}
+      iex> [%{type: :unsupported, source: :explicit, reason: reason}] = report.ignored
+      iex> reason =~ "not a tool file"
+      true
+      iex> File.rm_rf(dir) |> elem(0)
+      :ok
+
+  ## Reload
+
+  `load_into/2` registers what `discover/1` finds and returns a state (`t:t/0`);
+  `refresh/2` rescans with it, recompiles only files whose mtime or size changed, drops the
+  tools of removed files, and swaps the registry's tools atomically
+  (`CMDC.Tool.Registry.replace/2`). When the scan's digest and the registry's other names are
+  unchanged, `refresh/2` returns at once (the warm rescan of 1,000 files is one native scan).
+
+  A file's failure is remembered with its mtime: a file that timed out (say, on a busy
+  machine) is compiled again when it changes (touch it), not on every refresh. `refresh/2`
+  computes the new tool set from `list/1` and installs it with `replace/2`: it assumes no one
+  else writes the registry between those two calls (serialize refreshes through one process).
+  """
+
+  alias CMDC.Tool.Discovery.Compiler
+  alias CMDC.Tool.{Native, Schema}
+
+  @sources [:explicit, :project, :user, :plugins]
+  @callbacks [name: 0, description: 0, parameters: 0, execute: 2]
+  @default_call_timeout 5_000
+
+  @no_changes %{added: [], removed: [], changed: [], recompiled: []}
+
+  defstruct opts: [],
+            files: %{},
+            tools: [],
+            report: %{tools: [], errors: [], ignored: []},
+            changes: @no_changes,
+            digest: nil,
+            reserved: nil
+
+  @typedoc """
+  The state `load_into/2` returns and `refresh/2` takes: the options, what each file gave
+  (`files`, by real path, with the fingerprint it was compiled at), the tools registered, the
+  last `report` (as `discover/1` returns it) and what the last call `changes`d: tool names
+  `added`, `removed` and `changed` (recompiled or re-described), and the paths `recompiled`.
+  `digest` fingerprints the last scan and `reserved` the names others held in the registry:
+  when neither changed, `refresh/2` returns at once.
+  """
+  @type t :: %__MODULE__{
+          opts: keyword(),
+          files: %{String.t() => map()},
+          tools: [tool()],
+          report: report(),
+          changes: %{
+            added: [String.t()],
+            removed: [String.t()],
+            changed: [String.t()],
+            recompiled: [String.t()]
+          },
+          digest: non_neg_integer() | nil,
+          reserved: list() | nil
+        }
+
+  @type source :: :explicit | :project | :user | :plugin
+  @type tool :: %{
+          required(:name) => String.t(),
+          required(:module) => module(),
+          required(:source) => source(),
+          required(:provider) => String.t(),
+          required(:path) => String.t(),
+          required(:real_path) => String.t(),
+          required(:kind) => :elixir | :script,
+          required(:settings) => map(),
+          optional(atom()) => term()
+        }
+  @type entry :: %{
+          required(:type) => atom(),
+          required(:source) => source(),
+          required(:provider) => String.t(),
+          required(:path) => String.t(),
+          required(:reason) => String.t(),
+          optional(atom()) => term()
+        }
+  @type report :: %{tools: [tool()], errors: [entry()], ignored: [entry()]}
+
+  @doc """
+  Scans every enabled source, compiles and checks what it finds, and reports
+  `%{tools: [...], errors: [...], ignored: [...]}` (see the module documentation).
+
+  Loaded tool modules stay loaded in the VM; nothing is registered anywhere.
+  """
+  @spec discover(keyword()) :: report()
+  def discover(opts \\ []) do
+    {report, _files, _stale, _digest} = run(opts, %{}, reserved(opts), nil)
+    report
+  end
+
+  @doc """
+  Discovers tools (as `discover/1`) and registers them in `registry` atomically; stores each
+  tool's metadata settings with `put_settings/3`. Names already in the registry win (see the
+  conflict rule). Returns `{:ok, state}`, the state `refresh/2` takes (its `:report` is what
+  `discover/1` would return), or `{:error, reason}` when the registry refuses for another
+  reason than a name conflict.
+
+  `registry` is a `%CMDC.Tool.Registry{}`: the calls go to its struct's module
+  (`list/1`, `register/3`, `replace/2`, `put_settings/3`).
+  """
+  @spec load_into(struct(), keyword()) :: {:ok, t()} | {:error, term()}
+  def load_into(registry, opts \\ []) when is_list(opts) do
+    refresh(registry, %__MODULE__{opts: opts})
+  end
+
+  @doc """
+  Rescans with the state `load_into/2` (or a previous `refresh/2`) returned, or loads afresh
+  given options. Files whose mtime and size are unchanged are not recompiled; changed files are
+  recompiled, new files compiled, and the tools of removed (or now failing) files dropped. The
+  registry's discovered tools are swapped in one `replace/2`; modules no longer used are
+  deleted from the VM. Returns `{:ok, state}` with `state.changes` telling what changed.
+  """
+  @spec refresh(struct(), t() | keyword()) :: {:ok, t()} | {:error, term()}
+  def refresh(registry, opts) when is_list(opts), do: load_into(registry, opts)
+
+  def refresh(%reg_mod{} = registry, %__MODULE__{} = state) do
+    ours = Enum.map(state.tools, & &1.module)
+    others = reg_mod.list(registry) -- ours
+    reserved = reserved(state.opts) ++ Enum.map(others, &{:registry, safe_name(&1), &1})
+    previous = if reserved == state.reserved, do: state.digest
+
+    case run(state.opts, state.files, reserved, previous) do
+      :unchanged ->
+        {:ok, %{state | changes: @no_changes}}
+
+      {report, files, stale, digest} ->
+        case commit(reg_mod, registry, ours, others, report) do
+          {:ok, report} ->
+            put_settings(reg_mod, registry, state.tools, report.tools)
+            delete_modules(stale)
+            changes = changes(state, report, files)
+
+            {:ok,
+             %{
+               state
+               | files: files,
+                 tools: report.tools,
+                 report: report,
+                 changes: changes,
+                 digest: digest,
+                 reserved: reserved
+             }}
+
+          {:error, reason} ->
+            {:error, reason}
+        end
+    end
+  end
+
+  # Registers the report's tools; a name the registry refuses (a reserved built-in it knows and
+  # we did not) becomes a conflict and the rest is registered again.
+  defp commit(reg_mod, registry, ours, others, report) do
+    modules = Enum.map(report.tools, & &1.module)
+
+    result =
+      cond do
+        ours == [] and modules == [] -> :ok
+        ours == [] -> reg_mod.register(registry, modules, [])
+        true -> reg_mod.replace(registry, others ++ modules)
+      end
+
+    case result do
+      :ok ->
+        {:ok, report}
+
+      {:error, {:conflict, name, module}} ->
+        case Enum.split_with(report.tools, &(&1.name == name)) do
+          {[], _} ->
+            {:error, {:conflict, name, module}}
+
+          {refused, kept} ->
+            errors = Enum.map(refused, &conflict(&1, {:registry, name, module}))
+
+            commit(reg_mod, registry, ours, others, %{
+              report
+              | tools: kept,
+                errors: report.errors ++ errors
+            })
+        end
+
+      {:error, reason} ->
+        {:error, reason}
+    end
+  end
+
+  defp put_settings(reg_mod, registry, old_tools, new_tools) do
+    new_names = MapSet.new(new_tools, & &1.name)
+
+    for %{name: name, settings: settings} <- old_tools,
+        settings != %{},
+        not MapSet.member?(new_names, name) do
+      reg_mod.put_settings(registry, name, %{})
+    end
+
+    for %{name: name, settings: settings} <- new_tools, settings != %{} do
+      reg_mod.put_settings(registry, name, settings)
+    end
+
+    :ok
+  end
+
+  defp changes(state, report, files) do
+    old = Map.new(state.tools, &{&1.name, &1})
+    new = Map.new(report.tools, &{&1.name, &1})
+    recompiled = for {path, %{compiled_now: true}} <- files, do: path
+
+    changed =
+      for {name, tool} <- new,
+          prev = old[name],
+          prev != nil,
+          prev.module != tool.module or prev.real_path != tool.real_path or
+            tool.real_path in recompiled,
+          do: name
+
+    %{
+      added: Enum.sort(Map.keys(new) -- Map.keys(old)),
+      removed: Enum.sort(Map.keys(old) -- Map.keys(new)),
+      changed: Enum.sort(changed),
+      recompiled: Enum.sort(recompiled)
+    }
+  end
+
+  # -------------------------------------------------------------------------------------------
+  # The pipeline: scan, compile what changed, check, apply metadata, resolve conflicts.
+
+  defp run(opts, cache, reserved, previous) do
+    case scan!(opts, previous) do
+      :unchanged -> :unchanged
+      {scan, digest} -> build(opts, cache, reserved, scan, digest)
+    end
+  end
+
+  defp build(opts, cache, reserved, scan, digest) do
+    call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
+
+    {fresh, stale_files} =
+      Enum.split_with(scan.files, fn f ->
+        case cache[f.real_path] do
+          # A module another file held may be free now: try again.
+          %{result: {:error, {:module_conflict, _}, _}} ->
+            true
+
+          %{mtime: mtime, size: size, kind: kind} ->
+            not (mtime == f.mtime and size == f.size and kind == f.kind)
+
+          _ ->
+            true
+        end
+      end)
+
+    reused = Map.new(stale_files, &{&1.real_path, %{cache[&1.real_path] | compiled_now: false}})
+
+    compiled =
+      fresh
+      |> Enum.filter(&(&1.kind == :elixir))
+      |> Enum.map(& &1.real_path)
+      |> Compiler.compile(opts)
+
+    loaded =
+      Map.new(fresh, fn f ->
+        result =
+          case f.kind do
+            :elixir -> load_compiled(f, compiled[f.real_path], call_timeout)
+            :script -> load_script(f, opts[:script_loader], call_timeout)
+          end
+
+        {f.real_path,
+         %{
+           mtime: f.mtime,
+           size: f.size,
+           kind: f.kind,
+           result: result,
+           compiled_now: f.kind == :elixir
+         }}
+      end)
+
+    files = Map.merge(reused, loaded)
+    {tools, errors, ignored} = assemble(scan.files, files, reserved)
+
+    report = %{
+      tools: tools,
+      errors: scan.errors ++ errors,
+      ignored: scan.ignored ++ ignored
+    }
+
+    kept = files |> Map.values() |> Enum.flat_map(&file_modules/1) |> MapSet.new()
+
+    stale =
+      for {path, entry} <- cache,
+          module <- file_modules(entry),
+          not MapSet.member?(kept, module),
+          do: {module, path}
+
+    {report, files, stale, digest}
+  end
+
+  defp file_modules(%{result: {:ok, %{modules: modules}}}), do: modules
+  defp file_modules(%{result: {:error, _, %{modules: modules}}}), do: modules
+  defp file_modules(_), do: []
+
+  defp scan!(opts, previous) do
+    cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
+    home = Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
+    sources = Keyword.get(opts, :sources, @sources)
+
+    unknown = sources -- @sources
+
+    if unknown != [] do
+      raise ArgumentError,
+            "unknown discovery sources #{inspect(unknown)}; the sources are #{inspect(@sources)}"
+    end
+
+    native = %{
+      cwd: cwd,
+      home: home,
+      cmdc_home: Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end),
+      paths: Enum.map(Keyword.get(opts, :paths, []), &to_string/1),
+      explicit: :explicit in sources,
+      project: :project in sources,
+      user: :user in sources,
+      plugins: :plugins in sources,
+      trust: Keyword.get(opts, :trust_project),
+      trusted: Enum.map(Keyword.get(opts, :trusted, []), &to_string/1)
+    }
+
+    case Native.discovery_scan(native, previous) do
+      {:ok, scan, digest} -> {scan, digest}
+      {:unchanged, _digest} -> :unchanged
+      {:error, message} -> raise ArgumentError, message
+    end
+  end
+
+  # -------------------------------------------------------------------------------------------
+  # Loading: binaries into the VM, then the tool checks.
+
+  # `{:ok, %{modules, tools}}` or `{:error, reason, %{modules}}` (modules loaded, to clean up).
+  defp load_compiled(_file, nil, _timeout),
+    do: {:error, {:compile, "not compiled"}, %{modules: []}}
+
+  defp load_compiled(_file, {:error, reason}, _timeout),
+    do: {:error, {:compile, reason}, %{modules: []}}
+
+  defp load_compiled(file, {:ok, binaries}, timeout) do
+    charpath = String.to_charlist(file.real_path)
+
+    with :ok <- check_binaries(binaries, charpath),
+         :ok <- load_binaries(binaries, charpath) do
+      modules = Enum.map(binaries, &elem(&1, 0))
+
+      tool_modules = for {module, binary} <- binaries, declares_tool?(binary), do: module
+
+      case tool_modules do
+        [] ->
+          {:error, {:no_tool, no_tool_reason(modules)}, %{modules: modules}}
+
+        _ ->
+          check_tools(tool_modules, modules, timeout)
+      end
+    else
+      {:error, reason} -> {:error, reason, %{modules: []}}
+    end
+  end
+
+  defp no_tool_reason([]), do: "defines no tool: the file defines no module"
+
+  defp no_tool_reason(modules) do
+    "defines no tool: no module declares `@behaviour CMDC.Tool` " <>
+      "(modules: #{Enum.map_join(modules, ", ", &inspect/1)})"
+  end
+
+  defp check_binaries(binaries, charpath) do
+    Enum.reduce_while(binaries, :ok, fn {module, binary}, :ok ->
+      cond do
+        on_load?(binary) ->
+          {:halt,
+           {:error,
+            {:invalid_tool,
+             "module #{inspect(module)} has an @on_load hook, which would run code in the " <>
+               "host when loaded; refused"}}}
+
+        owner = foreign_owner(module, charpath) ->
+          {:halt,
+           {:error,
+            {:module_conflict,
+             "defines module #{inspect(module)}, which already exists (#{owner}); " <>
+               "rename the module"}}}
+
+        true ->
+          {:cont, :ok}
+      end
+    end)
+  end
+
+  defp on_load?(binary) do
+    case :beam_disasm.file(binary) do
+      {:beam_file, _, _, _, _, code} ->
+        Enum.any?(code, fn {:function, _, _, _, instrs} -> :on_load in instrs end)
+
+      _ ->
+        true
+    end
+  end
+
+  # Who else defines `module`: nil when nobody, or when it was loaded from this same file.
+  defp foreign_owner(module, charpath) do
+    case :code.which(module) do
+      :non_existing -> nil
+      ^charpath -> nil
+      [] -> "defined in memory"
+      :preloaded -> "preloaded"
+      :cover_compiled -> "cover-compiled"
+      path when is_list(path) -> "loaded from #{path}"
+      other -> inspect(other)
+    end
+  end
+
+  defp load_binaries(binaries, charpath) do
+    Enum.reduce_while(binaries, :ok, fn {module, binary}, :ok ->
+      :code.purge(module)
+
+      case :code.load_binary(module, charpath, binary) do
+        {:module, ^module} ->
+          {:cont, :ok}
+
+        {:error, reason} ->
+          {:halt,
+           {:error, {:load, "module #{inspect(module)} could not be loaded: #{inspect(reason)}"}}}
+      end
+    end)
+  end
+
+  defp declares_tool?(binary) do
+    case :beam_lib.chunks(binary, [:attributes]) do
+      {:ok, {_, [attributes: attrs]}} ->
+        attrs |> Keyword.get_values(:behaviour) |> List.flatten() |> Enum.member?(CMDC.Tool)
+
+      _ ->
+        false
+    end
+  end
+
+  # Checks every tool module; `{:ok, %{modules, tools: [%{module, name} | {:error, ...}]}}`.
+  defp check_tools(tool_modules, modules, timeout) do
+    tools = Enum.map(Enum.sort(tool_modules), &check_tool(&1, timeout))
+    {:ok, %{modules: modules, tools: tools}}
+  end
+
+  defp check_tool(module, timeout) do
+    missing = for {f, a} <- @callbacks, not function_exported?(module, f, a), do: "#{f}/#{a}"
+
+    if missing != [] do
+      {:error, module,
+       {:invalid_tool,
+        "#{inspect(module)} declares @behaviour CMDC.Tool but does not define " <>
+          Enum.join(missing, ", ")}}
+    else
+      probe(module, timeout)
+    end
+  end
+
+  defp probe(module, timeout) do
+    result =
+      Compiler.guarded(
+        fn ->
+          name = module.name()
+          description = module.description()
+
+          cond do
+            not is_binary(name) or name == "" ->
+              {:error, "name/0 must return a non-empty string, got #{inspect(name, limit: 5)}"}
+
+            not is_binary(description) ->
+              {:error,
+               "description/0 must return a string, got #{inspect(description, limit: 5)}"}
+
+            true ->
+              case Schema.for_module(module) do
+                {:ok, _} -> {:ok, name}
+                {:error, message} -> {:schema, message}
+              end
+          end
+        end,
+        timeout
+      )
+
+    case result do
+      {:ok, {:ok, name}} ->
+        %{module: module, name: name}
+
+      {:ok, {:error, message}} ->
+        {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
+
+      {:ok, {:schema, message}} ->
+        {:error, module, {:schema, "#{inspect(module)}: parameters/0: #{message}"}}
+
+      {:error, message} ->
+        {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
+    end
+  end
+
+  defp load_script(_file, nil, _timeout), do: :script_not_loaded
+
+  defp load_script(file, loader, timeout) when is_function(loader, 1) do
+    result =
+      try do
+        loader.(file.real_path)
+      rescue
+        e -> {:error, Exception.message(e)}
+      catch
+        kind, reason -> {:error, "#{kind}: #{inspect(reason, limit: 10)}"}
+      end
+
+    case result do
+      {:ok, modules} when is_list(modules) and modules != [] ->
+        tools =
+          Enum.map(modules, fn module ->
+            Code.ensure_loaded(module)
+            check_tool(module, timeout)
+          end)
+
+        {:ok, %{modules: [], tools: tools}}
+
+      {:ok, _} ->
+        {:error, {:no_tool, "the script loader found no tool in it"}, %{modules: []}}
+
+      {:error, reason} ->
+        {:error, {:load, "the script loader refused it: #{format_reason(reason)}"},
+         %{modules: []}}
+
+      other ->
+        {:error,
+         {:load,
+          "the script loader returned #{inspect(other, limit: 5)}, expected " <>
+            "{:ok, [module]} or {:error, reason}"}, %{modules: []}}
+    end
+  end
+
+  defp format_reason(reason) when is_binary(reason), do: reason
+  defp format_reason(reason), do: inspect(reason, limit: 10)
+
+  # -------------------------------------------------------------------------------------------
+  # Assembling the report: metadata, disabled tools, conflicts.
+
+  defp assemble(scan_files, files, reserved) do
+    taken =
+      Enum.reduce(reserved, %{}, fn {kind, name, module}, acc ->
+        Map.put_new(acc, name, {kind, module})
+      end)
+
+    {tools, errors, ignored, _taken} =
+      Enum.reduce(scan_files, {[], [], [], taken}, fn file, {tools, errors, ignored, taken} ->
+        case files[file.real_path].result do
+          :script_not_loaded ->
+            note =
+              entry(
+                file,
+                :script,
+                "script, not loaded: no script loader is configured " <>
+                  "(the :script_loader option)"
+              )
+              |> Map.merge(%{kind: :script, status: "script, not loaded"})
+
+            {tools, errors, [note | ignored], taken}
+
+          {:error, {type, reason}, _} ->
+            {tools, [entry(file, type, reason) | errors], ignored, taken}
+
+          {:ok, %{tools: found}} ->
+            case candidates(file, found) do
+              {:error, reason} ->
+                {tools, [entry(file, :bad_metadata, reason) | errors], ignored, taken}
+
+              {:ok, cands, errs, disabled} ->
+                {tools, conflicts, taken} = claim(cands, tools, taken)
+                {tools, conflicts ++ errs ++ errors, disabled ++ ignored, taken}
+            end
+        end
+      end)
+
+    {Enum.reverse(tools), Enum.reverse(errors), Enum.reverse(ignored)}
+  end
+
+  defp claim(cands, tools, taken) do
+    Enum.reduce(cands, {tools, [], taken}, fn tool, {tools, conflicts, taken} ->
+      case taken[tool.name] do
+        nil -> {[tool | tools], conflicts, Map.put(taken, tool.name, {:tool, tool})}
+        winner -> {tools, [conflict(tool, winner) | conflicts], taken}
+      end
+    end)
+  end
+
+  defp conflict(tool, winner) do
+    {winner_text, winner_term} =
+      case winner do
+        {:tool, w} ->
+          {"#{w.path} (#{w.source}, #{w.provider})",
+           %{path: w.path, source: w.source, provider: w.provider, module: w.module}}
+
+        {:reserved, module} ->
+          {"a built-in tool#{if module, do: " (#{inspect(module)})", else: ""}", :reserved}
+
+        {:registry, _name, module} ->
+          {"#{inspect(module)}, already in the registry", :registry}
+
+        {:registry, module} ->
+          {"#{inspect(module)}, already in the registry", :registry}
+      end
+
+    reason =
+      "tool #{inspect(tool.name)} from #{tool.path} refused: the name is taken by " <>
+        "#{winner_text}, which wins (built-ins and registered tools first, then explicit " <>
+        "paths, project, user, plugins). Rename or disable one in its metadata " <>
+        ~s[(#{meta_hint(tool.path)}: {"name": "other_name"} or {"disabled": true}).]
+
+    tool
+    |> Map.take([:source, :provider, :path, :name])
+    |> Map.merge(%{type: :conflict, reason: reason, winner: winner_term, module: tool.module})
+  end
+
+  defp meta_hint(path), do: Path.rootname(path) <> ".json"
+
+  # The tools a file contributes after its metadata: `{:ok, tools, errors, disabled}`.
+  defp candidates(file, found) do
+    meta = file.meta || %{name: nil, description: nil, disabled: false, settings: %{}, tools: %{}}
+    good = for %{module: _} = t <- found, do: t
+
+    errors =
+      for {:error, module, {type, reason}} <- found,
+          do: entry(file, type, reason) |> Map.put(:module, module)
+
+    if meta.name && length(good) + length(errors) > 1 do
+      {:error,
+       "its metadata #{file.meta_path} renames the file's tool (\"name\"), but the file defines " <>
+         "#{length(good) + length(errors)} tools; rename one in \"tools\": {\"<tool>\": {\"name\": …}}"}
+    else
+      single? = length(found) == 1
+
+      {tools, disabled} =
+        Enum.reduce(good, {[], []}, fn %{module: module, name: name}, {tools, disabled} ->
+          own = Map.get(meta.tools, name, %{})
+          new_name = own[:name] || meta.name || name
+          description = own[:description] || meta.description || (single? && file.doc) || nil
+          settings = Map.merge(meta.settings, Map.get(own, :settings, %{}))
+
+          if Map.get(own, :disabled, meta.disabled) do
+            note =
+              entry(
+                file,
+                :disabled,
+                "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
+              )
+              |> Map.merge(%{name: name, module: module})
+
+            {tools, [note | disabled]}
+          else
+            served =
+              if new_name != name or description,
+                do: wrap(module, new_name, description),
+                else: module
+
+            tool =
+              %{
+                name: new_name,
+                module: served,
+                source: file.source,
+                provider: file.provider,
+                path: file.path,
+                real_path: file.real_path,
+                kind: file.kind,
+                settings: settings,
+                plugin: file.plugin && Map.take(file.plugin, [:name, :version]),
+                metadata: Enum.reject([file.meta_path, file.doc_path], &is_nil/1)
+              }
+              |> then(fn t ->
+                if new_name != name, do: Map.put(t, :original_name, name), else: t
+              end)
+
+            {[tool | tools], disabled}
+          end
+        end)
+
+      {:ok, Enum.reverse(tools), errors, Enum.reverse(disabled)}
+    end
+  end
+
+  # A module serving `module` under another name or description.
+  defp wrap(module, name, description) do
+    hash =
+      :erlang.phash2({module, module.module_info(:md5), name, description}, 4_294_967_296)
+      |> Integer.to_string(16)
+
+    wrapper = Module.concat([CMDC.Tool.Discovery.Wrapped, "#{name}_#{hash}"])
+
+    unless Code.ensure_loaded?(wrapper) do
+      Module.create(wrapper, wrapper_body(module, name, description), Macro.Env.location(__ENV__))
+    end
+
+    wrapper
+  end
+
+  defp wrapper_body(module, name, description) do
+    describe =
+      if description do
+        quote do
+          @impl true
+          def description, do: unquote(description)
+        end
+      else
+        quote do
+          @impl true
+          def description, do: unquote(module).description()
+        end
+      end
+
+    describe_in_context =
+      if description == nil and function_exported?(module, :description, 1) do
+        quote do
+          @impl true
+          def description(context), do: unquote(module).description(context)
+        end
+      end
+
+    meta =
+      if function_exported?(module, :meta, 1) do
+        quote do
+          @impl true
+          def meta(args), do: unquote(module).meta(args)
+        end
+      end
+
+    quote do
+      @moduledoc false
+      @behaviour CMDC.Tool
+      @impl true
+      def name, do: unquote(name)
+      unquote(describe)
+      unquote(describe_in_context)
+      @impl true
+      def parameters, do: unquote(module).parameters()
+      @impl true
+      def execute(args, context), do: unquote(module).execute(args, context)
+      unquote(meta)
+      @doc false
+      def __discovery_target__, do: unquote(module)
+    end
+  end
+
+  defp entry(file, type, reason) do
+    %{type: type, source: file.source, provider: file.provider, path: file.path, reason: reason}
+  end
+
+  # -------------------------------------------------------------------------------------------
+
+  defp reserved(opts) do
+    opts
+    |> Keyword.get(:reserved, [])
+    |> Enum.map(fn
+      name when is_binary(name) -> {:reserved, name, nil}
+      module when is_atom(module) -> {:reserved, safe_name(module), module}
+    end)
+  end
+
+  defp safe_name(module) do
+    module.name()
+  rescue
+    _ -> inspect(module)
+  end
+
+  # Deletes modules that no file provides any more, unless something else reloaded them.
+  defp delete_modules(stale) do
+    for {module, path} <- stale, :code.which(module) == String.to_charlist(path) do
+      :code.soft_purge(module)
+      :code.delete(module)
+    end
+
+    :ok
+  end
+end

@@ -1,0 +1,337 @@
+defmodule CMDC.Tool.Discovery.Compiler do
+  @moduledoc """
+  Compiles discovered Elixir tool files in a separate OS process: a fresh BEAM of the same
+  Erlang/Elixir installation, with the host's code paths (so `@behaviour CMDC.Tool`, and the
+  application's own modules used at compile time, resolve).
+
+  Why a separate OS process: compiling an Elixir file runs its top-level code (the file body
+  and every module body). Run inside the host, a file calling `System.halt/0` stops the agent,
+  and one calling `IO.gets/1` waits on the agent's stdin. Here such code runs in the throwaway
+  VM, whose stdin is `/dev/null`, whose output is captured, and which is killed when a file
+  takes longer than the time limit. The host only receives the compiled `.beam` binaries.
+
+  What it protects against, per file: compile errors, raises and throws, infinite loops or
+  long waits at top level (`:compile_timeout`, default 10 s), reading stdin (end of file at
+  once), printing (captured, not shown), `System.halt/0` or a crash of the compiler VM (the file
+  is reported and the other files are compiled in a new VM).
+
+  What it cannot protect against: side effects outside the VM during compilation (writing
+  files, spawning OS processes, network calls); anything the tool's functions do once loaded in
+  the host (that is executing the tool, like any other code of the agent). Modules with an
+  `@on_load` hook would run code in the host when loaded, so `CMDC.Tool.Discovery` refuses them.
+  """
+
+  @default_timeout 10_000
+  # Time allowed for the compiler VM to start, on top of each file's limit.
+  @startup_ms 30_000
+  @max_output 64 * 1024
+
+  @typedoc "A compiled file: its modules' binaries, or why it failed."
+  @type result :: {:ok, [{module(), binary()}]} | {:error, String.t()}
+
+  @doc """
+  Compiles each file (absolute paths) in a separate VM; returns `%{path => result}` for every
+  path. Options: `:compile_timeout` (ms per file), `:compile_concurrency` (files compiled at
+  once, default: the schedulers online; after a crash of the VM the unfinished files are
+  compiled again one at a time, so the culprit is named).
+  """
+  @spec compile([String.t()], keyword()) :: %{String.t() => result()}
+  def compile(paths, opts \\ [])
+  def compile([], _opts), do: %{}
+
+  def compile(paths, opts) do
+    timeout = Keyword.get(opts, :compile_timeout, @default_timeout)
+    dir = Path.join(System.tmp_dir!(), "cmdc_discovery_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+
+    try do
+      # A task owns the port, so no port message reaches the caller's mailbox.
+      concurrency = Keyword.get(opts, :compile_concurrency, System.schedulers_online())
+
+      fn -> run(Enum.with_index(paths), dir, timeout, max(concurrency, 1), %{}) end
+      |> Task.async()
+      |> Task.await(:infinity)
+    after
+      File.rm_rf(dir)
+    end
+  end
+
+  defp run([], _dir, _timeout, _concurrency, results), do: results
+
+  defp run(pending, dir, timeout, concurrency, results) do
+    job = Path.join(dir, "job.bin")
+    job_term = %{files: pending, timeout: timeout, out: dir, concurrency: concurrency}
+    Enum.each(pending, fn {_, i} -> File.rm(started_file(dir, i)) end)
+    File.write!(job, :erlang.term_to_binary(job_term))
+    {status, output} = spawn_vm(job, length(pending), timeout, concurrency)
+
+    {done, crashed, rest} =
+      Enum.reduce(pending, {%{}, [], []}, fn {path, i}, {done, crashed, rest} ->
+        cond do
+          File.exists?(result_file(dir, i)) ->
+            result = dir |> result_file(i) |> File.read!() |> :erlang.binary_to_term()
+            {Map.put(done, path, result), crashed, rest}
+
+          File.exists?(started_file(dir, i)) ->
+            {done, [path | crashed], rest}
+
+          true ->
+            {done, crashed, [{path, i} | rest]}
+        end
+      end)
+
+    progress? = done != %{} or crashed != []
+
+    # Several files were being compiled side by side when the VM stopped: compile them again
+    # one at a time, so that the one stopping it is known.
+    {crashed, rest, concurrency} =
+      if concurrency > 1 and length(crashed) > 1 do
+        again = for {path, i} <- pending, path in crashed, do: {path, i}
+        {[], again ++ rest, 1}
+      else
+        {crashed, rest, concurrency}
+      end
+
+    crash_results =
+      Map.new(crashed, fn path ->
+        {path,
+         {:error,
+          "the compiler VM stopped while compiling this file (#{status}); does its top-level " <>
+            "code call System.halt/0 or :init.stop/0?" <> output_tail(output)}}
+      end)
+
+    results = results |> Map.merge(done) |> Map.merge(crash_results)
+    rest = Enum.sort_by(rest, &elem(&1, 1))
+
+    cond do
+      rest == [] ->
+        results
+
+      not progress? ->
+        # The VM did not even start on a file: report every remaining file.
+        reason = "the compiler VM failed (#{status})" <> output_tail(output)
+        Enum.reduce(rest, results, fn {path, _}, acc -> Map.put(acc, path, {:error, reason}) end)
+
+      true ->
+        run(rest, dir, timeout, concurrency, results)
+    end
+  end
+
+  defp output_tail(""), do: ""
+
+  defp output_tail(output) do
+    text = output |> String.trim() |> String.slice(-2000, 2000)
+    if text == "", do: "", else: "; its output: " <> text
+  end
+
+  defp result_file(dir, i), do: Path.join(dir, "#{i}.result")
+  defp started_file(dir, i), do: Path.join(dir, "#{i}.started")
+
+  defp spawn_vm(job, count, timeout, concurrency) do
+    erl = erl_path()
+    sh = System.find_executable("sh") || "/bin/sh"
+    lib_root = List.to_string(:code.lib_dir())
+
+    # The host's code paths minus OTP's own (the new VM has those): Elixir, this library, the
+    # application and its dependencies.
+    paths =
+      :code.get_path()
+      |> Enum.map(&List.to_string/1)
+      |> Enum.reject(&(String.starts_with?(&1, lib_root) or &1 == "."))
+      |> Enum.filter(&File.dir?/1)
+
+    # `no_dot_erlang` skips ~/.erlang; a release may not ship that boot file.
+    boot =
+      if File.exists?(Path.join([:code.root_dir(), "bin", "no_dot_erlang.boot"])),
+        do: ["-boot", "no_dot_erlang"],
+        else: []
+
+    args =
+      ["-c", ~s(exec "$0" "$@" </dev/null), erl, "-noinput" | boot] ++
+        ["-pa" | paths] ++
+        ["-eval", "'Elixir.CMDC.Tool.Discovery.Compiler':main()", "-extra", job]
+
+    port =
+      Port.open({:spawn_executable, sh}, [
+        :binary,
+        :exit_status,
+        :stderr_to_stdout,
+        :hide,
+        args: args
+      ])
+
+    os_pid =
+      case Port.info(port, :os_pid) do
+        {:os_pid, pid} -> pid
+        _ -> nil
+      end
+
+    rounds = div(count + concurrency - 1, concurrency)
+    deadline = System.monotonic_time(:millisecond) + @startup_ms + rounds * (timeout + 2_000)
+    collect(port, os_pid, deadline, "")
+  end
+
+  # The `erl` of the running installation: `<root>/bin/erl`, or the one of the running ERTS
+  # (releases), or the first on PATH.
+  defp erl_path do
+    root = List.to_string(:code.root_dir())
+
+    [
+      Path.join([root, "bin", "erl"]),
+      Path.join([root, "erts-#{:erlang.system_info(:version)}", "bin", "erl"])
+    ]
+    |> Enum.find(&File.exists?/1)
+    |> Kernel.||(System.find_executable("erl"))
+    |> Kernel.||("erl")
+  end
+
+  defp collect(port, os_pid, deadline, output) do
+    left = max(deadline - System.monotonic_time(:millisecond), 0)
+
+    receive do
+      {^port, {:data, data}} ->
+        output = if byte_size(output) < @max_output, do: output <> data, else: output
+        collect(port, os_pid, deadline, output)
+
+      {^port, {:exit_status, 0}} ->
+        {"exit status 0", output}
+
+      {^port, {:exit_status, status}} ->
+        {"exit status #{status}", output}
+    after
+      left ->
+        if os_pid, do: System.cmd("kill", ["-KILL", to_string(os_pid)], stderr_to_stdout: true)
+        Port.close(port)
+        {"killed after the overall time limit", output}
+    end
+  end
+
+  # ---------------------------------------------------------------------------------------
+  # In the compiler VM.
+
+  @doc false
+  # The compiler VM's entry point: compiles each file of the job, writing `<i>.started` before
+  # and `<i>.result` after, then halts.
+  def main do
+    {:ok, _} = :application.ensure_all_started(:elixir)
+    [job_path] = Enum.map(:init.get_plain_arguments(), &List.to_string/1)
+    job = job_path |> File.read!() |> :erlang.binary_to_term()
+
+    job.files
+    |> Task.async_stream(
+      fn {path, i} ->
+        File.write!(started_file(job.out, i), "")
+        result = compile_file(path, job.timeout)
+        tmp = result_file(job.out, i) <> ".tmp"
+        File.write!(tmp, :erlang.term_to_binary(result))
+        File.rename!(tmp, result_file(job.out, i))
+      end,
+      max_concurrency: job.concurrency,
+      timeout: :infinity,
+      ordered: false
+    )
+    |> Stream.run()
+
+    System.halt(0)
+  end
+
+  @doc false
+  # Compiles one file in a separate process, with a null group leader and a time limit.
+  def compile_file(path, timeout) do
+    guarded(
+      fn ->
+        case File.read(path) do
+          {:ok, source} -> {:ok, Code.compile_string(source, path)}
+          {:error, reason} -> {:error, "cannot read the file: #{:file.format_error(reason)}"}
+        end
+      end,
+      timeout,
+      &describe_failure(&1, &2, &3, path)
+    )
+    |> case do
+      {:ok, {:ok, modules}} -> {:ok, modules}
+      {:ok, {:error, reason}} -> {:error, reason}
+      {:error, reason} -> {:error, reason}
+    end
+  end
+
+  @doc false
+  # Runs `fun` in a new process whose group leader swallows output and answers reads with end
+  # of file; kills it after `timeout` ms. `{:ok, value}` or `{:error, message}`.
+  def guarded(fun, timeout, describe \\ &describe_failure/3) do
+    io = spawn(fn -> null_io() end)
+    parent = self()
+    ref = make_ref()
+
+    {pid, mon} =
+      spawn_monitor(fn ->
+        Process.group_leader(self(), io)
+
+        result =
+          try do
+            {:ok, fun.()}
+          rescue
+            e -> {:error, describe.(:error, e, __STACKTRACE__)}
+          catch
+            kind, reason -> {:error, describe.(kind, reason, __STACKTRACE__)}
+          end
+
+        send(parent, {ref, result})
+      end)
+
+    receive do
+      {^ref, result} ->
+        Process.demonitor(mon, [:flush])
+        Process.exit(io, :kill)
+        result
+
+      {:DOWN, ^mon, :process, ^pid, reason} ->
+        Process.exit(io, :kill)
+        {:error, "the process exited: #{inspect(reason, limit: 10)}"}
+    after
+      timeout ->
+        Process.exit(pid, :kill)
+        Process.demonitor(mon, [:flush])
+        Process.exit(io, :kill)
+        {:error, "timed out after #{timeout} ms (an infinite loop or a wait at top level?)"}
+    end
+  end
+
+  defp describe_failure(kind, reason, stack) do
+    Exception.format_banner(kind, reason, stack) |> String.trim()
+  end
+
+  defp describe_failure(kind, reason, stack, path) do
+    banner = describe_failure(kind, reason, stack)
+
+    where =
+      Enum.find_value(stack, fn {_m, _f, _a, loc} ->
+        if loc[:file] && to_string(loc[:file]) == path, do: loc[:line]
+      end)
+
+    # Compile errors already name the file and line.
+    if where && !String.contains?(banner, path), do: "#{banner} (line #{where})", else: banner
+  end
+
+  # A minimal I/O server: output is dropped, input is at end of file.
+  defp null_io do
+    receive do
+      {:io_request, from, reply_as, request} ->
+        send(from, {:io_reply, reply_as, io_reply(request)})
+        null_io()
+
+      _ ->
+        null_io()
+    end
+  end
+
+  defp io_reply({:put_chars, _, _}), do: :ok
+  defp io_reply({:put_chars, _}), do: :ok
+  defp io_reply({:put_chars, _, _, _, _}), do: :ok
+  defp io_reply({:put_chars, _, _, _}), do: :ok
+  defp io_reply({:requests, _}), do: :ok
+  defp io_reply({:get_geometry, _}), do: {:error, :enotsup}
+  defp io_reply({:setopts, _}), do: :ok
+  defp io_reply(:getopts), do: {:ok, [binary: true, encoding: :unicode]}
+  defp io_reply(_get), do: :eof
+end

@@ -1,0 +1,233 @@
+//! NIF for discovery: runs `cmdc_tool_core::discovery::scan` on a dirty I/O scheduler (it reads
+//! the file system, so its time is unbounded) and converts the result to terms. Compiling the
+//! files found is the Elixir side's job.
+
+use std::path::{Path, PathBuf};
+
+use cmdc_tool_core::discovery::{
+    self, Config, Kind, Meta, Note, NoteKind, Scan, Source, ToolFile, Trust,
+};
+use rustler::{Encoder, Env, NifMap, Term};
+
+use crate::atoms;
+use crate::term::from_value;
+
+mod keys {
+    rustler::atoms! {
+        files, ignored, errors, project_trusted,
+        source, provider, root, path, real_path, kind, mtime, size, meta, meta_path, doc,
+        doc_path, cache_path, plugin, name, version, dir, description, disabled, settings, tools,
+        r#type = "type", reason, unchanged,
+        explicit, project, user, plugin_source = "plugin", elixir, script,
+        unsupported, hidden, duplicate, untrusted, metadata, no_manifest, plugin_disabled,
+        not_found, unreadable, bad_metadata, bad_manifest, bad_trust_list,
+    }
+}
+
+fn source_atom(source: Source) -> rustler::Atom {
+    match source {
+        Source::Explicit => keys::explicit(),
+        Source::Project => keys::project(),
+        Source::User => keys::user(),
+        Source::Plugin => keys::plugin_source(),
+    }
+}
+
+fn kind_atom(kind: Kind) -> rustler::Atom {
+    match kind {
+        Kind::Elixir => keys::elixir(),
+        Kind::Script => keys::script(),
+    }
+}
+
+fn note_atom(kind: NoteKind) -> rustler::Atom {
+    match kind {
+        NoteKind::Unsupported => keys::unsupported(),
+        NoteKind::Hidden => keys::hidden(),
+        NoteKind::Duplicate => keys::duplicate(),
+        NoteKind::Untrusted => keys::untrusted(),
+        NoteKind::Metadata => keys::metadata(),
+        NoteKind::NoManifest => keys::no_manifest(),
+        NoteKind::PluginDisabled => keys::plugin_disabled(),
+        NoteKind::NotFound => keys::not_found(),
+        NoteKind::Unreadable => keys::unreadable(),
+        NoteKind::BadMetadata => keys::bad_metadata(),
+        NoteKind::BadManifest => keys::bad_manifest(),
+        NoteKind::BadTrustList => keys::bad_trust_list(),
+    }
+}
+
+/// The options `CMDC.Tool.Discovery` passes (atom keys; `trust` is `true`, `false` or `nil`
+/// for "consult the trust list").
+#[derive(NifMap)]
+struct ScanOpts {
+    cwd: String,
+    home: String,
+    cmdc_home: Option<String>,
+    paths: Vec<String>,
+    explicit: bool,
+    project: bool,
+    user: bool,
+    plugins: bool,
+    trust: Option<bool>,
+    trusted: Vec<String>,
+}
+
+fn config(opts: ScanOpts) -> Config {
+    Config {
+        cwd: PathBuf::from(opts.cwd),
+        home: PathBuf::from(opts.home),
+        cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
+        paths: opts.paths,
+        explicit: opts.explicit,
+        project: opts.project,
+        user: opts.user,
+        plugins: opts.plugins,
+        trust: match opts.trust {
+            None => Trust::Auto,
+            Some(true) => Trust::Always,
+            Some(false) => Trust::Never,
+        },
+        trusted: opts.trusted,
+    }
+}
+
+fn map<'a>(env: Env<'a>, pairs: &[(rustler::Atom, Term<'a>)]) -> Term<'a> {
+    let mut keys = [atoms::nil().encode(env); 16];
+    let mut values = [atoms::nil().encode(env); 16];
+    let n = pairs.len().min(16);
+    for (i, (k, v)) in pairs.iter().take(n).enumerate() {
+        keys[i] = k.encode(env);
+        values[i] = *v;
+    }
+    Term::map_from_term_arrays(env, &keys[..n], &values[..n])
+        .unwrap_or_else(|_| rustler::types::map::map_new(env))
+}
+
+fn path_term<'a>(env: Env<'a>, path: &Path) -> Term<'a> {
+    path.to_string_lossy().as_ref().encode(env)
+}
+
+fn opt_path<'a>(env: Env<'a>, path: &Option<PathBuf>) -> Term<'a> {
+    match path {
+        Some(p) => path_term(env, p),
+        None => atoms::nil().encode(env),
+    }
+}
+
+fn opt_str<'a>(env: Env<'a>, s: &Option<String>) -> Term<'a> {
+    match s {
+        Some(s) => s.as_str().encode(env),
+        None => atoms::nil().encode(env),
+    }
+}
+
+fn meta_term<'a>(env: Env<'a>, meta: &Meta) -> Term<'a> {
+    let settings = from_value(env, &serde_json::Value::Object(meta.settings.clone()));
+    let tool_keys: Vec<Term<'a>> = meta.tools.keys().map(|k| k.as_str().encode(env)).collect();
+    let tool_values: Vec<Term<'a>> = meta.tools.values().map(|m| meta_term(env, m)).collect();
+    let tools = Term::map_from_term_arrays(env, &tool_keys, &tool_values)
+        .unwrap_or_else(|_| rustler::types::map::map_new(env));
+    map(
+        env,
+        &[
+            (keys::name(), opt_str(env, &meta.name)),
+            (keys::description(), opt_str(env, &meta.description)),
+            (keys::disabled(), meta.disabled.encode(env)),
+            (keys::settings(), settings),
+            (keys::tools(), tools),
+        ],
+    )
+}
+
+fn file_term<'a>(env: Env<'a>, f: &ToolFile) -> Term<'a> {
+    let meta = match &f.meta {
+        Some(m) => meta_term(env, m),
+        None => atoms::nil().encode(env),
+    };
+    let plugin = match &f.plugin {
+        Some(p) => map(
+            env,
+            &[
+                (keys::name(), p.name.as_str().encode(env)),
+                (keys::version(), p.version.as_str().encode(env)),
+                (keys::dir(), path_term(env, &p.dir)),
+            ],
+        ),
+        None => atoms::nil().encode(env),
+    };
+    map(
+        env,
+        &[
+            (keys::source(), source_atom(f.source).encode(env)),
+            (keys::provider(), f.provider.as_str().encode(env)),
+            (keys::root(), path_term(env, &f.root)),
+            (keys::path(), path_term(env, &f.path)),
+            (keys::real_path(), path_term(env, &f.real_path)),
+            (keys::kind(), kind_atom(f.kind).encode(env)),
+            (keys::mtime(), f.mtime_ns.encode(env)),
+            (keys::size(), f.size.encode(env)),
+            (keys::meta(), meta),
+            (keys::meta_path(), opt_path(env, &f.meta_path)),
+            (keys::doc(), opt_str(env, &f.doc)),
+            (keys::doc_path(), opt_path(env, &f.doc_path)),
+            (keys::cache_path(), opt_path(env, &f.cache_path)),
+            (keys::plugin(), plugin),
+        ],
+    )
+}
+
+fn note_term<'a>(env: Env<'a>, n: &Note) -> Term<'a> {
+    map(
+        env,
+        &[
+            (keys::r#type(), note_atom(n.kind).encode(env)),
+            (keys::source(), source_atom(n.source).encode(env)),
+            (keys::provider(), n.provider.as_str().encode(env)),
+            (keys::path(), path_term(env, &n.path)),
+            (keys::reason(), n.reason.as_str().encode(env)),
+        ],
+    )
+}
+
+fn scan_term<'a>(env: Env<'a>, scan: &Scan) -> Term<'a> {
+    let files: Vec<Term<'a>> = scan.files.iter().map(|f| file_term(env, f)).collect();
+    let ignored: Vec<Term<'a>> = scan.ignored.iter().map(|n| note_term(env, n)).collect();
+    let errors: Vec<Term<'a>> = scan.errors.iter().map(|n| note_term(env, n)).collect();
+    map(
+        env,
+        &[
+            (keys::files(), files.encode(env)),
+            (keys::ignored(), ignored.encode(env)),
+            (keys::errors(), errors.encode(env)),
+            (keys::project_trusted(), scan.project_trusted.encode(env)),
+        ],
+    )
+}
+
+/// Scans the tool folders the options name: `{:ok, %{files, ignored, errors,
+/// project_trusted}, digest}`, or `{:unchanged, digest}` when the scan's digest equals
+/// `previous` (an integer from an earlier call, or `nil`). Runs on a dirty I/O scheduler: it
+/// walks folders and reads files.
+#[rustler::nif(schedule = "DirtyIo")]
+fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Term<'a>) -> Term<'a> {
+    let previous = previous.decode::<u64>().ok();
+    match opts.decode::<ScanOpts>() {
+        Ok(opts) => {
+            let scan = discovery::scan(&config(opts));
+            let digest = discovery::digest(&scan);
+            if previous == Some(digest) {
+                (keys::unchanged(), digest).encode(env)
+            } else {
+                (atoms::ok(), scan_term(env, &scan), digest).encode(env)
+            }
+        }
+        Err(_) => (
+            atoms::error(),
+            "discovery_scan: expected a map with cwd, home (strings), cmdc_home (string or nil), \
+             paths, trusted (lists of strings), explicit, project, user, plugins (booleans) and \
+             trust (true, false or nil)",
+        )
+            .encode(env),
+    }
+}
