@@ -15,8 +15,10 @@ demo: setup
 	mix cmdc.tools list
 	@echo; echo "== mix cmdc.tools schema --format anthropic: what a model request carries =="
 	mix cmdc.tools schema --format anthropic
-	@echo; echo "== a valid call, streaming partial results =="
+	@echo; echo "== a valid call of an Elixir tool, streaming partial results =="
 	mix cmdc.tools call countdown '{"n": 3, "delay_ms": 200}'
+	@echo; echo "== a valid call of a Python script tool (examples/tools/text_tools.py) =="
+	mix cmdc.tools call count_slowly '{"n": 3, "delay_ms": 200}'
 	@echo; echo "== an invalid call: the error result the model gets =="
 	-mix cmdc.tools call read_file '{"path": 42, "limit": 0}'
 	@echo; echo "== the library API from Elixir: define, describe, validate =="

@@ -14,11 +14,55 @@ defmodule CMDC.Tool.CLI do
   @doc "Just the tool modules (what `mix cmdc.mcp` serves)."
   def tools(paths \\ [], opts \\ []), do: load(paths, opts).tools
 
-  # Built-in examples first; folder tools join once discovery is available.
-  defp discover(_paths, _opts) do
-    entries = Enum.map(@builtins, &%{module: &1, kind: :elixir, source: "built-in"})
-    %{tools: @builtins, entries: entries, errors: [], ignored: [], conflicts: [], untrusted: []}
+  # Built-in examples, then what discovery finds: examples/tools/ of this project, the paths
+  # given, the project's and the user's tool folders and plugins (scripts included).
+  defp discover(paths, opts) do
+    builtin = Enum.map(@builtins, &%{module: &1, kind: :elixir, source: "built-in"})
+
+    report =
+      CMDC.Tool.Discovery.discover(
+        paths: example_paths() ++ paths,
+        cwd: File.cwd!(),
+        reserved: @builtins,
+        trust_project: opts[:trust],
+        script_loader: &load_script/1
+      )
+
+    found =
+      Enum.map(report.tools, fn t ->
+        %{module: t.module, kind: kind(t), source: "#{t.provider}: #{relative(t.path)}"}
+      end)
+
+    {conflicts, errors} = Enum.split_with(report.errors, &(&1.type == :conflict))
+    {untrusted, ignored} = Enum.split_with(report.ignored, &(&1.type == :untrusted))
+
+    %{
+      tools: @builtins ++ Enum.map(report.tools, & &1.module),
+      entries: builtin ++ found,
+      errors: Enum.map(errors, &%{path: relative(&1.path), reason: &1.reason}),
+      conflicts: Enum.map(conflicts, &%{refused: relative(&1.path), reason: &1.reason}),
+      untrusted: Enum.map(untrusted, &%{path: relative(&1.path), reason: &1.reason}),
+      ignored: Enum.map(ignored, &%{path: relative(&1.path), reason: &1.reason})
+    }
   end
+
+  @examples Path.expand("../../../examples/tools", __DIR__)
+  defp example_paths, do: if(File.dir?(@examples), do: [@examples], else: [])
+
+  defp load_script(path) do
+    case CMDC.Tool.Script.load(path) do
+      {:ok, %{tools: modules}} -> {:ok, modules}
+      {:error, reason} -> {:error, reason}
+    end
+  end
+
+  defp kind(%{kind: :script, path: path}),
+    do: if(String.ends_with?(path, ".ps1"), do: :powershell, else: :python)
+
+  defp kind(_), do: :elixir
+
+  defp relative(nil), do: "?"
+  defp relative(path), do: Path.relative_to(to_string(path), File.cwd!())
 
   ## list
 
@@ -220,7 +264,7 @@ defmodule CMDC.Tool.CLI do
     ticker =
       spawn(fn ->
         receive do
-          :done -> :ok
+          {:done, from} -> send(from, :progress_done)
         after
           1_000 ->
             IO.write(:stderr, "#{label}…")
@@ -231,13 +275,21 @@ defmodule CMDC.Tool.CLI do
     try do
       fun.()
     after
-      send(ticker, :done)
+      send(ticker, {:done, self()})
+
+      receive do
+        :progress_done -> :ok
+      after
+        1_000 -> :ok
+      end
     end
   end
 
   defp tick(parent) do
     receive do
-      :done -> IO.write(:stderr, " done\n")
+      {:done, from} ->
+        IO.write(:stderr, " done\n")
+        send(from, :progress_done)
     after
       1_000 ->
         if Process.alive?(parent), do: IO.write(:stderr, ".") && tick(parent), else: :ok

@@ -84,7 +84,9 @@ defmodule CMDC.Tool.MCPTest do
     calls =
       CMDC.Tool.JSON.encode!([
         ["read_file", %{"path" => "mix.exs", "limit" => 1}],
-        ["countdown", %{"n" => 3, "delay_ms" => 10}]
+        ["countdown", %{"n" => 3, "delay_ms" => 10}],
+        ["word_count", %{"text" => "one two three"}],
+        ["count_slowly", %{"n" => 2, "delay_ms" => 10}]
       ])
 
     input = Path.join(System.tmp_dir!(), "mcp_calls_#{System.unique_integer([:positive])}.json")
@@ -99,12 +101,21 @@ defmodule CMDC.Tool.MCPTest do
     assert status == 0, out
     report = out |> String.split("\n", trim: true) |> List.last() |> CMDC.Tool.JSON.decode!()
     assert report["protocol_version"] == "2025-11-25"
-    assert "echo" in report["tools"] and "read_file" in report["tools"]
+
+    assert Enum.all?(
+             ~w(echo read_file countdown file_stats word_count slugify count_slowly),
+             &(&1 in report["tools"])
+           )
+
     assert report["echo"] == %{"is_error" => false, "text" => "héllo"}
     assert report["bad_args"]["is_error"] == true
     assert report["bad_args"]["text"] =~ "at /text: 5 is not of type"
     assert report["unknown"] =~ "Unknown tool: no_such_tool"
-    assert [read, countdown] = report["calls"]
+    assert [read, countdown, words, slowly] = report["calls"]
+    # Python script tools are served like Elixir ones, progress included.
+    assert %{"is_error" => false, "text" => "3"} = words
+    assert slowly["progress"] == ["1/2", "2/2"]
+    assert slowly["text"] == "counted to 2"
     assert %{"name" => "read_file", "is_error" => false, "text" => text} = read
     assert text =~ "defmodule Mix.Tasks.Compile.CmdcNative"
     # Partial results arrive as notifications/progress, in order, before the result.
