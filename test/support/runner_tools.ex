@@ -146,3 +146,21 @@ defmodule CMDC.Tool.TestTools.Report do
     {:ok, "done on #{node()}"}
   end
 end
+
+defmodule CMDC.Tool.TestTools.Shell do
+  @moduledoc false
+  # Starts a real OS process (a sleep in its own process group) and waits for it.
+  use CMDC.Tool.TestTool, name: "shell"
+
+  def execute(%{"to" => to}, _ctx) do
+    {:ok, exec} = CMDC.Tool.Exec.start("sh", ["-c", "sleep 60 & sleep 60; wait"])
+
+    receive do
+      {:cmdc_exec, id, {:started, os_pid}} when id == exec.id ->
+        send(:erlang.list_to_pid(String.to_charlist(to)), {:os_started, os_pid})
+    end
+
+    {:ok, result} = CMDC.Tool.Exec.await(exec)
+    {:ok, inspect(result.status)}
+  end
+end

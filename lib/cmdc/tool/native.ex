@@ -38,6 +38,11 @@ defmodule CMDC.Tool.Native do
   # discovery.rs
   def discovery_scan(_opts, _previous_digest), do: err()
 
+  # exec.rs
+  def exec_start(_opts, _stdin), do: err()
+  def exec_start_dirty(_opts, _stdin), do: err()
+  def exec_cancel(_handle), do: err()
+
   # json.rs
   def json_decode(_text), do: err()
   def json_decode_dirty(_text), do: err()

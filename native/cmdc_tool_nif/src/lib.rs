@@ -4,6 +4,7 @@
 pub mod atoms;
 pub mod beam;
 pub mod discovery;
+pub mod exec;
 pub mod json;
 pub mod registry;
 pub mod schema;

@@ -138,6 +138,20 @@ defmodule CMDC.Tool.RunnerTest do
     refute_alive(child)
   end
 
+  test "cancel kills the OS processes the tool started through Exec (whole process group)" do
+    me = :erlang.pid_to_list(self()) |> to_string()
+    handle = Runner.async([CMDC.Tool.TestTools.Shell], call("shell", %{"to" => me}), ctx())
+    assert_receive {:os_started, os_pid}, 5_000
+    {children, 0} = System.cmd("pgrep", ["-g", Integer.to_string(os_pid)])
+    group = String.split(children)
+    assert length(group) >= 2
+    Runner.cancel(handle)
+    assert %{reason: :cancelled} = Runner.await(handle)
+
+    for pid <- group,
+        do: assert(CMDC.Test.OsProc.wait_dead(String.to_integer(pid)), "#{pid} survived")
+  end
+
   test "the caller dying stops the tool" do
     me = self()
 

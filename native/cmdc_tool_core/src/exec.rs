@@ -1,0 +1,579 @@
+//! Running external programs for tools: no shell, a process group per run, time-outs and
+//! cancellation that kill the whole group (SIGTERM, then SIGKILL after a grace period), capped
+//! output, stdout streamed line by line, and the child always reaped.
+//!
+//! Everything here is plain Rust on tokio; the NIF crate (`cmdc_tool_nif::exec`) owns the
+//! runtime, turns [`Spec`] from terms and sends the events and the [`Outcome`] as messages.
+
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+/// What to run and under which limits.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The program: a name looked up on `PATH`, or a path. Never interpreted by a shell.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Working directory (checked before starting: a missing one is a clear error).
+    pub cwd: Option<PathBuf>,
+    /// Variables to set (`Some`) or remove (`None`), applied after `clear_env`.
+    pub env: Vec<(String, Option<String>)>,
+    /// Start from an empty environment.
+    pub clear_env: bool,
+    /// Bytes written to the program's stdin, which is then closed; `None` gives `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    /// Kill the group after this long.
+    pub timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+    /// Bytes kept of stdout and of stderr each; the rest is read and dropped, so the program
+    /// never blocks on a full pipe.
+    pub max_output: usize,
+    /// Report stdout line by line through the `on_line` callback of [`run`].
+    pub stream_lines: bool,
+    /// Longer lines are reported in pieces of this many bytes.
+    pub max_line: usize,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            program: String::new(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            clear_env: false,
+            stdin: None,
+            timeout: None,
+            kill_grace: Duration::from_secs(2),
+            max_output: 1 << 20,
+            stream_lines: false,
+            max_line: 16 * 1024,
+        }
+    }
+}
+
+/// Why the program stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited (or was killed by a signal it did not get from us).
+    Exited,
+    /// The time-out fired and the group was killed.
+    TimedOut,
+    /// The caller cancelled (or went away) and the group was killed.
+    Cancelled,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub os_pid: u32,
+    pub ending: Ending,
+    /// Exit code, when the program exited normally.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Bytes read but not kept because of `max_output`.
+    pub stdout_dropped: u64,
+    pub stderr_dropped: u64,
+    pub duration: Duration,
+}
+
+/// Keeps the first `cap` bytes written to it and counts the rest.
+#[derive(Debug, Default)]
+pub struct CappedBuffer {
+    pub data: Vec<u8>,
+    pub dropped: u64,
+    cap: usize,
+}
+
+impl CappedBuffer {
+    pub fn new(cap: usize) -> Self {
+        CappedBuffer {
+            data: Vec::new(),
+            dropped: 0,
+            cap,
+        }
+    }
+
+    /// Appends what fits; returns the part that was kept.
+    pub fn push<'a>(&mut self, chunk: &'a [u8]) -> &'a [u8] {
+        let room = self.cap.saturating_sub(self.data.len());
+        let kept = &chunk[..chunk.len().min(room)];
+        self.data.extend_from_slice(kept);
+        self.dropped += (chunk.len() - kept.len()) as u64;
+        kept
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.data.len() >= self.cap
+    }
+}
+
+/// Splits a byte stream into lines (without the `\n`, and without a `\r` before it); lines
+/// longer than `max` come out in pieces of `max` bytes.
+#[derive(Debug)]
+pub struct LineSplitter {
+    pending: Vec<u8>,
+    max: usize,
+}
+
+impl LineSplitter {
+    pub fn new(max: usize) -> Self {
+        LineSplitter {
+            pending: Vec::new(),
+            max: max.max(1),
+        }
+    }
+
+    /// Feeds a chunk and returns the complete lines it finished.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Vec<u8>> {
+        let mut lines = Vec::new();
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            self.pending.extend_from_slice(&rest[..i]);
+            self.split_long(&mut lines);
+            let mut line = std::mem::take(&mut self.pending);
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            lines.push(line);
+            rest = &rest[i + 1..];
+        }
+        self.pending.extend_from_slice(rest);
+        self.split_long(&mut lines);
+        lines
+    }
+
+    fn split_long(&mut self, lines: &mut Vec<Vec<u8>>) {
+        while self.pending.len() > self.max {
+            let tail = self.pending.split_off(self.max);
+            lines.push(std::mem::replace(&mut self.pending, tail));
+        }
+    }
+
+    /// The unterminated last line, if any.
+    pub fn finish(&mut self) -> Option<Vec<u8>> {
+        if self.pending.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.pending))
+        }
+    }
+}
+
+/// Why a program could not be started, as a message a person or a model can act on.
+pub fn spawn_error(spec: &Spec, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => {
+            if spec.program.contains('/') {
+                format!("executable not found: {}", spec.program)
+            } else {
+                format!("executable not found: {} (not on PATH)", spec.program)
+            }
+        }
+        io::ErrorKind::PermissionDenied => {
+            format!("permission denied: {} is not executable", spec.program)
+        }
+        _ => format!("cannot start {}: {}", spec.program, e),
+    }
+}
+
+/// Checks what can be checked before starting: a program name and an existing working directory.
+pub fn check(spec: &Spec) -> Result<(), String> {
+    if spec.program.is_empty() {
+        return Err("no program given".to_string());
+    }
+    if spec.program.as_bytes().contains(&0) || spec.args.iter().any(|a| a.as_bytes().contains(&0)) {
+        return Err("the program or an argument contains a NUL byte".to_string());
+    }
+    if let Some(dir) = &spec.cwd {
+        if !dir.is_dir() {
+            return Err(format!(
+                "working directory does not exist: {}",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sends `signal` to the whole process group `pgid`; a group that is already gone is fine.
+pub fn kill_group(pgid: u32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(pgid as libc::pid_t, signal);
+        }
+    }
+}
+
+fn build_command(spec: &Spec) -> Command {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args);
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    if spec.clear_env {
+        cmd.env_clear();
+    }
+    for (key, value) in &spec.env {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.stdin(if spec.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    cmd.stdout(Stdio::piped());
+    cmd.stderr(Stdio::piped());
+    // A new process group led by the child: killpg reaches everything it starts.
+    cmd.process_group(0);
+    // Should this future be dropped, the child is still killed and tokio reaps it.
+    cmd.kill_on_drop(true);
+    cmd
+}
+
+async fn read_all<R, F>(
+    reader: Option<R>,
+    cap: usize,
+    mut lines: Option<(LineSplitter, F)>,
+) -> CappedBuffer
+where
+    R: AsyncRead + Unpin,
+    F: FnMut(&[u8]),
+{
+    let mut buf = CappedBuffer::new(cap);
+    let Some(mut reader) = reader else { return buf };
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let full_before = buf.is_full();
+                let kept = buf.push(&chunk[..n]);
+                if let Some((splitter, on_line)) = lines.as_mut() {
+                    if !full_before {
+                        for line in splitter.push(kept) {
+                            on_line(&line);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some((mut splitter, mut on_line)) = lines {
+        if let Some(last) = splitter.finish() {
+            on_line(&last);
+        }
+    }
+    buf
+}
+
+fn status_parts(status: &ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (status.code(), status.signal())
+}
+
+/// How long to keep reading the pipes after the program and its group are gone (a process that
+/// left the group could hold them open forever).
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// Runs a program to its end, a time-out, or `cancel` completing, whichever comes first.
+///
+/// `on_start` gets the OS pid (which is also the process group id) once the program runs;
+/// `on_line` gets each stdout line when `spec.stream_lines` is set (only lines within
+/// `max_output`). Returns `Err(message)` when the program could not be started.
+pub async fn run<C, S, L>(spec: Spec, cancel: C, on_start: S, on_line: L) -> Result<Outcome, String>
+where
+    C: Future<Output = ()>,
+    S: FnOnce(u32),
+    L: FnMut(&[u8]),
+{
+    check(&spec)?;
+    let started = Instant::now();
+    let mut child = build_command(&spec)
+        .spawn()
+        .map_err(|e| spawn_error(&spec, &e))?;
+    let pid = child.id().unwrap_or(0);
+    on_start(pid);
+
+    let stdin = child.stdin.take();
+    let stdin_data = spec.stdin.clone();
+    let feed = async move {
+        if let (Some(mut pipe), Some(data)) = (stdin, stdin_data) {
+            // A program that exits without reading gives EPIPE: not an error of the run.
+            let _ = pipe.write_all(&data).await;
+            let _ = pipe.shutdown().await;
+        }
+    };
+    let splitter = if spec.stream_lines {
+        Some((LineSplitter::new(spec.max_line), on_line))
+    } else {
+        None
+    };
+    let out = read_all(child.stdout.take(), spec.max_output, splitter);
+    let err = read_all::<_, fn(&[u8])>(child.stderr.take(), spec.max_output, None);
+    let io = async move { tokio::join!(feed, out, err) };
+    tokio::pin!(io);
+    tokio::pin!(cancel);
+
+    let deadline = spec.timeout.map(|t| tokio::time::Instant::now() + t);
+    let timer = async move {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(timer);
+
+    let mut io_done = None;
+    let mut ending = Ending::Exited;
+    let mut status = None;
+    {
+        let wait = child.wait();
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                r = &mut io, if io_done.is_none() => io_done = Some(r),
+                st = &mut wait => { status = st.ok(); break; }
+                _ = &mut timer => { ending = Ending::TimedOut; break; }
+                _ = &mut cancel => { ending = Ending::Cancelled; break; }
+            }
+        }
+        if ending != Ending::Exited {
+            // Not reaped yet, so the group id cannot have been reused.
+            kill_group(pid, libc::SIGTERM);
+            let grace = tokio::time::sleep(spec.kill_grace);
+            tokio::pin!(grace);
+            loop {
+                tokio::select! {
+                    r = &mut io, if io_done.is_none() => io_done = Some(r),
+                    st = &mut wait => { status = st.ok(); break; }
+                    _ = &mut grace => {
+                        kill_group(pid, libc::SIGKILL);
+                        status = wait.await.ok();
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    // Whatever the program left behind in its group goes too (a background job holding the pipes
+    // would otherwise keep this run open).
+    kill_group(pid, libc::SIGKILL);
+    let (_, out, err) = match io_done {
+        Some(r) => r,
+        None => match tokio::time::timeout(DRAIN, &mut io).await {
+            Ok(r) => r,
+            Err(_) => ((), CappedBuffer::new(0), CappedBuffer::new(0)),
+        },
+    };
+    let (code, signal) = status.as_ref().map(status_parts).unwrap_or((None, None));
+    Ok(Outcome {
+        os_pid: pid,
+        ending,
+        code,
+        signal,
+        stdout: out.data,
+        stderr: err.data,
+        stdout_dropped: out.dropped,
+        stderr_dropped: err.dropped,
+        duration: started.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(program: &str, args: &[&str]) -> Spec {
+        Spec {
+            program: program.to_string(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            kill_grace: Duration::from_millis(200),
+            ..Spec::default()
+        }
+    }
+
+    fn never() -> std::future::Pending<()> {
+        std::future::pending()
+    }
+
+    async fn run_simple(s: Spec) -> Result<Outcome, String> {
+        run(s, never(), |_| {}, |_: &[u8]| {}).await
+    }
+
+    /// Whether `pid` still runs, given up to 2 s to finish dying (a signal is delivered
+    /// asynchronously). A zombie is dead for our purposes (its parent may not be us).
+    fn alive(pid: u32) -> bool {
+        for _ in 0..200 {
+            if !running(pid) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    fn running(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                !state.starts_with('Z')
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn capped_buffer_keeps_the_head() {
+        let mut b = CappedBuffer::new(5);
+        assert_eq!(b.push(b"abc"), b"abc");
+        assert_eq!(b.push(b"defg"), b"de");
+        assert_eq!(b.push(b"h"), b"");
+        assert_eq!(b.data, b"abcde");
+        assert_eq!(b.dropped, 3);
+        assert!(b.is_full());
+    }
+
+    #[test]
+    fn line_splitter_handles_partial_crlf_and_long_lines() {
+        let mut s = LineSplitter::new(4);
+        assert!(s.push(b"ab").is_empty());
+        assert_eq!(s.push(b"c\r\nde\nf"), vec![b"abc".to_vec(), b"de".to_vec()]);
+        assert_eq!(s.push(b"ghijkl"), vec![b"fghi".to_vec()]);
+        assert_eq!(s.push(b"\n"), vec![b"jkl".to_vec()]);
+        assert_eq!(s.finish(), None);
+        s.push(b"tail");
+        assert_eq!(s.finish(), Some(b"tail".to_vec()));
+    }
+
+    #[test]
+    fn check_refuses_bad_specs() {
+        assert!(check(&spec("", &[])).is_err());
+        let mut s = spec("ls", &[]);
+        s.cwd = Some(PathBuf::from("/no/such/dir/anywhere"));
+        assert_eq!(
+            check(&s).unwrap_err(),
+            "working directory does not exist: /no/such/dir/anywhere"
+        );
+        assert!(check(&spec("ls", &["a\0b"])).is_err());
+    }
+
+    #[tokio::test]
+    async fn captures_output_and_exit_code() {
+        let o = run_simple(spec("sh", &["-c", "echo out; echo err >&2; exit 3"]))
+            .await
+            .unwrap();
+        assert_eq!(o.ending, Ending::Exited);
+        assert_eq!(o.code, Some(3));
+        assert_eq!(o.stdout, b"out\n");
+        assert_eq!(o.stderr, b"err\n");
+    }
+
+    #[tokio::test]
+    async fn missing_executable_is_an_error() {
+        let e = run_simple(spec("no-such-program-cmdc", &[]))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "executable not found: no-such-program-cmdc (not on PATH)"
+        );
+        let e = run_simple(spec("/nope/prog", &[])).await.unwrap_err();
+        assert_eq!(e, "executable not found: /nope/prog");
+    }
+
+    #[tokio::test]
+    async fn stdin_cwd_and_env() {
+        let mut s = spec("sh", &["-c", "cat; pwd; echo $CMDC_X; echo ${HOME:-none}"]);
+        s.stdin = Some(b"hello\n".to_vec());
+        s.cwd = Some(PathBuf::from("/"));
+        s.env = vec![("CMDC_X".into(), Some("42".into())), ("HOME".into(), None)];
+        let o = run_simple(s).await.unwrap();
+        assert_eq!(String::from_utf8(o.stdout).unwrap(), "hello\n/\n42\nnone\n");
+    }
+
+    #[tokio::test]
+    async fn streams_lines_in_order() {
+        let mut s = spec("sh", &["-c", "printf 'a\\nb\\nc'"]);
+        s.stream_lines = true;
+        let mut lines = Vec::new();
+        let o = run(s, never(), |_| {}, |l: &[u8]| lines.push(l.to_vec()))
+            .await
+            .unwrap();
+        assert_eq!(lines, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(o.code, Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_flood_is_capped_and_drained() {
+        let mut s = spec("sh", &["-c", "head -c 5000000 /dev/zero; echo done >&2"]);
+        s.max_output = 1000;
+        let o = run_simple(s).await.unwrap();
+        assert_eq!(o.code, Some(0));
+        assert_eq!(o.stdout.len(), 1000);
+        assert_eq!(o.stdout_dropped, 5_000_000 - 1000);
+        assert_eq!(o.stderr, b"done\n");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let mut s = spec("sh", &["-c", "sleep 30 & echo $!; wait"]);
+        s.timeout = Some(Duration::from_millis(300));
+        let o = run_simple(s).await.unwrap();
+        assert_eq!(o.ending, Ending::TimedOut);
+        assert_eq!(o.signal, Some(libc::SIGTERM));
+        let child: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+        assert!(!alive(o.os_pid));
+        assert!(!alive(child));
+        assert!(o.duration < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn sigterm_ignored_means_sigkill_after_grace() {
+        let mut s = spec("sh", &["-c", "trap '' TERM; echo ready; sleep 30"]);
+        s.timeout = Some(Duration::from_millis(200));
+        let o = run_simple(s).await.unwrap();
+        assert_eq!(o.ending, Ending::TimedOut);
+        assert_eq!(o.signal, Some(libc::SIGKILL));
+        assert!(!alive(o.os_pid));
+    }
+
+    #[tokio::test]
+    async fn cancel_kills() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let s = spec("sleep", &["30"]);
+        let cancel = async move {
+            let _ = rx.await;
+        };
+        let task = tokio::spawn(async move { run(s, cancel, |_| {}, |_: &[u8]| {}).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tx.send(()).unwrap();
+        let o = task.await.unwrap().unwrap();
+        assert_eq!(o.ending, Ending::Cancelled);
+        assert!(!alive(o.os_pid));
+    }
+
+    #[tokio::test]
+    async fn background_jobs_do_not_hold_the_run_open() {
+        let s = spec("sh", &["-c", "sleep 30 & echo $!"]);
+        let o = run_simple(s).await.unwrap();
+        assert_eq!(o.ending, Ending::Exited);
+        let child: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+        assert!(!alive(child));
+        assert!(o.duration < Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,245 @@
+//! NIFs for `CMDC.Tool.Exec`: start a program on the NIF's tokio runtime and report to the
+//! caller with messages, never blocking a scheduler. The logic lives in `cmdc_tool_core::exec`.
+//!
+//! Messages sent to the process that called `exec_start` (`id` is the integer it returned):
+//!   * `{:cmdc_exec, id, {:started, os_pid}}`
+//!   * `{:cmdc_exec, id, {:line, binary}}` (stdout lines, when streaming)
+//!   * `{:cmdc_exec, id, {:exit, %{...}}}` or `{:cmdc_exec, id, {:error, message}}`, always last.
+//!
+//! The handle is a resource: `exec_cancel` kills the process group; so do the owner's death
+//! (a resource monitor) and the handle being garbage collected (its `Drop`).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cmdc_tool_core::exec::{self, Ending, Outcome, Spec};
+use once_cell::sync::Lazy;
+use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, ResourceArc, Term};
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+
+mod atoms {
+    rustler::atoms! {
+        ok,
+        error,
+        cmdc_exec,
+        started,
+        line,
+        exit,
+        exited,
+        timeout,
+        cancelled,
+        status,
+        code,
+        signal,
+        stdout,
+        stderr,
+        stdout_dropped,
+        stderr_dropped,
+        duration_us,
+        os_pid,
+    }
+}
+
+/// The NIF's runtime: two small worker threads; process I/O is asynchronous, so they rarely work.
+///
+/// The BEAM ignores SIGCHLD (its ports are started by `erl_child_setup`), and an ignored SIGCHLD
+/// makes the kernel reap children itself, so a child's exit status would be lost (and children
+/// would inherit the ignored disposition). tokio's SIGCHLD handler is therefore installed here,
+/// before the first program starts, rather than lazily during the first spawn.
+static RUNTIME: Lazy<Result<Runtime, String>> = Lazy::new(|| {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("cmdc-tool-exec")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the exec runtime: {e}"))?;
+    runtime
+        .block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).map(drop)
+        })
+        .map_err(|e| format!("cannot install the SIGCHLD handler: {e}"))?;
+    Ok(runtime)
+});
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A running program. Dropping the last reference (garbage collection) cancels it.
+pub struct ExecHandle {
+    id: u64,
+    cancel: watch::Sender<bool>,
+}
+
+#[rustler::resource_impl]
+impl rustler::Resource for ExecHandle {
+    const IMPLEMENTS_DOWN: bool = true;
+
+    fn down<'a>(&'a self, _env: Env<'a>, _pid: LocalPid, _monitor: Monitor) {
+        // The owner died: the program and everything it started go with it.
+        let _ = self.cancel.send(true);
+    }
+}
+
+#[derive(NifMap)]
+struct ExecOpts {
+    program: String,
+    args: Vec<String>,
+    cwd: Option<String>,
+    env: Vec<(String, Option<String>)>,
+    clear_env: bool,
+    timeout_ms: Option<u64>,
+    kill_grace_ms: u64,
+    max_output: u64,
+    stream_lines: bool,
+    max_line: u64,
+}
+
+fn to_spec(opts: ExecOpts, stdin: Option<Binary>) -> Spec {
+    Spec {
+        program: opts.program,
+        args: opts.args,
+        cwd: opts.cwd.map(PathBuf::from),
+        env: opts.env,
+        clear_env: opts.clear_env,
+        stdin: stdin.map(|b| b.as_slice().to_vec()),
+        timeout: opts.timeout_ms.map(Duration::from_millis),
+        kill_grace: Duration::from_millis(opts.kill_grace_ms),
+        max_output: usize::try_from(opts.max_output).unwrap_or(usize::MAX),
+        stream_lines: opts.stream_lines,
+        max_line: usize::try_from(opts.max_line).unwrap_or(usize::MAX).max(1),
+    }
+}
+
+fn bytes<'a>(env: Env<'a>, data: &[u8]) -> Term<'a> {
+    let mut bin = rustler::NewBinary::new(env, data.len());
+    bin.as_mut_slice().copy_from_slice(data);
+    Binary::from(bin).to_term(env)
+}
+
+fn outcome_term<'a>(env: Env<'a>, o: &Outcome) -> Term<'a> {
+    let status: Atom = match o.ending {
+        Ending::Exited => atoms::exited(),
+        Ending::TimedOut => atoms::timeout(),
+        Ending::Cancelled => atoms::cancelled(),
+    };
+    let keys = [
+        atoms::status().encode(env),
+        atoms::code().encode(env),
+        atoms::signal().encode(env),
+        atoms::stdout().encode(env),
+        atoms::stderr().encode(env),
+        atoms::stdout_dropped().encode(env),
+        atoms::stderr_dropped().encode(env),
+        atoms::duration_us().encode(env),
+        atoms::os_pid().encode(env),
+    ];
+    let values = [
+        status.encode(env),
+        o.code.encode(env),
+        o.signal.encode(env),
+        bytes(env, &o.stdout),
+        bytes(env, &o.stderr),
+        o.stdout_dropped.encode(env),
+        o.stderr_dropped.encode(env),
+        (o.duration.as_micros() as u64).encode(env),
+        o.os_pid.encode(env),
+    ];
+    Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+}
+
+/// Sends `{:cmdc_exec, id, payload}`; a dead recipient is not an error.
+fn send<F>(msg_env: &mut OwnedEnv, pid: &LocalPid, id: u64, payload: F)
+where
+    F: for<'a> FnOnce(Env<'a>) -> Term<'a>,
+{
+    let _ = msg_env.send_and_clear(pid, |env| {
+        (atoms::cmdc_exec(), id, payload(env)).encode(env)
+    });
+}
+
+async fn drive(spec: Spec, pid: LocalPid, id: u64, mut cancel: watch::Receiver<bool>) {
+    let mut msg_env = OwnedEnv::new();
+    let cancelled = async move {
+        // Cancelled explicitly, or the handle was dropped (sender gone).
+        while !*cancel.borrow_and_update() {
+            if cancel.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    let mut line_env = OwnedEnv::new();
+    let result = exec::run(
+        spec,
+        cancelled,
+        |os_pid| {
+            send(&mut msg_env, &pid, id, |env| {
+                (atoms::started(), os_pid).encode(env)
+            })
+        },
+        |line: &[u8]| {
+            send(&mut line_env, &pid, id, |env| {
+                (atoms::line(), bytes(env, line)).encode(env)
+            })
+        },
+    )
+    .await;
+    let mut msg_env = OwnedEnv::new();
+    match result {
+        Ok(outcome) => send(&mut msg_env, &pid, id, |env| {
+            (atoms::exit(), outcome_term(env, &outcome)).encode(env)
+        }),
+        Err(message) => send(&mut msg_env, &pid, id, |env| {
+            (atoms::error(), message.as_str()).encode(env)
+        }),
+    }
+}
+
+/// Starts a program; answers `{:ok, handle, id}` at once (or `{:error, message}` when the
+/// runtime cannot start). Everything else arrives as messages. The Elixir side calls
+/// `exec_start_dirty` instead when stdin is large (copying it is the only unbounded work here).
+#[rustler::nif]
+fn exec_start<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
+    start(env, opts, stdin)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn exec_start_dirty<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
+    start(env, opts, stdin)
+}
+
+fn start<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
+    let runtime = match RUNTIME.as_ref() {
+        Ok(rt) => rt,
+        Err(message) => return (atoms::error(), message.as_str()).encode(env),
+    };
+    let spec = to_spec(opts, stdin);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = watch::channel(false);
+    let handle = ResourceArc::new(ExecHandle { id, cancel: tx });
+    let owner = env.pid();
+    if env.monitor(&handle, &owner).is_none() {
+        // The owner is already gone.
+        let _ = handle.cancel.send(true);
+    }
+    let task = runtime.spawn(drive(spec, owner, id, rx));
+    // A panic inside the run must still end in a final message.
+    runtime.spawn(async move {
+        if let Err(e) = task.await {
+            let mut msg_env = OwnedEnv::new();
+            let message = format!("exec failed internally: {e}");
+            send(&mut msg_env, &owner, id, |env| {
+                (atoms::error(), message.as_str()).encode(env)
+            });
+        }
+    });
+    (atoms::ok(), handle.clone(), handle.id).encode(env)
+}
+
+/// Kills the program's process group (SIGTERM, then SIGKILL after the grace period). The final
+/// `{:exit, %{status: :cancelled}}` message follows, unless the program had already ended.
+#[rustler::nif]
+fn exec_cancel(handle: ResourceArc<ExecHandle>) -> Atom {
+    let _ = handle.cancel.send(true);
+    atoms::ok()
+}
