@@ -286,12 +286,13 @@ defmodule CMDC.Tool do
   (given the tool module or its schema) which parameters the tool accepts.
 
       iex> {:error, errors} = CMDC.Tool.validate(CMDC.Tool.Examples.ReadFile, %{"limit" => 0})
-      iex> IO.puts(CMDC.Tool.format_errors(errors, CMDC.Tool.Examples.ReadFile))
-      Invalid arguments:
-      - at /limit: 0 is less than the minimum of 1 (minimum)
-      - at the root: "path" is a required property (required)
-      Accepted parameters: limit (integer), path (string, required).
-      :ok
+      iex> CMDC.Tool.format_errors(errors, CMDC.Tool.Examples.ReadFile) |> String.split("\\n")
+      [
+        "Invalid arguments:",
+        "- at /limit: 0 is less than the minimum of 1 (minimum)",
+        ~s{- at the root: "path" is a required property (required)},
+        "Accepted parameters: limit (integer), path (string, required)."
+      ]
   """
   @spec format_errors([Schema.error()], module() | map() | nil) :: String.t()
   def format_errors(errors, tool_or_schema \\ nil) when is_list(errors) do

@@ -350,11 +350,15 @@ defmodule CMDC.Tool.Registry do
     e -> invalid(module, "#{inspect(module)}.#{fun}/0 raised: #{Exception.message(e)}")
   end
 
+  # Compiled here rather than through Schema.for_module/1: the registry holds its validators
+  # itself, and thousands of tools should not add thousands of :persistent_term keys.
   defp schema(module) do
-    case Schema.for_module(module) do
+    case Schema.compile(module.parameters()) do
       {:ok, schema} -> {:ok, schema}
-      {:error, message} -> invalid(module, message)
+      {:error, message} -> invalid(module, "#{inspect(module)}.parameters/0: #{message}")
     end
+  rescue
+    e -> invalid(module, "#{inspect(module)}.parameters/0 raised: #{Exception.message(e)}")
   end
 
   defp invalid(module, message), do: {:error, {:invalid_tool, module, message}}

@@ -302,20 +302,8 @@ defmodule CMDC.Tool.ProvidersTest do
   defp seed(n), do: :rand.seed(:exsss, {n, n * 7, n * 13})
 
   defp check_round_trip(name, schema, format, runs) do
-    defmodule_name = Module.concat(__MODULE__, "RT#{System.unique_integer([:positive])}")
-
-    Module.create(
-      defmodule_name,
-      quote do
-        def name, do: unquote(name)
-        def description, do: "round trip"
-        def parameters, do: unquote(Macro.escape(schema))
-        def execute(_, _), do: {:ok, ""}
-      end,
-      Macro.Env.location(__ENV__)
-    )
-
-    {[tool], _warnings} = Providers.convert([defmodule_name], %{}, format: format, strict: true)
+    module = CMDC.Tool.Test.Factory.tool(name, "round trip", schema)
+    {[tool], _warnings} = Providers.convert([module], %{}, format: format, strict: true)
 
     strict =
       if format == :anthropic, do: tool["input_schema"], else: tool["function"]["parameters"]
