@@ -45,11 +45,15 @@ defmodule Bench do
     us * 1000 / iterations
   end
 
-  def fmt_ns(ns) when ns >= 1_000_000, do: :io_lib.format("~.2f ms", [ns / 1_000_000])
-  def fmt_ns(ns) when ns >= 1_000, do: :io_lib.format("~.2f µs", [ns / 1_000])
-  def fmt_ns(ns), do: :io_lib.format("~.0f ns", [ns])
+  def fmt_ns(ns) when ns >= 1_000_000, do: "#{Float.round(ns / 1_000_000, 2)} ms"
+  def fmt_ns(ns) when ns >= 1_000, do: "#{Float.round(ns / 1_000, 2)} µs"
+  def fmt_ns(ns), do: "#{round(ns)} ns"
 
-  def row(cells), do: IO.puts(Enum.map_join(cells, "", fn {text, w} -> String.pad_trailing(to_string(text), w) end))
+  def row(cells),
+    do:
+      IO.puts(
+        Enum.map_join(cells, "", fn {text, w} -> String.pad_trailing(to_string(text), w) end)
+      )
 
   def find_section(all) do
     IO.puts("\n== 1. find by name (per call; names looked up uniformly over the registry) ==")
@@ -68,12 +72,23 @@ defmodule Bench do
 
     reg = Registry.new()
     :ok = Registry.register(reg, Enum.take(all, 10_000))
-    miss = ns_per_op(["tool_x"], 20_000, fn name -> {:error, :not_found} = CMDC.Tool.find(reg, name) end)
+
+    miss =
+      ns_per_op(["tool_x"], 20_000, fn name ->
+        {:error, :not_found} = CMDC.Tool.find(reg, name)
+      end)
+
     raw = ns_per_op(["tool_7"], 200_000, fn name -> {:ok, _} = Registry.find(reg, name) end)
-    IO.puts("10,000 tools: a miss #{fmt_ns(miss)}; the bare NIF lookup (Registry.find) #{fmt_ns(raw)}")
+
+    IO.puts(
+      "10,000 tools: a miss #{fmt_ns(miss)}; the bare NIF lookup (Registry.find) #{fmt_ns(raw)}"
+    )
 
     {fetch_miss, _} = :timer.tc(fn -> Registry.fetch(reg, "tool_99999") end)
-    IO.puts("10,000 tools: fetch of an unknown name with suggestions (dirty scheduler) #{fetch_miss} µs")
+
+    IO.puts(
+      "10,000 tools: fetch of an unknown name with suggestions (dirty scheduler) #{fetch_miss} µs"
+    )
   end
 
   def schema_section(all) do
@@ -96,7 +111,11 @@ defmodule Bench do
       plain = ns_per_op([modules], iters, fn ms -> CMDC.Tool.to_schema(ms) end)
 
       for opts <- [[], [format: :openai, strict: true], [format: :anthropic], [format: :gemini]] do
-        label = if opts == [], do: "openai (default)", else: Enum.map_join(opts, " ", fn {k, v} -> "#{k}:#{v}" end)
+        label =
+          if opts == [],
+            do: "openai (default)",
+            else: Enum.map_join(opts, " ", fn {k, v} -> "#{k}:#{v}" end)
+
         _ = CMDC.Tool.to_schema(reg, %{}, opts)
         cached = ns_per_op([reg], 100_000, fn r -> CMDC.Tool.to_schema(r, %{}, opts) end)
         # First build: the same module registered again bumps the generation (invalidates).
@@ -169,7 +188,11 @@ defmodule Bench do
 
     registered = 100 * per_process
     finds = registered * (finds_per_register + 1)
-    lost = MapSet.size(MapSet.difference(MapSet.new(List.flatten(modules)), MapSet.new(Registry.list(reg))))
+
+    lost =
+      MapSet.size(
+        MapSet.difference(MapSet.new(List.flatten(modules)), MapSet.new(Registry.list(reg)))
+      )
 
     IO.puts(
       "#{registered} registrations and #{finds} finds by 100 processes in #{div(us, 1000)} ms: " <>
@@ -180,7 +203,10 @@ defmodule Bench do
   end
 end
 
-IO.puts("cmdc_tool registry benchmark (#{System.schedulers_online()} schedulers, OTP #{System.otp_release()})")
+IO.puts(
+  "cmdc_tool registry benchmark (#{System.schedulers_online()} schedulers, OTP #{System.otp_release()})"
+)
+
 IO.puts("making 10,000 tool modules...")
 all = Bench.tools(10_000, "tool")
 Bench.find_section(all)

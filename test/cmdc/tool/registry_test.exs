@@ -219,7 +219,7 @@ defmodule CMDC.Tool.RegistryTest do
 
   test "100 processes registering and finding at once lose nothing" do
     reg = Registry.new()
-    per_process = 20
+    per_process = 10
 
     modules =
       for p <- 1..100 do
