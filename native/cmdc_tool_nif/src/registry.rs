@@ -489,19 +489,35 @@ fn registry_build<'a>(
     if current != generation {
         return atoms::stale().encode(env);
     }
-    let tools: Vec<Tool> = entries
-        .iter()
-        .map(|e| Tool {
-            name: &e.name,
-            description: overrides
-                .get(&e.name)
-                .map(String::as_str)
-                .unwrap_or(&e.description),
-            parameters: &e.schema.source,
-        })
-        .collect();
-    let (value, warnings) = providers::convert(&tools, fmt, strict);
-    let json = serde_json::to_vec(&value).unwrap_or_default();
+    let (start, end) = providers::list_json_delimiters(fmt, entries.len());
+    let mut json = Vec::with_capacity(256 * entries.len() + 32);
+    json.extend_from_slice(start);
+    let mut terms = Vec::with_capacity(entries.len());
+    let mut warnings: Vec<Warning> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let description = overrides
+            .get(&e.name)
+            .map(String::as_str)
+            .unwrap_or(&e.description);
+        // Converted parameters are cached per compiled schema: after a change to the registry
+        // only the tools that changed are converted again.
+        let c = e.schema.converted(&e.name, fmt, strict);
+        warnings.extend(c.warnings.iter().cloned());
+        if i > 0 {
+            json.push(b',');
+        }
+        let params_json = c.parameters.as_ref().map(|_| c.json.as_slice());
+        providers::write_tool_json(&mut json, fmt, strict, &e.name, description, params_json);
+        terms.push(tool_term(
+            env,
+            fmt,
+            strict,
+            &e.name,
+            description,
+            c.parameters.as_ref(),
+        ));
+    }
+    json.extend_from_slice(end);
     let built = ResourceArc::new(Built { json });
     {
         let mut cache = lock(&reg.cache);
@@ -519,11 +535,61 @@ fn registry_build<'a>(
     (
         atoms::ok(),
         generation,
-        term::from_value(env, &value),
+        list_term(env, fmt, terms),
         warnings_term(env, &warnings),
         built.make_binary(env, |b| &b.json),
     )
         .encode(env)
+}
+
+fn map_term<'a>(env: Env<'a>, pairs: &[(&str, Term<'a>)]) -> Term<'a> {
+    let keys: Vec<Term<'a>> = pairs.iter().map(|(k, _)| k.encode(env)).collect();
+    let values: Vec<Term<'a>> = pairs.iter().map(|(_, v)| *v).collect();
+    Term::map_from_term_arrays(env, &keys, &values).expect("distinct keys")
+}
+
+/// One tool as a term, shaped as `providers::wrap` shapes it.
+fn tool_term<'a>(
+    env: Env<'a>,
+    format: Format,
+    strict: bool,
+    name: &str,
+    description: &str,
+    parameters: Option<&Value>,
+) -> Term<'a> {
+    let mut pairs: Vec<(&str, Term<'a>)> = Vec::with_capacity(5);
+    pairs.push(("name", name.encode(env)));
+    pairs.push(("description", description.encode(env)));
+    if let Some(p) = parameters {
+        pairs.push((providers::parameters_key(format), term::from_value(env, p)));
+    }
+    if let Some(flag) = providers::strict_field(format, strict) {
+        pairs.push(("strict", flag.encode(env)));
+    }
+    match format {
+        Format::OpenAI => {
+            let function = map_term(env, &pairs);
+            map_term(
+                env,
+                &[("type", "function".encode(env)), ("function", function)],
+            )
+        }
+        Format::OpenAIResponses => {
+            pairs.push(("type", "function".encode(env)));
+            map_term(env, &pairs)
+        }
+        _ => map_term(env, &pairs),
+    }
+}
+
+fn list_term<'a>(env: Env<'a>, format: Format, tools: Vec<Term<'a>>) -> Term<'a> {
+    match format {
+        Format::Gemini if !tools.is_empty() => {
+            let decl = map_term(env, &[("functionDeclarations", tools.encode(env))]);
+            vec![decl].encode(env)
+        }
+        _ => tools.encode(env),
+    }
 }
 
 /// Stateless conversion for a list of `{name, description, parameters}`:

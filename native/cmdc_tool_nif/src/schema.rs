@@ -1,10 +1,13 @@
 //! NIFs for JSON Schema: compile into a resource, validate terms or JSON text against it.
 //! The logic lives in `cmdc_tool_core::schema`; this file converts terms and schedules work.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{check, compile, Documents, Failure};
 use jsonschema::Validator;
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
@@ -17,6 +20,35 @@ use crate::term::{self, Budget, TermError};
 pub struct Schema {
     pub validator: AssertUnwindSafe<Validator>,
     pub source: Value,
+    /// Provider conversions of `source` (see `crate::registry`), made on first use.
+    pub converted: Mutex<ConversionCache>,
+}
+
+/// `(format, strict) → (tool name, conversion)`.
+pub type ConversionCache = HashMap<(Format, bool), (String, Arc<Converted>)>;
+
+impl Schema {
+    pub fn new(validator: Validator, source: Value) -> Self {
+        Schema {
+            validator: AssertUnwindSafe(validator),
+            source,
+            converted: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// This schema converted for a provider format, for the tool `name`; cached.
+    pub fn converted(&self, name: &str, format: Format, strict: bool) -> Arc<Converted> {
+        let key = (format, strict && format.has_strict());
+        let mut cache = self.converted.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cached_name, c)) = cache.get(&key) {
+            if cached_name == name {
+                return c.clone();
+            }
+        }
+        let c = Arc::new(convert_parameters(name, &self.source, format, strict));
+        cache.insert(key, (name.to_owned(), c.clone()));
+        c
+    }
 }
 
 #[rustler::resource_impl]
@@ -105,13 +137,11 @@ fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a
         }
     };
     match compile(&source, documents(&opts)) {
-        Ok(validator) => {
-            let schema = Schema {
-                validator: AssertUnwindSafe(validator),
-                source,
-            };
-            (atoms::ok(), ResourceArc::new(schema)).encode(env)
-        }
+        Ok(validator) => (
+            atoms::ok(),
+            ResourceArc::new(Schema::new(validator, source)),
+        )
+            .encode(env),
         Err(msg) => (atoms::error(), msg).encode(env),
     }
 }
