@@ -195,16 +195,28 @@ fn registry_register<'a>(
     replace: bool,
 ) -> Term<'a> {
     let batch = entries(batch);
-    let mut state = reg.write();
+    // Everything that does not depend on the registered names is done under a read lock, so
+    // readers on normal schedulers never wait for more than the final insert or swap.
     let result = if replace {
-        state.replace(batch)
+        let prepared = reg.read().prepare_set(batch);
+        prepared.map(|set| {
+            let mut state = reg.write();
+            let old = state.apply_set(set);
+            reg.changed(&state);
+            drop(state);
+            drop(old);
+        })
     } else {
-        state.register(batch)
+        let checked = reg.read().check_batch(&batch);
+        checked.and_then(|()| {
+            let mut state = reg.write();
+            let result = state.register_checked(batch);
+            if result.is_ok() {
+                reg.changed(&state);
+            }
+            result
+        })
     };
-    if result.is_ok() {
-        reg.changed(&state);
-    }
-    drop(state);
     write_result(env, result)
 }
 
