@@ -19,7 +19,7 @@ use crate::schema::{self, Schema};
 use crate::term::{self, Budget, TermError};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
-const NORMAL_SUGGEST_NAMES: usize = 2_000;
+const NORMAL_SUGGEST_NAMES: usize = 1_000;
 
 /// Built tools lists kept per registry (per format, strictness and context).
 const MAX_CACHED: usize = 64;

@@ -120,12 +120,12 @@ defmodule CMDC.Tool.RegistryTest do
 
   test "fetch/2 and validate/3 on a large registry (suggestions move to a dirty scheduler)" do
     reg = Registry.new()
-    modules = for i <- 1..2_100, do: tool("tool_#{i}")
+    modules = for i <- 1..1_100, do: tool("tool_#{i}")
     :ok = Registry.register(reg, modules)
-    assert Registry.size(reg) == 2_100
-    assert {:ok, _} = Registry.fetch(reg, "tool_2100")
-    assert {:error, {:not_found, "tool_21000", suggestions}} = Registry.fetch(reg, "tool_21000")
-    assert "tool_2100" in suggestions
+    assert Registry.size(reg) == 1_100
+    assert {:ok, _} = Registry.fetch(reg, "tool_1100")
+    assert {:error, {:not_found, "tool_11000", suggestions}} = Registry.fetch(reg, "tool_11000")
+    assert "tool_1100" in suggestions
     assert {:error, {:not_found, "tool_x", [_ | _]}} = CMDC.Tool.validate(reg, "tool_x", %{})
 
     assert {:error, {:not_found, "tool_x", [_ | _]}} =
