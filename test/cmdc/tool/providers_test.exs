@@ -66,6 +66,9 @@ defmodule CMDC.Tool.ProvidersTest do
     reg
   end
 
+  defp tool_name(%{"function" => %{"name" => name}}), do: name
+  defp tool_name(%{"name" => name}), do: name
+
   defp expected({format, _} = key) do
     tools = JSON.decode!("[" <> @expected[key] <> "]")
     if format == :gemini, do: [%{"functionDeclarations" => tools}], else: tools
@@ -223,6 +226,30 @@ defmodule CMDC.Tool.ProvidersTest do
       :ok = Registry.replace(reg, [CMDC.Tool.Examples.Echo])
       assert [%{"name" => "echo"}] = CMDC.Tool.to_schema(reg, ctx, format: :mcp)
       assert JSON.decode!(CMDC.Tool.to_schema_json(reg, ctx, format: :mcp)) |> length() == 1
+    end
+
+    test "lists built while the registry changes are always one consistent state" do
+      reg = Registry.new()
+      modules = for i <- 1..60, do: CMDC.Tool.Test.Factory.tool("w_#{i}")
+      names = Enum.map(modules, & &1.name())
+
+      writer = Task.async(fn -> Enum.each(modules, &(:ok = Registry.register(reg, &1))) end)
+
+      readers =
+        for format <- [:mcp, :anthropic, :openai] do
+          Task.async(fn ->
+            for _ <- 1..100 do
+              seen = reg |> CMDC.Tool.to_schema(%{}, format: format) |> Enum.map(&tool_name/1)
+              json = reg |> CMDC.Tool.to_schema_json(%{}, format: format) |> JSON.decode!()
+              # Registration appends: every list is a prefix of the registration order.
+              assert seen == Enum.take(names, length(seen))
+              assert Enum.map(json, &tool_name/1) == Enum.take(names, length(json))
+            end
+          end)
+        end
+
+      Task.await_many([writer | readers], 60_000)
+      assert reg |> CMDC.Tool.to_schema(%{}, format: :mcp) |> length() == 60
     end
 
     test "a cached list is the same term, not a rebuilt one" do
