@@ -465,51 +465,6 @@ fn strict_rewrite_keeps_every_accepted_call() {
 }
 
 #[test]
-#[ignore]
-fn timing_convert_1000() {
-    let p = weather();
-    let names: Vec<String> = (0..1000).map(|i| format!("t_{i}")).collect();
-    let tools: Vec<Tool> = names.iter().map(|n| tool(n, &p)).collect();
-    for f in [Format::OpenAI, Format::Gemini] {
-        let t = std::time::Instant::now();
-        let (v, _) = convert(&tools, f, false);
-        let t1 = t.elapsed();
-        let j = serde_json::to_vec(&v).unwrap();
-        eprintln!(
-            "{f:?}: convert {t1:?}, json {:?} ({} bytes)",
-            t.elapsed() - t1,
-            j.len()
-        );
-    }
-}
-
-#[test]
-#[ignore]
-fn timing_parts() {
-    let p = weather();
-    let t = std::time::Instant::now();
-    let mut v = Vec::new();
-    for _ in 0..1000 {
-        v.push(p.clone());
-    }
-    eprintln!("1000 clones {:?}", t.elapsed());
-    let t = std::time::Instant::now();
-    let mut n = 0;
-    for i in 0..1000 {
-        let names = format!("t_{i}");
-        let mut w = Vec::new();
-        let mut cx = Cx {
-            tool: &names,
-            format: Format::OpenAI,
-            warnings: &mut w,
-        };
-        check_tool_name(&mut cx, &names);
-        n += w.len();
-    }
-    eprintln!("1000 name checks {:?} {n}", t.elapsed());
-}
-
-#[test]
 fn json_writer_matches_the_value() {
     let p = weather();
     let empty = json!({});
