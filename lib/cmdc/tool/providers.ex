@@ -186,7 +186,7 @@ defmodule CMDC.Tool.Providers do
     overrides =
       for {name, module} <- contextual,
           description = CMDC.Tool.description(module, context),
-          is_binary(description),
+          is_binary(description) and String.valid?(description),
           into: %{},
           do: {name, description}
 

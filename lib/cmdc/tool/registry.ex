@@ -341,7 +341,9 @@ defmodule CMDC.Tool.Registry do
   defp call(module, fun) do
     case apply(module, fun, []) do
       value when is_binary(value) ->
-        {:ok, value}
+        if String.valid?(value),
+          do: {:ok, value},
+          else: invalid(module, "#{inspect(module)}.#{fun}/0 returned a binary that is not UTF-8")
 
       other ->
         invalid(module, "#{inspect(module)}.#{fun}/0 must return a string, got #{inspect(other)}")

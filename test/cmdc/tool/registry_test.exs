@@ -39,6 +39,8 @@ defmodule CMDC.Tool.RegistryTest do
             {tool(String.duplicate("a", 65)), ~r/65 characters/},
             {tool("mcp.tool"), ~r/contains '\.'/},
             {tool("blank", "  "), ~r/description is empty/},
+            {tool("latin1", <<233>>), ~r/description\/0 returned a binary that is not UTF-8/},
+            {tool(%{"a" => 1}), ~r/name\/0 must return a string/},
             {tool("bad_schema", "x", %{"type" => "strnig"}), ~r/invalid schema/},
             {String, ~r/not a CMDC.Tool: it does not define name\/0/},
             {NoSuchModule, ~r/cannot be loaded/}
