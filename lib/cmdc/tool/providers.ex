@@ -193,7 +193,9 @@ defmodule CMDC.Tool.Providers do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
-      {:ok, generation, tools, warnings, json} ->
+      {:ok, generation, tools_etf, warnings, json} ->
+        tools = :erlang.binary_to_term(tools_etf)
+
         store(
           reg,
           generation,

@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::etf;
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -100,6 +102,8 @@ pub struct Converted {
     /// `None`: the tool has no parameters in this format (Gemini's form for "no arguments").
     pub parameters: Option<Value>,
     pub json: Vec<u8>,
+    /// The parameters in the external term format, without the version byte (see [`etf`]).
+    pub etf: Vec<u8>,
     pub warnings: Vec<Warning>,
 }
 
@@ -127,9 +131,14 @@ pub fn convert_parameters(
         .as_ref()
         .map(|v| serde_json::to_vec(v).unwrap_or_default())
         .unwrap_or_default();
+    let mut etf = Vec::new();
+    if let Some(v) = &converted {
+        etf::value(&mut etf, v);
+    }
     Converted {
         parameters: converted,
         json,
+        etf,
         warnings,
     }
 }
@@ -224,6 +233,65 @@ pub fn write_tool_json(
         Format::OpenAI => out.extend_from_slice(b"}}"),
         Format::OpenAIResponses => out.extend_from_slice(br#","type":"function"}"#),
         _ => out.push(b'}'),
+    }
+}
+
+/// Writes one tool in the external term format (no version byte), as [`wrap`] shapes it,
+/// around parameters already in that format.
+pub fn write_tool_etf(
+    out: &mut Vec<u8>,
+    format: Format,
+    strict: bool,
+    name: &str,
+    description: &str,
+    parameters_etf: Option<&[u8]>,
+) {
+    let strict_flag = strict_field(format, strict);
+    let own = 2
+        + usize::from(parameters_etf.is_some())
+        + usize::from(strict_flag.is_some())
+        + usize::from(format == Format::OpenAIResponses);
+    if format == Format::OpenAI {
+        etf::map_header(out, 2);
+        etf::binary(out, b"type");
+        etf::binary(out, b"function");
+        etf::binary(out, b"function");
+    }
+    etf::map_header(out, own);
+    etf::binary(out, b"name");
+    etf::binary(out, name.as_bytes());
+    etf::binary(out, b"description");
+    etf::binary(out, description.as_bytes());
+    if let Some(p) = parameters_etf {
+        etf::binary(out, parameters_key(format).as_bytes());
+        out.extend_from_slice(p);
+    }
+    if let Some(flag) = strict_flag {
+        etf::binary(out, b"strict");
+        etf::atom(out, if flag { "true" } else { "false" });
+    }
+    if format == Format::OpenAIResponses {
+        etf::binary(out, b"type");
+        etf::binary(out, b"function");
+    }
+}
+
+/// Starts the `tools` list of `n` tools in the external term format (with the version byte);
+/// write the tools, then [`end_list_etf`].
+pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
+    out.push(etf::VERSION);
+    if format == Format::Gemini && n > 0 {
+        etf::list_header(out, 1);
+        etf::map_header(out, 1);
+        etf::binary(out, b"functionDeclarations");
+    }
+    etf::list_header(out, n);
+}
+
+pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
+    etf::list_end(out);
+    if format == Format::Gemini && n > 0 {
+        etf::list_end(out);
     }
 }
 

@@ -478,7 +478,7 @@ fn registry_cached_json<'a>(
 
 /// Builds a tools list from the registry at `generation` (descriptions of context-dependent
 /// tools given in `overrides`, `%{name => description}`), caches its JSON text, and answers
-/// `{:ok, generation, tools, warnings, json}`, or `:stale` when the registry changed since the
+/// `{:ok, generation, tools_etf, warnings, json}` (`tools_etf` for `:erlang.binary_to_term/1`), or `:stale` when the registry changed since the
 /// caller read `generation`.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn registry_build<'a>(
@@ -504,7 +504,10 @@ fn registry_build<'a>(
     let (start, end) = providers::list_json_delimiters(fmt, entries.len());
     let mut json = Vec::with_capacity(256 * entries.len() + 32);
     json.extend_from_slice(start);
-    let mut terms = Vec::with_capacity(entries.len());
+    // The term goes back as external term format: `binary_to_term/1` builds it in one
+    // allocation, where building it here node by node costs several times more.
+    let mut etf = Vec::with_capacity(256 * entries.len() + 32);
+    providers::start_list_etf(&mut etf, fmt, entries.len());
     let mut warnings: Vec<Warning> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let description = overrides
@@ -520,16 +523,11 @@ fn registry_build<'a>(
         }
         let params_json = c.parameters.as_ref().map(|_| c.json.as_slice());
         providers::write_tool_json(&mut json, fmt, strict, &e.name, description, params_json);
-        terms.push(tool_term(
-            env,
-            fmt,
-            strict,
-            &e.name,
-            description,
-            c.parameters.as_ref(),
-        ));
+        let params_etf = c.parameters.as_ref().map(|_| c.etf.as_slice());
+        providers::write_tool_etf(&mut etf, fmt, strict, &e.name, description, params_etf);
     }
     json.extend_from_slice(end);
+    providers::end_list_etf(&mut etf, fmt, entries.len());
     let built = ResourceArc::new(Built { json });
     {
         let mut cache = lock(&reg.cache);
@@ -547,61 +545,11 @@ fn registry_build<'a>(
     (
         atoms::ok(),
         generation,
-        list_term(env, fmt, terms),
+        crate::json::binary(env, &etf),
         warnings_term(env, &warnings),
         built.make_binary(env, |b| &b.json),
     )
         .encode(env)
-}
-
-fn map_term<'a>(env: Env<'a>, pairs: &[(&str, Term<'a>)]) -> Term<'a> {
-    let keys: Vec<Term<'a>> = pairs.iter().map(|(k, _)| k.encode(env)).collect();
-    let values: Vec<Term<'a>> = pairs.iter().map(|(_, v)| *v).collect();
-    Term::map_from_term_arrays(env, &keys, &values).expect("distinct keys")
-}
-
-/// One tool as a term, shaped as `providers::wrap` shapes it.
-fn tool_term<'a>(
-    env: Env<'a>,
-    format: Format,
-    strict: bool,
-    name: &str,
-    description: &str,
-    parameters: Option<&Value>,
-) -> Term<'a> {
-    let mut pairs: Vec<(&str, Term<'a>)> = Vec::with_capacity(5);
-    pairs.push(("name", name.encode(env)));
-    pairs.push(("description", description.encode(env)));
-    if let Some(p) = parameters {
-        pairs.push((providers::parameters_key(format), term::from_value(env, p)));
-    }
-    if let Some(flag) = providers::strict_field(format, strict) {
-        pairs.push(("strict", flag.encode(env)));
-    }
-    match format {
-        Format::OpenAI => {
-            let function = map_term(env, &pairs);
-            map_term(
-                env,
-                &[("type", "function".encode(env)), ("function", function)],
-            )
-        }
-        Format::OpenAIResponses => {
-            pairs.push(("type", "function".encode(env)));
-            map_term(env, &pairs)
-        }
-        _ => map_term(env, &pairs),
-    }
-}
-
-fn list_term<'a>(env: Env<'a>, format: Format, tools: Vec<Term<'a>>) -> Term<'a> {
-    match format {
-        Format::Gemini if !tools.is_empty() => {
-            let decl = map_term(env, &[("functionDeclarations", tools.encode(env))]);
-            vec![decl].encode(env)
-        }
-        _ => tools.encode(env),
-    }
 }
 
 /// Stateless conversion for a list of `{name, description, parameters}`:

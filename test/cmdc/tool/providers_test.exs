@@ -126,6 +126,34 @@ defmodule CMDC.Tool.ProvidersTest do
              CMDC.Tool.to_schema([AtomKeys])
   end
 
+  test "numbers, nulls and nesting survive the native build exactly" do
+    params = %{
+      "type" => "object",
+      "properties" => %{
+        "n" => %{
+          "type" => "number",
+          "minimum" => -1.5,
+          "maximum" => 1.0e300,
+          "multipleOf" => 0.25
+        },
+        "i" => %{"type" => "integer", "minimum" => -4_294_967_296, "maximum" => 4_294_967_296},
+        "j" => %{"enum" => [0, 255, 256, -1, -2_147_483_648, 2_147_483_648, nil, true, false]},
+        "deep" => %{"type" => "array", "items" => %{"type" => "array"}, "examples" => [[], [[]]]},
+        "ü" => %{"description" => "naïve ☃", "default" => 18_446_744_073_709_551_615}
+      }
+    }
+
+    module = CMDC.Tool.Test.Factory.tool("numbers", "Numbers: ±∞.", params)
+    reg = Registry.new()
+    :ok = Registry.register(reg, module)
+
+    assert [%{"function" => %{"parameters" => ^params, "description" => "Numbers: ±∞."}}] =
+             CMDC.Tool.to_schema(reg)
+
+    assert [%{"inputSchema" => mcp}] = CMDC.Tool.to_schema(reg, %{}, format: :mcp)
+    assert mcp == params
+  end
+
   test "warnings name the tool, the path and the keyword" do
     {_, warnings} = Providers.convert(registry(), %{}, format: :gemini)
 
