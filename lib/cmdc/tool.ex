@@ -42,6 +42,14 @@ defmodule CMDC.Tool do
   `validate/2` checks a call's arguments against the tool's `c:parameters/0` natively (the schema
   is compiled once per module version), and `format_errors/2` turns the errors into one compact
   text a model can act on.
+
+  ## Registries and providers
+
+  `find/2`, `suggest/2`, `to_schema/3` and `to_schema_json/3` take a list of modules (cmdc's
+  semantics) or a `CMDC.Tool.Registry`, a native registry shared by many processes; on a
+  registry `validate/3` and `validate_json/3` resolve the tool and check its arguments in one
+  call. `to_schema/3` speaks every provider's format (`format:` `:openai`, `:openai_responses`,
+  `:anthropic`, `:gemini`, `:mcp`, and `strict: true`); see `CMDC.Tool.Providers`.
   """
 
   alias CMDC.Tool.{Registry, Schema}
@@ -290,7 +298,7 @@ defmodule CMDC.Tool do
       [
         "Invalid arguments:",
         "- at /limit: 0 is less than the minimum of 1 (minimum)",
-        ~s|- at the root: "path" is a required property (required)|,
+        ~s{- at the root: "path" is a required property (required)},
         "Accepted parameters: limit (integer), path (string, required)."
       ]
   """

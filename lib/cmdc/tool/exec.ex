@@ -11,7 +11,8 @@ defmodule CMDC.Tool.Exec do
       started): SIGTERM first, SIGKILL after `:kill_after` ms. The program is always reaped.
     * When the program exits, whatever it left running in its group is killed too.
     * The program is also killed when the process that started it dies (for a tool, when the
-      runner stops it) or when the handle is garbage collected.
+      runner stops it) or when the handle is garbage collected; on Linux, also when the whole
+      VM dies (`PR_SET_PDEATHSIG`; this one reaches the program, not what it started).
     * stdout and stderr are kept up to `:max_output` bytes each; the rest is read and dropped,
       so a flood never blocks the program. stdout lines can be streamed while it runs.
 

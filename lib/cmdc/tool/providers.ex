@@ -186,14 +186,16 @@ defmodule CMDC.Tool.Providers do
     overrides =
       for {name, module} <- contextual,
           description = CMDC.Tool.description(module, context),
-          is_binary(description),
+          is_binary(description) and String.valid?(description),
           into: %{},
           do: {name, description}
 
     key = :erlang.term_to_binary(context)
 
     case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
-      {:ok, generation, tools, warnings, json} ->
+      {:ok, generation, tools_etf, warnings, json} ->
+        tools = :erlang.binary_to_term(tools_etf)
+
         store(
           reg,
           generation,

@@ -341,7 +341,9 @@ defmodule CMDC.Tool.Registry do
   defp call(module, fun) do
     case apply(module, fun, []) do
       value when is_binary(value) ->
-        {:ok, value}
+        if String.valid?(value),
+          do: {:ok, value},
+          else: invalid(module, "#{inspect(module)}.#{fun}/0 returned a binary that is not UTF-8")
 
       other ->
         invalid(module, "#{inspect(module)}.#{fun}/0 must return a string, got #{inspect(other)}")
@@ -350,11 +352,15 @@ defmodule CMDC.Tool.Registry do
     e -> invalid(module, "#{inspect(module)}.#{fun}/0 raised: #{Exception.message(e)}")
   end
 
+  # Compiled here rather than through Schema.for_module/1: the registry holds its validators
+  # itself, and thousands of tools should not add thousands of :persistent_term keys.
   defp schema(module) do
-    case Schema.for_module(module) do
+    case Schema.compile(module.parameters()) do
       {:ok, schema} -> {:ok, schema}
-      {:error, message} -> invalid(module, message)
+      {:error, message} -> invalid(module, "#{inspect(module)}.parameters/0: #{message}")
     end
+  rescue
+    e -> invalid(module, "#{inspect(module)}.parameters/0 raised: #{Exception.message(e)}")
   end
 
   defp invalid(module, message), do: {:error, {:invalid_tool, module, message}}

@@ -242,6 +242,21 @@ fn build_command(spec: &Spec) -> Command {
     cmd.process_group(0);
     // Should this future be dropped, the child is still killed and tokio reaps it.
     cmd.kill_on_drop(true);
+    #[cfg(target_os = "linux")]
+    {
+        // Should the whole VM die (SIGKILL, a crash), the kernel kills the program too. The
+        // signal is tied to the thread that spawns, so only spawn from long-lived threads (the
+        // NIF's runtime workers).
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     cmd
 }
 
@@ -565,6 +580,28 @@ mod tests {
         let o = task.await.unwrap().unwrap();
         assert_eq!(o.ending, Ending::Cancelled);
         assert!(!alive(o.os_pid));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_program_dies_with_the_thread_that_started_it() {
+        // Stands for the VM dying: the spawning thread (and its runtime) goes away mid-run.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let s = spec("sleep", &["30"]);
+            let run = run(s, never(), move |pid| tx.send(pid).unwrap(), |_: &[u8]| {});
+            // Spawned, driven for a while, then neither finished nor dropped: no kill_on_drop.
+            std::mem::forget(rt.spawn(run));
+            rt.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+            std::mem::forget(rt);
+        });
+        let pid = rx.recv().unwrap();
+        thread.join().unwrap();
+        assert!(!alive(pid));
     }
 
     #[tokio::test]

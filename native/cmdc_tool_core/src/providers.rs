@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::etf;
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -77,23 +79,229 @@ pub struct Warning {
 /// Converts tools to `format`: the value of the request's `tools` field, and the warnings.
 pub fn convert(tools: &[Tool], format: Format, strict: bool) -> (Value, Vec<Warning>) {
     let mut warnings = Vec::new();
-    let strict = strict && format.has_strict();
     let mut out = Vec::with_capacity(tools.len());
     for tool in tools {
-        let mut cx = Cx {
-            tool: tool.name,
+        let converted = convert_parameters(tool.name, tool.parameters, format, strict);
+        warnings.extend(converted.warnings);
+        out.push(wrap(
             format,
-            warnings: &mut warnings,
-        };
-        check_tool_name(&mut cx, tool.name);
-        out.push(convert_tool(&mut cx, tool, strict));
+            strict,
+            tool.name,
+            tool.description,
+            converted.parameters,
+        ));
     }
-    let value = match format {
-        Format::Gemini if out.is_empty() => Value::Array(vec![]),
-        Format::Gemini => json!([{ "functionDeclarations": out }]),
-        _ => Value::Array(out),
+    (wrap_list(format, out), warnings)
+}
+
+/// One tool's parameters converted for a format: what [`wrap`] puts in the tool, as a value and
+/// as JSON text, with the warnings (tool name included). Depends only on the name, the schema,
+/// the format and strictness, so callers cache it per compiled schema.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// `None`: the tool has no parameters in this format (Gemini's form for "no arguments").
+    pub parameters: Option<Value>,
+    pub json: Vec<u8>,
+    /// The parameters in the external term format, without the version byte (see [`etf`]).
+    pub etf: Vec<u8>,
+    pub warnings: Vec<Warning>,
+}
+
+pub fn convert_parameters(
+    name: &str,
+    parameters: &Value,
+    format: Format,
+    strict: bool,
+) -> Converted {
+    let strict = strict && format.has_strict();
+    let mut warnings = Vec::new();
+    let mut cx = Cx {
+        tool: name,
+        format,
+        warnings: &mut warnings,
     };
-    (value, warnings)
+    check_tool_name(&mut cx, name);
+    let converted = match format {
+        _ if strict => Some(strict_root(&mut cx, parameters)),
+        Format::OpenAI | Format::OpenAIResponses => Some(parameters.clone()),
+        Format::Anthropic | Format::Mcp => Some(object_root(&mut cx, parameters)),
+        Format::Gemini => gemini_root(&mut cx, parameters),
+    };
+    let json = converted
+        .as_ref()
+        .map(|v| serde_json::to_vec(v).unwrap_or_default())
+        .unwrap_or_default();
+    let mut etf = Vec::new();
+    if let Some(v) = &converted {
+        etf::value(&mut etf, v);
+    }
+    Converted {
+        parameters: converted,
+        json,
+        etf,
+        warnings,
+    }
+}
+
+/// Where a format puts the parameters, and whether it states strictness.
+pub fn parameters_key(format: Format) -> &'static str {
+    match format {
+        Format::OpenAI | Format::OpenAIResponses | Format::Gemini => "parameters",
+        Format::Anthropic => "input_schema",
+        Format::Mcp => "inputSchema",
+    }
+}
+
+/// `Some(flag)` when the tool carries a `strict` field: always for the Responses API (which
+/// assumes strict when it is absent), only when strict for OpenAI chat and Anthropic.
+pub fn strict_field(format: Format, strict: bool) -> Option<bool> {
+    let strict = strict && format.has_strict();
+    match format {
+        Format::OpenAIResponses => Some(strict),
+        Format::OpenAI | Format::Anthropic if strict => Some(true),
+        _ => None,
+    }
+}
+
+/// One tool in `format`'s shape around converted parameters.
+pub fn wrap(
+    format: Format,
+    strict: bool,
+    name: &str,
+    description: &str,
+    parameters: Option<Value>,
+) -> Value {
+    let mut t = Map::new();
+    t.insert("name".into(), Value::String(name.to_owned()));
+    t.insert("description".into(), Value::String(description.to_owned()));
+    if let Some(p) = parameters {
+        t.insert(parameters_key(format).into(), p);
+    }
+    if let Some(flag) = strict_field(format, strict) {
+        t.insert("strict".into(), Value::Bool(flag));
+    }
+    match format {
+        Format::OpenAI => json!({"type": "function", "function": t}),
+        Format::OpenAIResponses => {
+            t.insert("type".into(), json!("function"));
+            Value::Object(t)
+        }
+        _ => Value::Object(t),
+    }
+}
+
+/// The `tools` value from wrapped tools (Gemini nests them in one `functionDeclarations`).
+pub fn wrap_list(format: Format, tools: Vec<Value>) -> Value {
+    match format {
+        Format::Gemini if tools.is_empty() => Value::Array(vec![]),
+        Format::Gemini => json!([{ "functionDeclarations": tools }]),
+        _ => Value::Array(tools),
+    }
+}
+
+/// Writes one tool as JSON, as [`wrap`] shapes it, around parameters already as JSON text.
+pub fn write_tool_json(
+    out: &mut Vec<u8>,
+    format: Format,
+    strict: bool,
+    name: &str,
+    description: &str,
+    parameters_json: Option<&[u8]>,
+) {
+    let string = |out: &mut Vec<u8>, s: &str| {
+        serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail")
+    };
+    if format == Format::OpenAI {
+        out.extend_from_slice(br#"{"type":"function","function":"#);
+    }
+    out.extend_from_slice(br#"{"name":"#);
+    string(out, name);
+    out.extend_from_slice(br#","description":"#);
+    string(out, description);
+    if let Some(p) = parameters_json {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(parameters_key(format).as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(p);
+    }
+    match strict_field(format, strict) {
+        Some(true) => out.extend_from_slice(br#","strict":true"#),
+        Some(false) => out.extend_from_slice(br#","strict":false"#),
+        None => {}
+    }
+    match format {
+        Format::OpenAI => out.extend_from_slice(b"}}"),
+        Format::OpenAIResponses => out.extend_from_slice(br#","type":"function"}"#),
+        _ => out.push(b'}'),
+    }
+}
+
+/// Writes one tool in the external term format (no version byte), as [`wrap`] shapes it,
+/// around parameters already in that format.
+pub fn write_tool_etf(
+    out: &mut Vec<u8>,
+    format: Format,
+    strict: bool,
+    name: &str,
+    description: &str,
+    parameters_etf: Option<&[u8]>,
+) {
+    let strict_flag = strict_field(format, strict);
+    let own = 2
+        + usize::from(parameters_etf.is_some())
+        + usize::from(strict_flag.is_some())
+        + usize::from(format == Format::OpenAIResponses);
+    if format == Format::OpenAI {
+        etf::map_header(out, 2);
+        etf::binary(out, b"type");
+        etf::binary(out, b"function");
+        etf::binary(out, b"function");
+    }
+    etf::map_header(out, own);
+    etf::binary(out, b"name");
+    etf::binary(out, name.as_bytes());
+    etf::binary(out, b"description");
+    etf::binary(out, description.as_bytes());
+    if let Some(p) = parameters_etf {
+        etf::binary(out, parameters_key(format).as_bytes());
+        out.extend_from_slice(p);
+    }
+    if let Some(flag) = strict_flag {
+        etf::binary(out, b"strict");
+        etf::atom(out, if flag { "true" } else { "false" });
+    }
+    if format == Format::OpenAIResponses {
+        etf::binary(out, b"type");
+        etf::binary(out, b"function");
+    }
+}
+
+/// Starts the `tools` list of `n` tools in the external term format (with the version byte);
+/// write the tools, then [`end_list_etf`].
+pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
+    out.push(etf::VERSION);
+    if format == Format::Gemini && n > 0 {
+        etf::list_header(out, 1);
+        etf::map_header(out, 1);
+        etf::binary(out, b"functionDeclarations");
+    }
+    etf::list_header(out, n);
+}
+
+pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
+    etf::list_end(out);
+    if format == Format::Gemini && n > 0 {
+        etf::list_end(out);
+    }
+}
+
+/// The start and end of the `tools` JSON array for `format` (with `n` tools).
+pub fn list_json_delimiters(format: Format, n: usize) -> (&'static [u8], &'static [u8]) {
+    match format {
+        Format::Gemini if n == 0 => (b"[", b"]"),
+        Format::Gemini => (br#"[{"functionDeclarations":["#, b"]}]"),
+        _ => (b"[", b"]"),
+    }
 }
 
 /// Rewrites one parameters schema for strict mode (OpenAI, or Anthropic when `format` says so).
@@ -198,58 +406,6 @@ fn check_tool_name(cx: &mut Cx, name: &str) {
             "name",
             format!("tool name {name:?} is refused by {target}: names there are {rule}"),
         );
-    }
-}
-
-fn convert_tool(cx: &mut Cx, tool: &Tool, strict: bool) -> Value {
-    let name = Value::String(tool.name.to_owned());
-    let description = Value::String(tool.description.to_owned());
-    match cx.format {
-        Format::OpenAI => {
-            let mut function = Map::new();
-            function.insert("name".into(), name);
-            function.insert("description".into(), description);
-            if strict {
-                function.insert("parameters".into(), strict_root(cx, tool.parameters));
-                function.insert("strict".into(), Value::Bool(true));
-            } else {
-                function.insert("parameters".into(), tool.parameters.clone());
-            }
-            json!({"type": "function", "function": function})
-        }
-        Format::OpenAIResponses => {
-            let parameters = if strict {
-                strict_root(cx, tool.parameters)
-            } else {
-                tool.parameters.clone()
-            };
-            // The Responses API assumes strict unless told otherwise: always say which.
-            json!({"type": "function", "name": name, "description": description,
-                   "parameters": parameters, "strict": strict})
-        }
-        Format::Anthropic => {
-            let mut t = Map::new();
-            t.insert("name".into(), name);
-            t.insert("description".into(), description);
-            if strict {
-                t.insert("input_schema".into(), strict_root(cx, tool.parameters));
-                t.insert("strict".into(), Value::Bool(true));
-            } else {
-                t.insert("input_schema".into(), object_root(cx, tool.parameters));
-            }
-            Value::Object(t)
-        }
-        Format::Mcp => json!({"name": name, "description": description,
-                              "inputSchema": object_root(cx, tool.parameters)}),
-        Format::Gemini => {
-            let mut t = Map::new();
-            t.insert("name".into(), name);
-            t.insert("description".into(), description);
-            if let Some(p) = gemini_root(cx, tool.parameters) {
-                t.insert("parameters".into(), p);
-            }
-            Value::Object(t)
-        }
     }
 }
 

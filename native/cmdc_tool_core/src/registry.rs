@@ -80,6 +80,13 @@ pub enum RegistryError<M> {
     Conflict { name: String, holder: Holder<M> },
 }
 
+/// A whole set of tools, indexed, ready to swap in with [`Registry::apply_set`].
+#[derive(Debug)]
+pub struct ToolSet<M, S> {
+    entries: Vec<Arc<Entry<M, S>>>,
+    index: HashMap<String, usize>,
+}
+
 /// Names → tools. Writes are O(batch) except `unregister` (O(n) to keep the order).
 #[derive(Debug)]
 pub struct Registry<M, S> {
@@ -127,8 +134,9 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
         &self.reserved
     }
 
-    /// Checks a batch on its own: the rules for each tool, then names given twice in it.
-    fn check_batch(&self, batch: &[Entry<M, S>]) -> Result<(), RegistryError<M>> {
+    /// Checks a batch on its own: the rules for each tool, then names given twice in it. Needs
+    /// only `&self` (reserved names never change), so callers run it under a read lock.
+    pub fn check_batch(&self, batch: &[Entry<M, S>]) -> Result<(), RegistryError<M>> {
         for e in batch {
             check_name(&e.name)
                 .and_then(|_| check_description(&e.description))
@@ -161,6 +169,12 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
     /// registered again replaces its entry (e.g. after a code reload).
     pub fn register(&mut self, batch: Vec<Entry<M, S>>) -> Result<(), RegistryError<M>> {
         self.check_batch(&batch)?;
+        self.register_checked(batch)
+    }
+
+    /// [`Registry::register`] for a batch that passed [`Registry::check_batch`]: only conflicts
+    /// with registered names are left to check, so a write lock is held for O(batch).
+    pub fn register_checked(&mut self, batch: Vec<Entry<M, S>>) -> Result<(), RegistryError<M>> {
         for e in &batch {
             if let Some(existing) = self.get(&e.name) {
                 if existing.module != e.module {
@@ -189,8 +203,15 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
 
     /// Swaps the whole set: all or none. Settings of names that stay are kept.
     pub fn replace(&mut self, batch: Vec<Entry<M, S>>) -> Result<(), RegistryError<M>> {
+        let set = self.prepare_set(batch)?;
+        drop(self.apply_set(set));
+        Ok(())
+    }
+
+    /// Checks a replacement set and builds its index (under a read lock, or none).
+    pub fn prepare_set(&self, batch: Vec<Entry<M, S>>) -> Result<ToolSet<M, S>, RegistryError<M>> {
         self.check_batch(&batch)?;
-        let mut entries = Vec::with_capacity(batch.len());
+        let mut entries: Vec<Arc<Entry<M, S>>> = Vec::with_capacity(batch.len());
         let mut index = HashMap::with_capacity(batch.len());
         for e in batch {
             match index.get(&e.name) {
@@ -201,12 +222,19 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
                 }
             }
         }
-        self.settings.retain(|name, _| index.contains_key(name));
-        // The old set is dropped by the caller, outside any lock, via the returned swap.
-        let _old = std::mem::replace(&mut self.entries, entries);
-        self.index = index;
+        Ok(ToolSet { entries, index })
+    }
+
+    /// Installs a prepared set (O(settings) under the write lock) and hands back the old one,
+    /// for the caller to drop once the lock is released.
+    pub fn apply_set(&mut self, set: ToolSet<M, S>) -> ToolSet<M, S> {
+        self.settings.retain(|name, _| set.index.contains_key(name));
+        let old = ToolSet {
+            entries: std::mem::replace(&mut self.entries, set.entries),
+            index: std::mem::replace(&mut self.index, set.index),
+        };
         self.generation += 1;
-        Ok(())
+        old
     }
 
     /// Removes a tool and its settings: `true` when it was registered.
@@ -245,23 +273,41 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
 }
 
 /// Lower-case, without `_` and `-`: `readFile`, `read-file` and `read_file` are the same here.
-fn fold(name: &str) -> Vec<char> {
-    name.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
+fn fold_into(out: &mut Vec<char>, name: &str) {
+    out.clear();
+    out.extend(
+        name.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase),
+    );
+}
+
+/// Reusable rows for [`distance`], so scanning thousands of names allocates nothing.
+#[derive(Default)]
+pub struct Rows {
+    prev2: Vec<usize>,
+    prev: Vec<usize>,
+    cur: Vec<usize>,
 }
 
 /// Optimal string alignment distance (Levenshtein plus adjacent transpositions), giving up and
 /// answering `max + 1` once the distance is surely above `max`.
 pub fn distance(a: &[char], b: &[char], max: usize) -> usize {
+    distance_with(&mut Rows::default(), a, b, max)
+}
+
+fn distance_with(rows: &mut Rows, a: &[char], b: &[char], max: usize) -> usize {
     if a.len().abs_diff(b.len()) > max {
         return max + 1;
     }
     let w = b.len() + 1;
-    let mut prev2 = vec![0usize; w];
-    let mut prev: Vec<usize> = (0..w).collect();
-    let mut cur = vec![0usize; w];
+    let Rows { prev2, prev, cur } = rows;
+    prev2.clear();
+    prev2.resize(w, 0);
+    prev.clear();
+    prev.extend(0..w);
+    cur.clear();
+    cur.resize(w, 0);
     for i in 1..=a.len() {
         cur[0] = i;
         let mut row_min = cur[0];
@@ -277,17 +323,22 @@ pub fn distance(a: &[char], b: &[char], max: usize) -> usize {
         if row_min > max {
             return max + 1;
         }
-        std::mem::swap(&mut prev2, &mut prev);
-        std::mem::swap(&mut prev, &mut cur);
+        std::mem::swap(prev2, prev);
+        std::mem::swap(prev, cur);
     }
     prev[b.len()]
+}
+
+fn contains(haystack: &[char], needle: &[char]) -> bool {
+    needle.len() <= haystack.len() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// "Did you mean": names whose folded form is within an edit distance that grows with the
 /// length of the name (1 for short names, up to 3), or that contain / are contained in it;
 /// nearest first, then alphabetical, at most [`MAX_SUGGESTIONS`].
 pub fn suggest<'a, I: IntoIterator<Item = &'a str>>(candidates: I, name: &str) -> Vec<String> {
-    let target = fold(name);
+    let mut target = Vec::new();
+    fold_into(&mut target, name);
     if target.is_empty() {
         return Vec::new();
     }
@@ -296,17 +347,18 @@ pub fn suggest<'a, I: IntoIterator<Item = &'a str>>(candidates: I, name: &str) -
         4..=7 => 2,
         _ => 3,
     };
-    let target_s: String = target.iter().collect();
+    let mut rows = Rows::default();
+    let mut folded = Vec::new();
     let mut scored: Vec<(usize, &str)> = Vec::new();
     for cand in candidates {
-        let folded = fold(cand);
-        let d = distance(&target, &folded, max);
+        fold_into(&mut folded, cand);
+        let d = distance_with(&mut rows, &target, &folded, max);
         let score = if d <= max {
             d
-        } else if folded.len() >= 3 && target.len() >= 3 && {
-            let f: String = folded.iter().collect();
-            f.contains(&target_s) || target_s.contains(&f)
-        } {
+        } else if folded.len() >= 3
+            && target.len() >= 3
+            && (contains(&folded, &target) || contains(&target, &folded))
+        {
             max + 1
         } else {
             continue;

@@ -19,7 +19,7 @@ use crate::schema::{self, Schema};
 use crate::term::{self, Budget, TermError};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
-const NORMAL_SUGGEST_NAMES: usize = 2_000;
+const NORMAL_SUGGEST_NAMES: usize = 1_000;
 
 /// Built tools lists kept per registry (per format, strictness and context).
 const MAX_CACHED: usize = 64;
@@ -195,16 +195,28 @@ fn registry_register<'a>(
     replace: bool,
 ) -> Term<'a> {
     let batch = entries(batch);
-    let mut state = reg.write();
+    // Everything that does not depend on the registered names is done under a read lock, so
+    // readers on normal schedulers never wait for more than the final insert or swap.
     let result = if replace {
-        state.replace(batch)
+        let prepared = reg.read().prepare_set(batch);
+        prepared.map(|set| {
+            let mut state = reg.write();
+            let old = state.apply_set(set);
+            reg.changed(&state);
+            drop(state);
+            drop(old);
+        })
     } else {
-        state.register(batch)
+        let checked = reg.read().check_batch(&batch);
+        checked.and_then(|()| {
+            let mut state = reg.write();
+            let result = state.register_checked(batch);
+            if result.is_ok() {
+                reg.changed(&state);
+            }
+            result
+        })
     };
-    if result.is_ok() {
-        reg.changed(&state);
-    }
-    drop(state);
     write_result(env, result)
 }
 
@@ -466,7 +478,7 @@ fn registry_cached_json<'a>(
 
 /// Builds a tools list from the registry at `generation` (descriptions of context-dependent
 /// tools given in `overrides`, `%{name => description}`), caches its JSON text, and answers
-/// `{:ok, generation, tools, warnings, json}`, or `:stale` when the registry changed since the
+/// `{:ok, generation, tools_etf, warnings, json}` (`tools_etf` for `:erlang.binary_to_term/1`), or `:stale` when the registry changed since the
 /// caller read `generation`.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn registry_build<'a>(
@@ -489,19 +501,33 @@ fn registry_build<'a>(
     if current != generation {
         return atoms::stale().encode(env);
     }
-    let tools: Vec<Tool> = entries
-        .iter()
-        .map(|e| Tool {
-            name: &e.name,
-            description: overrides
-                .get(&e.name)
-                .map(String::as_str)
-                .unwrap_or(&e.description),
-            parameters: &e.schema.source,
-        })
-        .collect();
-    let (value, warnings) = providers::convert(&tools, fmt, strict);
-    let json = serde_json::to_vec(&value).unwrap_or_default();
+    let (start, end) = providers::list_json_delimiters(fmt, entries.len());
+    let mut json = Vec::with_capacity(256 * entries.len() + 32);
+    json.extend_from_slice(start);
+    // The term goes back as external term format: `binary_to_term/1` builds it in one
+    // allocation, where building it here node by node costs several times more.
+    let mut etf = Vec::with_capacity(256 * entries.len() + 32);
+    providers::start_list_etf(&mut etf, fmt, entries.len());
+    let mut warnings: Vec<Warning> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let description = overrides
+            .get(&e.name)
+            .map(String::as_str)
+            .unwrap_or(&e.description);
+        // Converted parameters are cached per compiled schema: after a change to the registry
+        // only the tools that changed are converted again.
+        let c = e.schema.converted(&e.name, fmt, strict);
+        warnings.extend(c.warnings.iter().cloned());
+        if i > 0 {
+            json.push(b',');
+        }
+        let params_json = c.parameters.as_ref().map(|_| c.json.as_slice());
+        providers::write_tool_json(&mut json, fmt, strict, &e.name, description, params_json);
+        let params_etf = c.parameters.as_ref().map(|_| c.etf.as_slice());
+        providers::write_tool_etf(&mut etf, fmt, strict, &e.name, description, params_etf);
+    }
+    json.extend_from_slice(end);
+    providers::end_list_etf(&mut etf, fmt, entries.len());
     let built = ResourceArc::new(Built { json });
     {
         let mut cache = lock(&reg.cache);
@@ -519,7 +545,7 @@ fn registry_build<'a>(
     (
         atoms::ok(),
         generation,
-        term::from_value(env, &value),
+        crate::json::binary(env, &etf),
         warnings_term(env, &warnings),
         built.make_binary(env, |b| &b.json),
     )

@@ -1,10 +1,13 @@
 //! NIFs for JSON Schema: compile into a resource, validate terms or JSON text against it.
 //! The logic lives in `cmdc_tool_core::schema`; this file converts terms and schedules work.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
     check, check_for, compile, compile_for, parse_draft, Documents, Failure,
 };
@@ -24,6 +27,36 @@ pub struct Schema {
     /// check both paths agree and for the pure-Rust benchmark figure.
     pub converting: AssertUnwindSafe<Validator>,
     pub source: Value,
+    /// Provider conversions of `source` (see `crate::registry`), made on first use.
+    pub converted: Mutex<ConversionCache>,
+}
+
+/// `(format, strict) → (tool name, conversion)`.
+pub type ConversionCache = HashMap<(Format, bool), (String, Arc<Converted>)>;
+
+impl Schema {
+    pub fn new(validator: Validator<Beam>, converting: Validator, source: Value) -> Self {
+        Schema {
+            validator: AssertUnwindSafe(validator),
+            converting: AssertUnwindSafe(converting),
+            source,
+            converted: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// This schema converted for a provider format, for the tool `name`; cached.
+    pub fn converted(&self, name: &str, format: Format, strict: bool) -> Arc<Converted> {
+        let key = (format, strict && format.has_strict());
+        let mut cache = self.converted.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cached_name, c)) = cache.get(&key) {
+            if cached_name == name {
+                return c.clone();
+            }
+        }
+        let c = Arc::new(convert_parameters(name, &self.source, format, strict));
+        cache.insert(key, (name.to_owned(), c.clone()));
+        c
+    }
 }
 
 #[rustler::resource_impl]
@@ -140,14 +173,11 @@ fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a
     let compiled = compile_for::<Beam>(&source, docs.clone(), draft)
         .and_then(|beam| Ok((beam, compile(&source, docs, draft)?)));
     match compiled {
-        Ok((validator, converting)) => {
-            let schema = Schema {
-                validator: AssertUnwindSafe(validator),
-                converting: AssertUnwindSafe(converting),
-                source,
-            };
-            (atoms::ok(), ResourceArc::new(schema)).encode(env)
-        }
+        Ok((validator, converting)) => (
+            atoms::ok(),
+            ResourceArc::new(Schema::new(validator, converting, source)),
+        )
+            .encode(env),
         Err(msg) => (atoms::error(), msg).encode(env),
     }
 }

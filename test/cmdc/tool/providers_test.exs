@@ -66,6 +66,9 @@ defmodule CMDC.Tool.ProvidersTest do
     reg
   end
 
+  defp tool_name(%{"function" => %{"name" => name}}), do: name
+  defp tool_name(%{"name" => name}), do: name
+
   defp expected({format, _} = key) do
     tools = JSON.decode!("[" <> @expected[key] <> "]")
     if format == :gemini, do: [%{"functionDeclarations" => tools}], else: tools
@@ -121,6 +124,34 @@ defmodule CMDC.Tool.ProvidersTest do
 
     assert [%{"function" => %{"parameters" => %{type: "object"}}}] =
              CMDC.Tool.to_schema([AtomKeys])
+  end
+
+  test "numbers, nulls and nesting survive the native build exactly" do
+    params = %{
+      "type" => "object",
+      "properties" => %{
+        "n" => %{
+          "type" => "number",
+          "minimum" => -1.5,
+          "maximum" => 1.0e300,
+          "multipleOf" => 0.25
+        },
+        "i" => %{"type" => "integer", "minimum" => -4_294_967_296, "maximum" => 4_294_967_296},
+        "j" => %{"enum" => [0, 255, 256, -1, -2_147_483_648, 2_147_483_648, nil, true, false]},
+        "deep" => %{"type" => "array", "items" => %{"type" => "array"}, "examples" => [[], [[]]]},
+        "ü" => %{"description" => "naïve ☃", "default" => 18_446_744_073_709_551_615}
+      }
+    }
+
+    module = CMDC.Tool.Test.Factory.tool("numbers", "Numbers: ±∞.", params)
+    reg = Registry.new()
+    :ok = Registry.register(reg, module)
+
+    assert [%{"function" => %{"parameters" => ^params, "description" => "Numbers: ±∞."}}] =
+             CMDC.Tool.to_schema(reg)
+
+    assert [%{"inputSchema" => mcp}] = CMDC.Tool.to_schema(reg, %{}, format: :mcp)
+    assert mcp == params
   end
 
   test "warnings name the tool, the path and the keyword" do
@@ -225,6 +256,30 @@ defmodule CMDC.Tool.ProvidersTest do
       assert JSON.decode!(CMDC.Tool.to_schema_json(reg, ctx, format: :mcp)) |> length() == 1
     end
 
+    test "lists built while the registry changes are always one consistent state" do
+      reg = Registry.new()
+      modules = for i <- 1..60, do: CMDC.Tool.Test.Factory.tool("w_#{i}")
+      names = Enum.map(modules, & &1.name())
+
+      writer = Task.async(fn -> Enum.each(modules, &(:ok = Registry.register(reg, &1))) end)
+
+      readers =
+        for format <- [:mcp, :anthropic, :openai] do
+          Task.async(fn ->
+            for _ <- 1..100 do
+              seen = reg |> CMDC.Tool.to_schema(%{}, format: format) |> Enum.map(&tool_name/1)
+              json = reg |> CMDC.Tool.to_schema_json(%{}, format: format) |> JSON.decode!()
+              # Registration appends: every list is a prefix of the registration order.
+              assert seen == Enum.take(names, length(seen))
+              assert Enum.map(json, &tool_name/1) == Enum.take(names, length(json))
+            end
+          end)
+        end
+
+      Task.await_many([writer | readers], 60_000)
+      assert reg |> CMDC.Tool.to_schema(%{}, format: :mcp) |> length() == 60
+    end
+
     test "a cached list is the same term, not a rebuilt one" do
       reg = registry()
       first = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
@@ -302,20 +357,8 @@ defmodule CMDC.Tool.ProvidersTest do
   defp seed(n), do: :rand.seed(:exsss, {n, n * 7, n * 13})
 
   defp check_round_trip(name, schema, format, runs) do
-    defmodule_name = Module.concat(__MODULE__, "RT#{System.unique_integer([:positive])}")
-
-    Module.create(
-      defmodule_name,
-      quote do
-        def name, do: unquote(name)
-        def description, do: "round trip"
-        def parameters, do: unquote(Macro.escape(schema))
-        def execute(_, _), do: {:ok, ""}
-      end,
-      Macro.Env.location(__ENV__)
-    )
-
-    {[tool], _warnings} = Providers.convert([defmodule_name], %{}, format: format, strict: true)
+    module = CMDC.Tool.Test.Factory.tool(name, "round trip", schema)
+    {[tool], _warnings} = Providers.convert([module], %{}, format: format, strict: true)
 
     strict =
       if format == :anthropic, do: tool["input_schema"], else: tool["function"]["parameters"]

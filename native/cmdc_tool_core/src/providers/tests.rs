@@ -463,3 +463,37 @@ fn strict_rewrite_keeps_every_accepted_call() {
     }
     assert!(checked > 3000, "only {checked} accepted calls generated");
 }
+
+#[test]
+fn json_writer_matches_the_value() {
+    let p = weather();
+    let empty = json!({});
+    for format in [
+        Format::OpenAI,
+        Format::OpenAIResponses,
+        Format::Anthropic,
+        Format::Gemini,
+        Format::Mcp,
+    ] {
+        for strict in [false, true] {
+            let tools = [tool("get_weather", &p), tool("ping", &empty)];
+            let (value, _) = convert(&tools, format, strict);
+            let (start, end) = list_json_delimiters(format, tools.len());
+            let mut out = start.to_vec();
+            for (i, t) in tools.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let c = convert_parameters(t.name, t.parameters, format, strict);
+                let params = c.parameters.as_ref().map(|_| c.json.as_slice());
+                write_tool_json(&mut out, format, strict, t.name, t.description, params);
+            }
+            out.extend_from_slice(end);
+            let written: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(written, value, "{format:?} strict={strict}");
+        }
+        let (start, end) = list_json_delimiters(format, 0);
+        let none: Value = serde_json::from_slice(&[start, end].concat()).unwrap();
+        assert_eq!(none, convert(&[], format, false).0);
+    }
+}
