@@ -522,6 +522,31 @@ defmodule CMDC.Tool.DiscoveryTest do
       assert state.report.errors == []
     end
 
+    test "an unchanged script is not handed to the loader again", c do
+      p = c.prefix
+      script = write(c.home, ".cmdc/tools/s.py", "def hello():\n    return 1\n")
+      Code.compile_string(tool("#{p}.Py", "#{p}_py"))
+      parent = self()
+
+      loader = fn path ->
+        send(parent, {:loaded, path})
+        {:ok, [Module.concat([p, "Py"])]}
+      end
+
+      registry = Registry.new()
+      {:ok, state} = Discovery.load_into(registry, [script_loader: loader] ++ c.opts)
+      assert_received {:loaded, ^script}
+      assert Registry.names(registry) == ["#{p}_py"]
+
+      write(c.home, ".cmdc/tools/other.txt", "a change elsewhere")
+      {:ok, state} = Discovery.refresh(registry, state)
+      refute_received {:loaded, _}
+
+      File.write!(script, "def hello():\n    return 2\n")
+      {:ok, _state} = Discovery.refresh(registry, state)
+      assert_received {:loaded, ^script}
+    end
+
     test "registry names win; a name the registry reserves is refused, the rest load", c do
       p = c.prefix
       write(c.home, ".cmdc/tools/a.ex", tool("#{p}.A", "read_file"))
