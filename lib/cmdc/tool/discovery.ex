@@ -79,8 +79,9 @@ defmodule CMDC.Tool.Discovery do
   Project folders can hold code from a repository someone just cloned, and compiling a file
   runs its top-level code. They are loaded only when trusted: `trust_project: true`, or the
   project (`:cwd`) is one of, or under one of, the folders listed in `~/.cmdc/trusted.json`
-  (or `$CMDC_HOME/trusted.json`): `{"trusted": ["~/src/my_project"]}`, or in the `:trusted`
-  option. Otherwise each existing project tool folder is listed in `:ignored` with
+  (or `$CMDC_HOME/trusted.json`): `{"trusted": ["~/src/my_project"]}` (absolute paths or
+  `~/…`; a relative entry is refused, it would trust any folder), or in the `:trusted` option
+  (relative to `:cwd`). Otherwise each existing project tool folder is listed in `:ignored` with
   `type: :untrusted` and how to trust it. `trust_project: false` never trusts.
 
   ## Safety: what compiling a file can and cannot do

@@ -442,7 +442,8 @@ fn json_string(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Trust
 
-/// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders.
+/// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders, each absolute or
+/// starting with `~/`.
 pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathBuf>, String> {
     let value: Value = serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let list = match &value {
@@ -455,9 +456,12 @@ pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathB
     };
     list.iter()
         .map(|item| match item {
-            Value::String(s) if !s.is_empty() => Ok(expand(s, cwd, home)),
+            // A relative entry would trust whatever folder the agent runs in.
+            Value::String(s) if s == "~" || s.starts_with("~/") || Path::new(s).is_absolute() => {
+                Ok(expand(s, cwd, home))
+            }
             other => Err(format!(
-                "a trusted folder must be a non-empty string, got {other}"
+                "a trusted folder must be an absolute path or start with ~/, got {other}"
             )),
         })
         .collect()
@@ -1378,6 +1382,12 @@ mod tests {
 
         c.trusted = vec!["~/../proj".into()];
         assert!(scan(&c).project_trusted);
+
+        c.trusted = vec![];
+        t.write("home/.cmdc/trusted.json", r#"["."]"#);
+        let s = scan(&c);
+        assert!(!s.project_trusted);
+        assert!(s.errors[0].reason.contains("absolute path"));
     }
 
     #[test]
