@@ -318,16 +318,17 @@ defmodule CMDC.Tool.Discovery do
     end
   end
 
+  # Stores settings that changed; clears (`%{}`) those of tools gone or whose metadata no longer
+  # sets any.
   defp put_settings(reg_mod, registry, old_tools, new_tools) do
-    new_names = MapSet.new(new_tools, & &1.name)
+    old = Map.new(old_tools, &{&1.name, &1.settings})
+    new = Map.new(new_tools, &{&1.name, &1.settings})
 
-    for %{name: name, settings: settings} <- old_tools,
-        settings != %{},
-        not MapSet.member?(new_names, name) do
+    for {name, settings} <- old, settings != %{}, not Map.has_key?(new, name) do
       reg_mod.put_settings(registry, name, %{})
     end
 
-    for %{name: name, settings: settings} <- new_tools, settings != %{} do
+    for {name, settings} <- new, settings != Map.get(old, name, %{}) do
       reg_mod.put_settings(registry, name, settings)
     end
 

@@ -508,6 +508,9 @@ defmodule CMDC.Tool.DiscoveryTest do
       {:ok, state} = Discovery.refresh(registry, state)
       assert state.changes.recompiled == []
       assert Registry.settings(registry, "#{p}_c") == %{"timeout" => 100}
+      File.rm!(Path.join(dir, "c.json"))
+      {:ok, state} = Discovery.refresh(registry, state)
+      assert Registry.settings(registry, "#{p}_c") == %{}
 
       # A file that breaks is dropped from the registry and reported; fixing it restores it.
       write(dir, "c.ex", "defmodule #{p}.C do\n  def x(, do: 1\nend\n")
