@@ -339,13 +339,14 @@ defmodule CMDC.Tool.Discovery do
     old = Map.new(state.tools, &{&1.name, &1})
     new = Map.new(report.tools, &{&1.name, &1})
     recompiled = for {path, %{compiled_now: true}} <- files, do: path
+    recompiled_set = MapSet.new(recompiled)
 
     changed =
       for {name, tool} <- new,
           prev = old[name],
           prev != nil,
           prev.module != tool.module or prev.real_path != tool.real_path or
-            tool.real_path in recompiled,
+            MapSet.member?(recompiled_set, tool.real_path),
           do: name
 
     %{
@@ -369,7 +370,7 @@ defmodule CMDC.Tool.Discovery do
   defp build(opts, cache, reserved, scan, digest) do
     call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
 
-    {fresh, stale_files} =
+    {fresh, unchanged} =
       Enum.split_with(scan.files, fn f ->
         case cache[f.real_path] do
           # A module another file held may be free now: try again.
@@ -384,7 +385,7 @@ defmodule CMDC.Tool.Discovery do
         end
       end)
 
-    reused = Map.new(stale_files, &{&1.real_path, %{cache[&1.real_path] | compiled_now: false}})
+    reused = Map.new(unchanged, &{&1.real_path, %{cache[&1.real_path] | compiled_now: false}})
 
     compiled =
       fresh
