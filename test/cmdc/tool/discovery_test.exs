@@ -352,7 +352,7 @@ defmodule CMDC.Tool.DiscoveryTest do
 
     write(dir, "empty.exs", "1 + 1\n")
 
-    opts = Keyword.merge(c.opts, compile_timeout: 3_000, call_timeout: 300)
+    opts = Keyword.merge(c.opts, compile_timeout: 3_000, call_timeout: 1_000)
     report = Discovery.discover(opts)
     assert Enum.sort(names(report)) == Enum.sort(["#{p}_good", "#{p}_stdin", "#{p}_after"])
 
@@ -371,7 +371,7 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert errors["halts.exs"].reason =~ "System.halt"
     assert errors["zzz_same_module.ex"].type == :module_conflict
     assert errors["zzz_same_module.ex"].reason =~ "good.ex"
-    assert errors["slow_name.ex"].reason =~ "timed out after 300 ms"
+    assert errors["slow_name.ex"].reason =~ "timed out after 1000 ms"
     assert errors["empty.exs"].reason =~ "defines no module"
     assert map_size(errors) == 13
     assert Module.concat([p, "Good"]).name() == "#{p}_good"
