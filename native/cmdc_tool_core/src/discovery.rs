@@ -1391,6 +1391,33 @@ mod tests {
     }
 
     #[test]
+    fn cmdc_home_holds_a_trust_list_and_plugins_too() {
+        let t = Tmp::new();
+        t.write("proj/.cmdc/tools/p.ex", "");
+        t.write(
+            "ch/trusted.json",
+            &format!(r#"["{}"]"#, t.0.join("proj").display()),
+        );
+        t.write(
+            "ch/plugins/q/cmdc-plugin.json",
+            r#"{"name":"q","version":"2"}"#,
+        );
+        t.write("ch/plugins/q/tools/q.ex", "");
+        let mut c = t.config();
+        c.trust = Trust::Auto;
+        c.cmdc_home = Some(t.0.join("ch"));
+        let s = scan(&c);
+        assert!(s.project_trusted);
+        assert_eq!(
+            names(&s),
+            [
+                ("cmdc".into(), "p.ex".into()),
+                ("plugin:q".into(), "q.ex".into())
+            ]
+        );
+    }
+
+    #[test]
     fn plugin_manifests() {
         let t = Tmp::new();
         t.write(
