@@ -87,8 +87,14 @@ File.write!(path, File.read!(path) <> "\n# edited\n")
 {one_edit, {:ok, state}} = :timer.tc(fn -> Discovery.refresh(registry, state) end)
 [^path] = state.changes.recompiled
 
+load =
+  case File.read("/proc/loadavg") do
+    {:ok, text} -> "load average " <> (text |> String.split() |> Enum.take(3) |> Enum.join(" "))
+    _ -> "load average unknown"
+  end
+
 IO.puts("""
-discovery, #{count} tool files (#{div(count, 10)} with .json metadata), #{System.schedulers_online()} schedulers
+discovery, #{count} tool files (#{div(count, 10)} with .json metadata), #{System.schedulers_online()} schedulers, #{load}
   native scan, cold (first scan):          #{ms.(cold_scan)} ms
   native scan, warm (median of 21):        #{ms.(warm_scan)} ms
   refresh, nothing changed (median of 21): #{ms.(warm_refresh)} ms   (target < 20 ms)

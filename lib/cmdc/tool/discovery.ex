@@ -79,8 +79,9 @@ defmodule CMDC.Tool.Discovery do
   Project folders can hold code from a repository someone just cloned, and compiling a file
   runs its top-level code. They are loaded only when trusted: `trust_project: true`, or the
   project (`:cwd`) is one of, or under one of, the folders listed in `~/.cmdc/trusted.json`
-  (or `$CMDC_HOME/trusted.json`): `{"trusted": ["~/src/my_project"]}`, or in the `:trusted`
-  option. Otherwise each existing project tool folder is listed in `:ignored` with
+  (or `$CMDC_HOME/trusted.json`): `{"trusted": ["~/src/my_project"]}` (absolute paths or
+  `~/…`; a relative entry is refused, it would trust any folder), or in the `:trusted` option
+  (relative to `:cwd`). Otherwise each existing project tool folder is listed in `:ignored` with
   `type: :untrusted` and how to trust it. `trust_project: false` never trusts.
 
   ## Safety: what compiling a file can and cannot do
@@ -317,16 +318,17 @@ defmodule CMDC.Tool.Discovery do
     end
   end
 
+  # Stores settings that changed; clears (`%{}`) those of tools gone or whose metadata no longer
+  # sets any.
   defp put_settings(reg_mod, registry, old_tools, new_tools) do
-    new_names = MapSet.new(new_tools, & &1.name)
+    old = Map.new(old_tools, &{&1.name, &1.settings})
+    new = Map.new(new_tools, &{&1.name, &1.settings})
 
-    for %{name: name, settings: settings} <- old_tools,
-        settings != %{},
-        not MapSet.member?(new_names, name) do
+    for {name, settings} <- old, settings != %{}, not Map.has_key?(new, name) do
       reg_mod.put_settings(registry, name, %{})
     end
 
-    for %{name: name, settings: settings} <- new_tools, settings != %{} do
+    for {name, settings} <- new, settings != Map.get(old, name, %{}) do
       reg_mod.put_settings(registry, name, settings)
     end
 
@@ -337,13 +339,14 @@ defmodule CMDC.Tool.Discovery do
     old = Map.new(state.tools, &{&1.name, &1})
     new = Map.new(report.tools, &{&1.name, &1})
     recompiled = for {path, %{compiled_now: true}} <- files, do: path
+    recompiled_set = MapSet.new(recompiled)
 
     changed =
       for {name, tool} <- new,
           prev = old[name],
           prev != nil,
           prev.module != tool.module or prev.real_path != tool.real_path or
-            tool.real_path in recompiled,
+            MapSet.member?(recompiled_set, tool.real_path),
           do: name
 
     %{
@@ -367,7 +370,7 @@ defmodule CMDC.Tool.Discovery do
   defp build(opts, cache, reserved, scan, digest) do
     call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
 
-    {fresh, stale_files} =
+    {fresh, unchanged} =
       Enum.split_with(scan.files, fn f ->
         case cache[f.real_path] do
           # A module another file held may be free now: try again.
@@ -382,7 +385,7 @@ defmodule CMDC.Tool.Discovery do
         end
       end)
 
-    reused = Map.new(stale_files, &{&1.real_path, %{cache[&1.real_path] | compiled_now: false}})
+    reused = Map.new(unchanged, &{&1.real_path, %{cache[&1.real_path] | compiled_now: false}})
 
     compiled =
       fresh

@@ -221,22 +221,49 @@ pub struct Scan {
 /// equal digests mean nothing on disk that discovery looks at changed, so a caller holding the
 /// previous result can skip converting and comparing it.
 pub fn digest(scan: &Scan) -> u64 {
-    use std::fmt::Write;
-    use std::hash::Hasher;
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
 
-    struct HashWriter(std::collections::hash_map::DefaultHasher);
-
-    impl Write for HashWriter {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0.write(s.as_bytes());
-            Ok(())
+    fn path(h: &mut DefaultHasher, p: &Path) {
+        p.as_os_str().as_encoded_bytes().hash(h);
+    }
+    fn opt_path(h: &mut DefaultHasher, p: &Option<PathBuf>) {
+        p.is_some().hash(h);
+        if let Some(p) = p {
+            path(h, p);
         }
     }
 
-    let mut w = HashWriter(std::collections::hash_map::DefaultHasher::new());
-    // Debug output covers every field; writing it into the hasher allocates nothing.
-    let _ = write!(w, "{scan:?}");
-    w.0.finish()
+    let mut h = DefaultHasher::new();
+    scan.project_trusted.hash(&mut h);
+    scan.files.len().hash(&mut h);
+    for f in &scan.files {
+        (f.source as u8, f.kind as u8, f.mtime_ns, f.size).hash(&mut h);
+        f.provider.hash(&mut h);
+        path(&mut h, &f.root);
+        path(&mut h, &f.path);
+        path(&mut h, &f.real_path);
+        opt_path(&mut h, &f.meta_path);
+        opt_path(&mut h, &f.doc_path);
+        opt_path(&mut h, &f.cache_path);
+        f.doc.hash(&mut h);
+        // Metadata is small and rare: its Debug text covers every field.
+        f.meta.as_ref().map(|m| format!("{m:?}")).hash(&mut h);
+        f.plugin
+            .as_ref()
+            .map(|p| (&p.name, &p.version))
+            .hash(&mut h);
+    }
+    for notes in [&scan.ignored, &scan.errors] {
+        notes.len().hash(&mut h);
+        for n in notes.iter() {
+            (n.source as u8, n.kind as u8).hash(&mut h);
+            n.provider.hash(&mut h);
+            path(&mut h, &n.path);
+            n.reason.hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 /// Expands `~` (alone or followed by `/`) to `home` and makes relative paths absolute under
@@ -415,7 +442,8 @@ fn json_string(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Trust
 
-/// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders.
+/// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders, each absolute or
+/// starting with `~/`.
 pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathBuf>, String> {
     let value: Value = serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let list = match &value {
@@ -428,9 +456,12 @@ pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathB
     };
     list.iter()
         .map(|item| match item {
-            Value::String(s) if !s.is_empty() => Ok(expand(s, cwd, home)),
+            // A relative entry would trust whatever folder the agent runs in.
+            Value::String(s) if s == "~" || s.starts_with("~/") || Path::new(s).is_absolute() => {
+                Ok(expand(s, cwd, home))
+            }
             other => Err(format!(
-                "a trusted folder must be a non-empty string, got {other}"
+                "a trusted folder must be an absolute path or start with ~/, got {other}"
             )),
         })
         .collect()
@@ -1351,6 +1382,39 @@ mod tests {
 
         c.trusted = vec!["~/../proj".into()];
         assert!(scan(&c).project_trusted);
+
+        c.trusted = vec![];
+        t.write("home/.cmdc/trusted.json", r#"["."]"#);
+        let s = scan(&c);
+        assert!(!s.project_trusted);
+        assert!(s.errors[0].reason.contains("absolute path"));
+    }
+
+    #[test]
+    fn cmdc_home_holds_a_trust_list_and_plugins_too() {
+        let t = Tmp::new();
+        t.write("proj/.cmdc/tools/p.ex", "");
+        t.write(
+            "ch/trusted.json",
+            &format!(r#"["{}"]"#, t.0.join("proj").display()),
+        );
+        t.write(
+            "ch/plugins/q/cmdc-plugin.json",
+            r#"{"name":"q","version":"2"}"#,
+        );
+        t.write("ch/plugins/q/tools/q.ex", "");
+        let mut c = t.config();
+        c.trust = Trust::Auto;
+        c.cmdc_home = Some(t.0.join("ch"));
+        let s = scan(&c);
+        assert!(s.project_trusted);
+        assert_eq!(
+            names(&s),
+            [
+                ("cmdc".into(), "p.ex".into()),
+                ("plugin:q".into(), "q.ex".into())
+            ]
+        );
     }
 
     #[test]
@@ -1457,6 +1521,10 @@ mod timing {
         }
         times.sort();
         println!("scan of 1000 files: median {:?}", times[10]);
+        let s = scan(&c);
+        let t = std::time::Instant::now();
+        let d = digest(&s);
+        println!("digest: {:?} ({d})", t.elapsed());
         fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -352,7 +352,7 @@ defmodule CMDC.Tool.DiscoveryTest do
 
     write(dir, "empty.exs", "1 + 1\n")
 
-    opts = Keyword.merge(c.opts, compile_timeout: 3_000, call_timeout: 300)
+    opts = Keyword.merge(c.opts, compile_timeout: 3_000, call_timeout: 1_000)
     report = Discovery.discover(opts)
     assert Enum.sort(names(report)) == Enum.sort(["#{p}_good", "#{p}_stdin", "#{p}_after"])
 
@@ -371,7 +371,7 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert errors["halts.exs"].reason =~ "System.halt"
     assert errors["zzz_same_module.ex"].type == :module_conflict
     assert errors["zzz_same_module.ex"].reason =~ "good.ex"
-    assert errors["slow_name.ex"].reason =~ "timed out after 300 ms"
+    assert errors["slow_name.ex"].reason =~ "timed out after 1000 ms"
     assert errors["empty.exs"].reason =~ "defines no module"
     assert map_size(errors) == 13
     assert Module.concat([p, "Good"]).name() == "#{p}_good"
@@ -508,6 +508,9 @@ defmodule CMDC.Tool.DiscoveryTest do
       {:ok, state} = Discovery.refresh(registry, state)
       assert state.changes.recompiled == []
       assert Registry.settings(registry, "#{p}_c") == %{"timeout" => 100}
+      File.rm!(Path.join(dir, "c.json"))
+      {:ok, state} = Discovery.refresh(registry, state)
+      assert Registry.settings(registry, "#{p}_c") == %{}
 
       # A file that breaks is dropped from the registry and reported; fixing it restores it.
       write(dir, "c.ex", "defmodule #{p}.C do\n  def x(, do: 1\nend\n")
@@ -520,6 +523,31 @@ defmodule CMDC.Tool.DiscoveryTest do
       {:ok, state} = Discovery.refresh(registry, state)
       assert Registry.names(registry) == Enum.sort(["read_file", "#{p}_a2", "#{p}_c"])
       assert state.report.errors == []
+    end
+
+    test "an unchanged script is not handed to the loader again", c do
+      p = c.prefix
+      script = write(c.home, ".cmdc/tools/s.py", "def hello():\n    return 1\n")
+      Code.compile_string(tool("#{p}.Py", "#{p}_py"))
+      parent = self()
+
+      loader = fn path ->
+        send(parent, {:loaded, path})
+        {:ok, [Module.concat([p, "Py"])]}
+      end
+
+      registry = Registry.new()
+      {:ok, state} = Discovery.load_into(registry, [script_loader: loader] ++ c.opts)
+      assert_received {:loaded, ^script}
+      assert Registry.names(registry) == ["#{p}_py"]
+
+      write(c.home, ".cmdc/tools/other.txt", "a change elsewhere")
+      {:ok, state} = Discovery.refresh(registry, state)
+      refute_received {:loaded, _}
+
+      File.write!(script, "def hello():\n    return 2\n")
+      {:ok, _state} = Discovery.refresh(registry, state)
+      assert_received {:loaded, ^script}
     end
 
     test "registry names win; a name the registry reserves is refused, the rest load", c do
