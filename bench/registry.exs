@@ -206,6 +206,31 @@ defmodule Bench do
         "#{Registry.size(reg)} tools registered, #{lost} lost; " <>
         "#{found} finds hit (#{finds - found} missed a tool another process had not registered yet)"
     )
+
+    # Reads only: 100 processes finding at once in the registry they filled.
+    per = 10_000
+
+    {us, hits} =
+      :timer.tc(fn ->
+        1..100
+        |> Enum.map(fn p ->
+          Task.async(fn ->
+            Enum.count(1..per, fn k ->
+              match?(
+                {:ok, _},
+                CMDC.Tool.find(reg, "c#{rem(p + k, 100) + 1}_#{rem(k, per_process) + 1}")
+              )
+            end)
+          end)
+        end)
+        |> Task.await_many(120_000)
+        |> Enum.sum()
+      end)
+
+    IO.puts(
+      "then #{100 * per} finds by 100 processes at once in #{div(us, 1000)} ms: " <>
+        "#{round(100 * per / (us / 1_000_000))} finds/s (#{hits} hits, name building included)"
+    )
   end
 end
 

@@ -83,7 +83,7 @@ defmodule CMDC.Tool.Providers do
         end)
 
       case Native.providers_convert(tools, format, strict) do
-        {:ok, tools, warnings} -> {tools, warnings}
+        {:ok, tools_etf, warnings} -> {:erlang.binary_to_term(tools_etf), warnings}
         {:error, message} -> raise ArgumentError, message
       end
     end

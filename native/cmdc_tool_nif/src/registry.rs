@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use cmdc_tool_core::etf;
 use cmdc_tool_core::providers::{self, Format, Tool, Warning};
 use cmdc_tool_core::registry::{self as core, Entry, Holder, RegistryError};
 use once_cell::sync::{Lazy, OnceCell};
@@ -553,7 +554,7 @@ fn registry_build<'a>(
 }
 
 /// Stateless conversion for a list of `{name, description, parameters}`:
-/// `{:ok, tools, warnings}` or `{:error, message}`.
+/// `{:ok, tools_etf, warnings}` or `{:error, message}`.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn providers_convert<'a>(
     env: Env<'a>,
@@ -581,9 +582,12 @@ fn providers_convert<'a>(
         })
         .collect();
     let (value, warnings) = providers::convert(&specs, fmt, strict);
+    // As external term format, like `registry_build`: decoded in one allocation.
+    let mut tools_etf = vec![etf::VERSION];
+    etf::value(&mut tools_etf, &value);
     (
         atoms::ok(),
-        term::from_value(env, &value),
+        crate::json::binary(env, &tools_etf),
         warnings_term(env, &warnings),
     )
         .encode(env)
