@@ -431,19 +431,15 @@ pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
     let list: Vec<Term<'a>> = warnings
         .iter()
         .map(|w| {
-            let keys = [
-                atoms::tool().encode(env),
-                atoms::path().encode(env),
-                atoms::keyword().encode(env),
-                atoms::message().encode(env),
-            ];
-            let values = [
-                w.tool.encode(env),
-                w.path.encode(env),
-                w.keyword.encode(env),
-                w.message.encode(env),
-            ];
-            Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+            crate::term::string_map(
+                env,
+                &[
+                    (atoms::tool(), w.tool.as_str()),
+                    (atoms::path(), w.path.as_str()),
+                    (atoms::keyword(), w.keyword.as_str()),
+                    (atoms::message(), w.message.as_str()),
+                ],
+            )
         })
         .collect();
     list.encode(env)

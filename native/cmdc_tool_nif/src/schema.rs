@@ -63,19 +63,15 @@ impl Schema {
 impl rustler::Resource for Schema {}
 
 fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
-    let keys = [
-        atoms::path().encode(env),
-        atoms::keyword().encode(env),
-        atoms::message().encode(env),
-        atoms::schema_path().encode(env),
-    ];
-    let values = [
-        f.path.encode(env),
-        f.keyword.encode(env),
-        f.message.encode(env),
-        f.schema_path.encode(env),
-    ];
-    Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+    term::string_map(
+        env,
+        &[
+            (atoms::path(), f.path.as_str()),
+            (atoms::keyword(), f.keyword.as_str()),
+            (atoms::message(), f.message.as_str()),
+            (atoms::schema_path(), f.schema_path.as_str()),
+        ],
+    )
 }
 
 fn not_json(e: &TermError) -> Failure {

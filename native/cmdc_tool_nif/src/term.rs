@@ -356,3 +356,10 @@ pub fn number_term<'a>(env: Env<'a>, n: &Number) -> Term<'a> {
         n.as_f64().unwrap_or(0.0).encode(env)
     }
 }
+
+/// A map with atom keys and string values (error and warning reports).
+pub fn string_map<'a>(env: Env<'a>, pairs: &[(rustler::Atom, &str)]) -> Term<'a> {
+    let keys: Vec<Term<'a>> = pairs.iter().map(|(k, _)| k.encode(env)).collect();
+    let values: Vec<Term<'a>> = pairs.iter().map(|(_, v)| v.encode(env)).collect();
+    Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+}
