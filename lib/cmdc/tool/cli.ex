@@ -168,10 +168,13 @@ defmodule CMDC.Tool.CLI do
   ## doctor
 
   def doctor(paths, opts) do
+    # Script caches are judged before loading: loading rebuilds stale ones.
+    caches = script_caches(paths, opts)
     report = load(paths, opts)
 
     findings =
-      names(report.tools) ++ strict(report.tools) ++ gemini(report.tools) ++ interpreters()
+      names(report.tools) ++
+        strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()
 
     print_problems(report)
 
@@ -213,6 +216,41 @@ defmodule CMDC.Tool.CLI do
   defp gemini(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :gemini)
     Enum.map(warnings, &"#{&1.tool}: Gemini: #{&1.message}")
+  end
+
+  defp script_caches(paths, opts) do
+    scan =
+      CMDC.Tool.Discovery.discover(
+        paths: example_paths() ++ paths,
+        cwd: File.cwd!(),
+        trust_project: opts[:trust]
+      )
+
+    for %{type: :script, path: script} <- scan.ignored,
+        problem = cache_problem(to_string(script)),
+        do: "#{relative(script)}: #{problem}"
+  end
+
+  # The loader's cache is `{name}.tool.json` next to the script.
+  defp cache_problem(script) do
+    cache = Path.rootname(script) <> ".tool.json"
+
+    with {:ok, %{mtime: cached}} <- File.stat(cache, time: :posix),
+         {:ok, %{mtime: changed}} <- File.stat(script, time: :posix),
+         {:ok, text} <- File.read(cache) do
+      cond do
+        not match?({:ok, %{"tools" => _}}, CMDC.Tool.JSON.decode(text)) ->
+          "its cache #{Path.basename(cache)} is corrupt (it will be rebuilt)"
+
+        changed > cached ->
+          "its cache #{Path.basename(cache)} is stale (the script changed; it will be re-read)"
+
+        true ->
+          nil
+      end
+    else
+      _ -> "not cached yet: the first start reads it with the interpreter"
+    end
   end
 
   defp interpreters do

@@ -67,6 +67,15 @@ defmodule CMDC.Tool.CLITest do
     end)
   end
 
+  @tag :tmp_dir
+  test "doctor reports stale and corrupt script caches", %{tmp_dir: dir} do
+    script = Path.join(dir, "t.py")
+    File.write!(script, "def f(x: int) -> int:\n    \"\"\"Double.\"\"\"\n    return 2 * x\n")
+    File.write!(Path.join(dir, "t.tool.json"), "{broken")
+    out = capture_io(fn -> capture_io(:stderr, fn -> CLI.doctor([dir], []) end) end)
+    assert out =~ "t.py: its cache t.tool.json is corrupt"
+  end
+
   test "doctor reports what would surprise a user" do
     out = capture_io(fn -> capture_io(:stderr, fn -> assert :ok = CLI.doctor([], []) end) end)
     assert out =~ "Gemini"

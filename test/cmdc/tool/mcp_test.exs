@@ -75,6 +75,69 @@ defmodule CMDC.Tool.MCPTest do
     end
   end
 
+  # An IO device fed line by line by the test (StringIO cannot wait for more input).
+  defp feeder do
+    spawn_link(fn -> feed_loop([]) end)
+  end
+
+  defp feed_loop(queue) do
+    receive do
+      {:feed, line} -> feed_loop(queue ++ [line])
+      :eof -> feed_loop(queue ++ [:eof])
+      {:io_request, from, ref, {:get_line, _enc, _prompt}} -> answer(from, ref, queue)
+      {:io_request, from, ref, {:get_line, _prompt}} -> answer(from, ref, queue)
+    end
+  end
+
+  defp answer(from, ref, []) do
+    receive do
+      {:feed, line} -> answer(from, ref, [line])
+      :eof -> answer(from, ref, [:eof])
+    end
+  end
+
+  defp answer(from, ref, [next | rest]) do
+    send(from, {:io_reply, ref, next})
+    feed_loop(rest)
+  end
+
+  test "server: refresh sends list_changed only when the tools changed; malformed frames never stop it" do
+    {:ok, out} = StringIO.open("")
+    input = feeder()
+    tools = :counters.new(1, [])
+    load = fn -> if :counters.get(tools, 1) == 0, do: [Echo], else: [Echo, ReadFile] end
+    me = self()
+
+    server =
+      spawn_link(fn ->
+        CMDC.Tool.MCP.Server.serve([Echo], input: input, output: out, refresh: load)
+        send(me, :stopped)
+      end)
+
+    send(input, {:feed, "not json\n"})
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":1,"method":"ping"}\n)})
+    Process.sleep(100)
+    send(server, :refresh)
+    :counters.add(tools, 1, 1)
+    send(server, :refresh)
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"tools/list"}\n)})
+    send(input, :eof)
+    assert_receive :stopped, 5_000
+
+    frames =
+      out
+      |> StringIO.contents()
+      |> elem(1)
+      |> String.split("\n", trim: true)
+      |> Enum.map(&CMDC.Tool.JSON.decode!/1)
+
+    assert [%{"error" => %{"code" => -32_700}}, %{"id" => 1, "result" => %{}}, changed, list] =
+             frames
+
+    assert changed == %{"jsonrpc" => "2.0", "method" => "notifications/tools/list_changed"}
+    assert length(list["result"]["tools"]) == 2
+  end
+
   @tag timeout: 600_000
   test "end to end with the official MCP Python SDK over stdio" do
     {:ok, python} = CMDC.Tool.PythonEnv.python()

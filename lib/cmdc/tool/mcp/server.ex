@@ -29,7 +29,7 @@ defmodule CMDC.Tool.MCP.Server do
     if input == :stdio, do: :io.setopts(:standard_io, binary: true, encoding: :latin1)
     server = self()
     {reader, ref} = spawn_monitor(fn -> read_loop(input, server) end)
-    Process.register(self(), __MODULE__)
+    unless Process.whereis(__MODULE__), do: Process.register(self(), __MODULE__)
 
     state = %{
       mcp: MCP.new(tools, Keyword.take(opts, [:page_size, :server_name])),
@@ -185,9 +185,16 @@ defmodule CMDC.Tool.MCP.Server do
   defp refresh_tools(%{refresh: nil} = state), do: state
 
   defp refresh_tools(%{refresh: fun} = state) do
-    state = %{state | mcp: %{state.mcp | tools: fun.()}}
-    write(state, MCP.list_changed())
+    tools = fun.()
+
+    if describe(tools) == describe(state.mcp.tools) do
+      state
+    else
+      write(%{state | mcp: %{state.mcp | tools: tools}}, MCP.list_changed())
+    end
   end
+
+  defp describe(tools), do: Enum.map(tools, &MCP.describe/1)
 
   defp write(state, msg) do
     case CMDC.Tool.JSON.encode(msg) do
