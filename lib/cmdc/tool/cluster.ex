@@ -218,7 +218,7 @@ defmodule CMDC.Tool.Cluster do
 
   @doc "Starts a call (see `run/3`); `await/2` or `cancel/1` the returned handle."
   def async(call, context, opts \\ []) do
-    %{id: id, name: name, arguments: arguments} = normalize_call(call)
+    {id, name, arguments} = CMDC.Tool.Runner.call_parts(call)
     caller = self()
     ref = make_ref()
 
@@ -262,11 +262,6 @@ defmodule CMDC.Tool.Cluster do
 
   @doc "Cancels a cluster call: the remote execution is killed."
   def cancel(%CMDC.Tool.Runner.Handle{pid: pid}), do: send(pid, :cancel) && :ok
-
-  defp normalize_call(call) do
-    get = fn key -> Map.get(call, key, Map.get(call, Atom.to_string(key))) end
-    %{id: get.(:id), name: get.(:name), arguments: get.(:arguments) || %{}}
-  end
 
   defp start(id, name, arguments, context, opts, caller, ref) do
     scope = Keyword.get(opts, :scope, :default)

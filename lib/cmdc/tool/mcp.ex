@@ -155,9 +155,7 @@ defmodule CMDC.Tool.MCP do
   defp notification(_method, _params, state), do: {[], state}
 
   defp unknown_tool(state, name) do
-    names = Enum.map(state.tools, & &1.name())
-
-    case Enum.filter(names, &(String.jaro_distance(&1, name) > 0.8)) do
+    case CMDC.Tool.suggest(state.tools, name) do
       [] -> "Unknown tool: #{name}"
       close -> "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
     end

@@ -228,7 +228,9 @@ defmodule CMDC.Tool.Runner do
 
   ## One call
 
-  defp call_parts(call) when is_map(call) do
+  @doc false
+  # `{id, name, arguments}` of a call map with atom or string keys (shared with the cluster).
+  def call_parts(call) when is_map(call) do
     get = fn key -> Map.get(call, key, Map.get(call, Atom.to_string(key))) end
     {get.(:id), get.(:name), get.(:arguments) || %{}}
   end
