@@ -5,6 +5,10 @@ defmodule CMDC.Tool.TermGen do
 
   @keys ~w(a b c name count tags kind id x y)
 
+  # Integers around the immediate (60-bit) and 64-bit limits, floats, bignums.
+  @numbers [0, 1, 1.0, -1, 2.0, 2 ** 59 - 1, 2 ** 59, -(2 ** 59), -(2 ** 59) - 1] ++
+             [2 ** 63, 2 ** 64, -(2 ** 70), 1.5e300, 9_007_199_254_740_993]
+
   def seed(test_seed), do: :rand.seed(:exsss, {test_seed, 7, 42})
 
   @doc "A random JSON-like term of at most `depth` levels."
@@ -14,8 +18,8 @@ defmodule CMDC.Tool.TermGen do
       2 -> :rand.uniform(2) == 1
       3 -> :rand.uniform(200) - 100
       4 -> (:rand.uniform(2000) - 1000) / 8
-      5 -> Enum.random([0, 1, 1.0, -1, 2.0, 2 ** 64, -(2 ** 70), 1.5e300, 9_007_199_254_740_993])
-      6 -> Enum.random(["", "a", "héllo", "snow ☃", "x" <> Integer.to_string(:rand.uniform(9))])
+      5 -> Enum.random(@numbers)
+      6 -> string()
       7 -> Enum.random([:fast, :slow])
       8 -> Enum.random(["fast", "slow", "1", "true"])
       9 -> Enum.random([1, "1", true, nil])
@@ -24,7 +28,52 @@ defmodule CMDC.Tool.TermGen do
     end
   end
 
+  @doc """
+  A random string in every binary form the VM has: heap binaries (up to 64 bytes), reference-
+  counted ones, sub-binaries of both; ASCII and not, at the lengths the ASCII check treats apart.
+  """
+  def string do
+    case :rand.uniform(6) do
+      1 ->
+        Enum.random([
+          "",
+          "a",
+          "ab☃",
+          "héllo",
+          "snow ☃",
+          "x" <> Integer.to_string(:rand.uniform(9))
+        ])
+
+      2 ->
+        Enum.random(["abcd", "abcdefgh", "abcdefghijklmnop", "añb", "abcdefg☃", "ünïcödé ☃☃☃☃"])
+
+      3 ->
+        String.duplicate("long ascii ", :rand.uniform(20))
+
+      4 ->
+        String.duplicate("ŀøñğ ☃ ", :rand.uniform(20))
+
+      5 ->
+        binary_part(String.duplicate("sub-binary ", 10), :rand.uniform(20), :rand.uniform(30))
+
+      _ ->
+        binary_part("short é", 0, :rand.uniform(4))
+    end
+  end
+
   def map(depth) do
+    case :rand.uniform(12) do
+      1 -> wide_map(depth, Enum.random([13, 33, 40]))
+      _ -> small_map(depth)
+    end
+  end
+
+  # Over 12 members the validator binary-searches sorted keys; over 32 the VM uses a hash map.
+  defp wide_map(depth, size) do
+    Map.new(1..size, fn i -> {"k#{i}", json(max(depth - 1, 0))} end)
+  end
+
+  defp small_map(depth) do
     keys = Enum.take_random(@keys, :rand.uniform(5))
 
     Map.new(keys, fn key ->
@@ -44,7 +93,21 @@ defmodule CMDC.Tool.TermGen do
 
   @doc "A term that is not JSON somewhere inside a JSON-like term, and the path to it."
   def poisoned do
-    bad = Enum.random([{:tuple}, self(), make_ref(), <<0xFF>>, [1 | 2], fn -> :ok end])
+    bad =
+      Enum.random([
+        {:tuple},
+        self(),
+        make_ref(),
+        <<0xFF>>,
+        String.duplicate("x", 70) <> <<0xFF>>,
+        <<1::3>>,
+        [1 | 2],
+        [1, 2 | "tail"],
+        fn -> :ok end,
+        %{"fine" => 1, {:key} => 2},
+        %{<<0xFE>> => 1}
+      ])
+
     {%{"ok" => 1, "list" => [1, %{"deep" => bad}]}, "/list/1/deep"}
   end
 end

@@ -59,6 +59,10 @@ defmodule CMDC.Tool.Native do
   def schema_source(_schema), do: err()
   def beam_conformance(_document), do: err()
   def bench_rust_validate(_schema, _text, _iterations), do: err()
+  def bench_term_validate(_schema, _args, _iterations), do: err()
+  def bench_noop(_schema, _args), do: err()
+  def schema_validate_api(_schema, _args), do: err()
+  def term_layout, do: err()
 
   # registry.rs
   def registry_new(_reserved), do: err()

@@ -17,4 +17,6 @@ rustler::atoms! {
     tool,
     miss,
     stale,
+    direct,
+    api,
 }

@@ -3,33 +3,41 @@
 //!
 //! One walk over the caller's term checks the JSON rules (proper lists, UTF-8 binaries, string
 //! or atom keys, no key given twice, depth and size budget) and records every node in a flat
-//! index: scalars by value, strings as `&str` borrowed from the caller's binaries (no copy),
-//! containers as ranges of the index. The validator then reads that index with plain memory
-//! accesses. No `serde_json::Value` is built on the valid path; values are built only for
+//! index of two-word items: scalars by value, strings as pointers into the caller's binaries (no
+//! copy), containers as ranges of the index. The validator then reads that index with plain
+//! memory accesses. No `serde_json::Value` is built on the valid path; values are built only for
 //! errors (cold path).
 //!
-//! Why an index and not term accessors called by the validator: every `enif_*` call costs
-//! ~5 ns, and the validator asks each node several questions (type, string, length...). Reading
-//! the term once, which the JSON check has to do anyway, measured ~2.5x faster than answering
-//! each question from the term.
+//! Why an index and not term accessors called by the validator: every `enif_*` call costs a few
+//! ns, and the validator asks each node several questions (type, string, length...). Reading the
+//! term once, which the JSON check has to do anyway, measured ~2.5x faster than answering each
+//! question from the term.
+//!
+//! Why two plain words per item and no error path during the walk: the walk is the whole cost
+//! of validating from Elixir, and an earlier version that built Rust enums and pushed path
+//! segments per node spent more time moving those around than in the `enif_*` calls. A walk
+//! that fails is rare; it is repeated by `term::to_value`, which names the path and the reason.
 #![allow(unsafe_code)]
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::os::raw::c_int;
 
 use jsonschema::json::{cmp, Array, Json, JsonNumber, Node, NodeIdentity, Object};
 use jsonschema::JsonType;
 use rustler::sys::{
-    enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_uint64, enif_inspect_binary,
-    enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
-    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifMapIterator,
+    enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_list_length, enif_get_map_size,
+    enif_get_uint64, enif_inspect_binary, enif_map_iterator_create, enif_map_iterator_destroy,
+    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifEnv, ErlNifMapIterator,
     ErlNifMapIteratorEntry, ErlNifTerm,
 };
 use rustler::types::BigInt;
-use rustler::{Env, Term, TermType};
+use rustler::{Env, Term};
 use serde_json::{Map, Number, Value};
 
-use crate::term::{self, Budget, Seg, TermError, MAX_DEPTH};
+use crate::layout::{self, Layout, Shape};
+use crate::term::{self, Budget, TermError, MAX_DEPTH};
 
 /// Objects with more members than this are sorted by key so lookups binary-search.
 const LINEAR_MEMBERS: usize = 12;
@@ -42,85 +50,145 @@ impl Json for Beam {
     type PreparedKey = Box<str>;
     // Terms never contain themselves.
     const ACYCLIC: bool = true;
-    type StringBuffer = ();
+    type StringBuffer = Tape<'static>;
 
     fn prepare_key(key: &str) -> Box<str> {
         key.into()
     }
 
-    fn with_string_node<T>((): &mut (), string: &str, f: impl FnOnce(BeamNode<'_>) -> T) -> T {
-        let tape = Tape::default();
-        f(BeamNode {
-            tape: &tape,
-            node: Item::Str(string),
-        })
+    fn with_string_node<T>(
+        buffer: &mut Tape<'static>,
+        string: &str,
+        f: impl FnOnce(BeamNode<'_>) -> T,
+    ) -> T {
+        buffer.items.clear();
+        buffer
+            .items
+            .push(Item::string(string.as_bytes(), string.is_ascii()));
+        let result = f(BeamNode {
+            tape: buffer,
+            slot: 0,
+        });
+        // The item points at `string`, which does not outlive this call.
+        buffer.items.clear();
+        result
     }
 }
 
-/// One node of the index.
-#[derive(Clone, Copy, Debug)]
-pub enum Item<'a> {
-    Null,
-    Bool(bool),
-    Int(i64),
-    UInt(u64),
-    Float(f64),
-    /// An integer beyond 64 bits: index into `Tape::bigs`.
-    Big(u32),
-    Str(&'a str),
-    /// An atom other than true/false/nil, read as its name: index into `Tape::names`.
-    Name(u32),
-    Array {
-        start: u32,
-        len: u32,
-        id: u32,
-    },
-    Object {
-        start: u32,
-        len: u32,
-        id: u32,
-        sorted: bool,
-    },
+/// Item tags (the low byte of `Item::head`).
+mod tag {
+    pub const NULL: u8 = 0;
+    pub const FALSE: u8 = 1;
+    pub const TRUE: u8 = 2;
+    /// `data` is an `i64`.
+    pub const INT: u8 = 3;
+    /// `data` is a `u64` above `i64::MAX`.
+    pub const UINT: u8 = 4;
+    /// `data` is an `f64`'s bits.
+    pub const FLOAT: u8 = 5;
+    /// An integer beyond 64 bits: `data` indexes `Tape::bigs`.
+    pub const BIG: u8 = 6;
+    /// `data` points at UTF-8 bytes, `head >> 8` is their length.
+    pub const STR: u8 = 7;
+    /// `STR` known to be ASCII (its length in code points is its length in bytes).
+    pub const ASCII: u8 = 8;
+    /// An atom other than true/false/nil, read as its name: `data` indexes `Tape::names`.
+    pub const NAME: u8 = 9;
+    /// `data` is the first child's slot, `head >> 8` the number of children.
+    pub const ARRAY: u8 = 10;
+    /// Like `ARRAY`; member names are in `Tape::keys` at the same slots.
+    pub const OBJECT: u8 = 11;
+    /// `OBJECT` whose members are sorted by name (lookups binary-search).
+    pub const SORTED: u8 = 12;
 }
 
-/// A member name: borrowed from a binary key, or an atom key's name.
+/// One node of the index: a tag (low byte) with a length, and a payload word.
 #[derive(Clone, Copy, Debug)]
-enum Key<'a> {
-    Str(&'a str),
-    Name(u32),
+pub struct Item {
+    head: u64,
+    data: u64,
 }
 
-/// The index of one term.
+impl Item {
+    const NULL: Item = Item::new(tag::NULL, 0, 0);
+
+    const fn new(tag: u8, len: u64, data: u64) -> Item {
+        Item {
+            head: (len << 8) | tag as u64,
+            data,
+        }
+    }
+
+    fn string(bytes: &[u8], ascii: bool) -> Item {
+        let tag = if ascii { tag::ASCII } else { tag::STR };
+        Item::new(tag, bytes.len() as u64, bytes.as_ptr() as u64)
+    }
+
+    #[inline]
+    fn tag(self) -> u8 {
+        self.head as u8
+    }
+
+    #[inline]
+    fn len(self) -> usize {
+        (self.head >> 8) as usize
+    }
+
+    #[inline]
+    fn start(self) -> usize {
+        self.data as usize
+    }
+}
+
+/// A member name: a pointer and a length, into a key binary or into `Tape::names`.
+#[derive(Clone, Copy, Debug)]
+struct RawStr {
+    ptr: *const u8,
+    len: usize,
+}
+
+impl RawStr {
+    const EMPTY: RawStr = RawStr {
+        ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+        len: 0,
+    };
+
+    fn new(s: &str) -> RawStr {
+        RawStr {
+            ptr: s.as_ptr(),
+            len: s.len(),
+        }
+    }
+}
+
+/// The index of one term. Slot 0 is the root; each container's children are contiguous.
 #[derive(Default)]
 pub struct Tape<'a> {
-    /// Children of every container, each container's block contiguous.
-    items: Vec<Item<'a>>,
-    /// Member names, parallel to `items` (array elements hold a dummy).
-    keys: Vec<Key<'a>>,
+    items: Vec<Item>,
+    /// Member names, parallel to `items` (slots that are not object members hold `EMPTY`).
+    keys: Vec<RawStr>,
+    /// Atom names. A `String`'s bytes do not move when this vector grows.
     names: Vec<String>,
     bigs: Vec<(f64, String)>,
-    containers: u32,
-    root: Option<Item<'a>>,
+    /// Items and keys point into the term's binaries, alive for `'a` (the NIF call).
+    _term: PhantomData<&'a ()>,
 }
+
+// SAFETY: the raw pointers are borrows of immutable data (the caller's binaries, `names`) that
+// outlive the tape; nothing mutates through them.
+unsafe impl Send for Tape<'_> {}
+unsafe impl Sync for Tape<'_> {}
 
 /// Buffers kept per scheduler thread between calls: validation then allocates nothing for small
 /// inputs (allocation and freeing measured as most of the cost of a fresh index).
 #[derive(Default)]
 struct Buffers {
-    items: Vec<Item<'static>>,
-    keys: Vec<Key<'static>>,
-    scratch: Vec<(Key<'static>, Item<'static>)>,
+    items: Vec<Item>,
+    keys: Vec<RawStr>,
 }
 
 thread_local! {
-    static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::new(Buffers::default());
-}
-
-/// Moves an emptied vector's allocation to another lifetime. The in-place `collect` keeps the
-/// allocation because the element types have the same layout; no element is ever converted.
-fn relabel<T, U>(mut v: Vec<T>) -> Vec<U> {
-    v.clear();
-    v.into_iter().map(|_| unreachable!()).collect()
+    static BUFFERS: std::cell::Cell<Buffers> = std::cell::Cell::new(Buffers::default());
 }
 
 /// Buffers larger than this are not kept (a huge input should not pin its memory).
@@ -128,362 +196,595 @@ const KEEP_CAPACITY: usize = 4096;
 
 impl<'a> Tape<'a> {
     /// Reads a term under the JSON rules (see `term.rs`), within `budget`.
+    #[inline]
     pub fn build(term: Term<'a>, budget: &mut Budget) -> Result<Tape<'a>, TermError> {
-        let buffers = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-        let mut builder = Builder {
+        Tape::build_with(term, budget, layout::get())
+    }
+
+    /// `build` through the `enif_*` API only (no direct reads): the tests compare both.
+    pub fn build_api(term: Term<'a>, budget: &mut Budget) -> Result<Tape<'a>, TermError> {
+        Tape::build_with(term, budget, None)
+    }
+
+    fn build_with(
+        term: Term<'a>,
+        budget: &mut Budget,
+        layout: Option<Layout>,
+    ) -> Result<Tape<'a>, TermError> {
+        let mut buffers = BUFFERS.take();
+        buffers.items.clear();
+        buffers.keys.clear();
+        buffers.items.push(Item::NULL);
+        buffers.keys.push(RawStr::EMPTY);
+        let mut walker = Walker {
+            env: term.get_env().as_c_arg(),
+            term_env: term.get_env(),
             tape: Tape {
-                items: relabel(buffers.items),
-                keys: relabel(buffers.keys),
+                items: buffers.items,
+                keys: buffers.keys,
                 names: Vec::new(),
                 bigs: Vec::new(),
-                containers: 0,
-                root: None,
+                _term: PhantomData,
             },
-            scratch: relabel(buffers.scratch),
-            path: Vec::new(),
-            env: term.get_env(),
-            budget,
+            remaining: budget.remaining,
+            dirty: budget.is_dirty(),
+            layout,
         };
-        let root = builder.item(term).map_err(|e| *e);
-        let scratch = std::mem::take(&mut builder.scratch);
-        if scratch.capacity() <= KEEP_CAPACITY {
-            BUFFERS.with(|b| b.borrow_mut().scratch = relabel(scratch));
+        let walked = walker.value(term.as_c_arg(), 0, 0);
+        budget.remaining = walker.remaining;
+        match walked {
+            Ok(()) => Ok(walker.tape),
+            Err(Stop::Yield) => Err(TermError::Yield),
+            Err(Stop::TooBig) => Err(TermError::TooBig),
+            Err(Stop::Bad) => Err(explain(term, budget)),
         }
-        builder.tape.root = Some(root?);
-        Ok(builder.tape)
     }
 
     pub fn root(&self) -> BeamNode<'_> {
         BeamNode {
             tape: self,
-            node: self.root.unwrap_or(Item::Null),
+            slot: 0,
         }
     }
 
-    fn key(&self, key: Key<'a>) -> &str {
-        match key {
-            Key::Str(s) => s,
-            Key::Name(i) => &self.names[i as usize],
+    #[inline]
+    fn key(&self, slot: usize) -> &str {
+        let raw = self.keys[slot];
+        // SAFETY: built from a `&str` that lives as long as the tape (see `RawStr`).
+        unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(raw.ptr, raw.len)) }
+    }
+
+    /// The string of a `STR`/`ASCII` item.
+    #[inline]
+    fn str_of(&self, item: Item) -> &str {
+        // SAFETY: the item was made from a checked `&str` living as long as the tape.
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                item.data as *const u8,
+                item.len(),
+            ))
         }
     }
 
-    fn name(&self, i: u32) -> &str {
-        &self.names[i as usize]
-    }
-
-    fn value(&self, item: Item<'a>) -> Value {
-        match item {
-            Item::Null => Value::Null,
-            Item::Bool(b) => Value::Bool(b),
-            Item::Int(i) => Value::Number(i.into()),
-            Item::UInt(u) => Value::Number(u.into()),
-            Item::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
-            Item::Big(i) => {
-                Number::from_f64(self.bigs[i as usize].0).map_or(Value::Null, Value::Number)
+    fn value(&self, slot: usize) -> Value {
+        let item = self.items[slot];
+        match item.tag() {
+            tag::NULL => Value::Null,
+            tag::FALSE => Value::Bool(false),
+            tag::TRUE => Value::Bool(true),
+            tag::INT => Value::Number((item.data as i64).into()),
+            tag::UINT => Value::Number(item.data.into()),
+            tag::FLOAT => {
+                Number::from_f64(f64::from_bits(item.data)).map_or(Value::Null, Value::Number)
             }
-            Item::Str(s) => Value::String(s.to_owned()),
-            Item::Name(i) => Value::String(self.name(i).to_owned()),
-            Item::Array { start, len, .. } => Value::Array(
-                self.block(start, len)
-                    .iter()
-                    .map(|item| self.value(*item))
+            tag::BIG => {
+                Number::from_f64(self.bigs[item.start()].0).map_or(Value::Null, Value::Number)
+            }
+            tag::STR | tag::ASCII => Value::String(self.str_of(item).to_owned()),
+            tag::NAME => Value::String(self.names[item.start()].clone()),
+            tag::ARRAY => Value::Array(
+                (item.start()..item.start() + item.len())
+                    .map(|i| self.value(i))
                     .collect(),
             ),
-            Item::Object { start, len, .. } => {
-                let range = start as usize..(start + len) as usize;
+            _ => {
                 let mut map = Map::new();
-                for (key, item) in self.keys[range.clone()].iter().zip(&self.items[range]) {
-                    map.insert(self.key(*key).to_owned(), self.value(*item));
+                for i in item.start()..item.start() + item.len() {
+                    map.insert(self.key(i).to_owned(), self.value(i));
                 }
                 Value::Object(map)
             }
         }
     }
-
-    fn block(&self, start: u32, len: u32) -> &[Item<'a>] {
-        &self.items[start as usize..(start + len) as usize]
-    }
 }
 
 impl Drop for Tape<'_> {
     fn drop(&mut self) {
-        if self.items.capacity() > KEEP_CAPACITY {
+        if self.items.capacity() > KEEP_CAPACITY || self.keys.capacity() > KEEP_CAPACITY {
             return;
         }
-        let items = std::mem::take(&mut self.items);
-        let keys = std::mem::take(&mut self.keys);
-        BUFFERS.with(|b| {
-            let mut b = b.borrow_mut();
-            b.items = relabel(items);
-            b.keys = relabel(keys);
+        BUFFERS.set(Buffers {
+            items: std::mem::take(&mut self.items),
+            keys: std::mem::take(&mut self.keys),
         });
     }
 }
 
-/// Errors are boxed: the hot `Ok` path then moves a small `Result`.
-type Fail = Box<TermError>;
-
-struct Builder<'a, 'b> {
-    tape: Tape<'a>,
-    /// Children of the containers being read, moved to the tape when their parent is done.
-    scratch: Vec<(Key<'a>, Item<'a>)>,
-    path: Vec<Seg<'a>>,
-    env: Env<'a>,
-    budget: &'b mut Budget,
+/// Why a walk stopped. `Bad` (not JSON, too deep) is explained by a second, slower walk.
+#[derive(Debug)]
+enum Stop {
+    Bad,
+    Yield,
+    TooBig,
 }
+
+/// The error for a term the walk refused: `term::to_value` finds the same first problem and
+/// names its path.
+#[cold]
+#[inline(never)]
+fn explain(term: Term, budget: &Budget) -> TermError {
+    let mut again = if budget.is_dirty() {
+        Budget::dirty()
+    } else {
+        Budget::normal()
+    };
+    match term::to_value(term, &mut again) {
+        Err(e) => e,
+        // Both walks apply the same rules; this is only reached if they disagree.
+        Ok(_) => TermError::NotJson {
+            path: String::new(),
+            reason: "the value is not JSON".into(),
+        },
+    }
+}
+
+/// `enif_term_type`, read as a plain `int`: a future term type must not become an invalid enum.
+#[inline]
+fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
+    type TermTypeFn = unsafe extern "C" fn(*mut ErlNifEnv, ErlNifTerm) -> c_int;
+    // SAFETY: the C function returns an `int`; only the Rust-side return type differs.
+    let f: TermTypeFn = unsafe {
+        std::mem::transmute::<*const (), TermTypeFn>(rustler::sys::enif_term_type as *const ())
+    };
+    unsafe { f(env, term) }
+}
+
+// `ErlNifTermType` values (erl_nif.h).
+const TYPE_ATOM: c_int = 1;
+const TYPE_FLOAT: c_int = 3;
+const TYPE_INTEGER: c_int = 5;
+const TYPE_LIST: c_int = 6;
+const TYPE_MAP: c_int = 7;
 
 mod atoms {
     rustler::atoms! { true_atom = "true", false_atom = "false", nil_atom = "nil" }
 }
 
-impl<'a> Builder<'a, '_> {
-    #[cold]
-    #[inline(never)]
-    fn err(&self, term: Term<'a>) -> Fail {
-        Box::new(term::not_json(term, &self.path))
+/// Whether `bytes` are ASCII, and so valid UTF-8 with one code point per byte. Short strings
+/// (most keys and values) are checked a word at a time with overlapping loads.
+#[inline]
+fn is_ascii(bytes: &[u8]) -> bool {
+    const HIGH8: u64 = 0x8080_8080_8080_8080;
+    const HIGH4: u32 = 0x8080_8080;
+    let n = bytes.len();
+    let word8 = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or([0; 8]));
+    let word4 = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
+    match n {
+        0..=3 => bytes.iter().all(|b| b.is_ascii()),
+        4..=7 => (word4(0) | word4(n - 4)) & HIGH4 == 0,
+        8..=16 => (word8(0) | word8(n - 8)) & HIGH8 == 0,
+        _ => bytes.is_ascii(),
     }
+}
 
-    #[cold]
-    #[inline(never)]
-    fn key_err(&self, key: Term<'a>) -> Fail {
-        match term::read_key(key, &self.path) {
-            Err(e) => Box::new(e),
-            Ok(_) => self.err(key),
+struct Walker<'a> {
+    env: *mut ErlNifEnv,
+    term_env: Env<'a>,
+    tape: Tape<'a>,
+    /// Work units left (a copy of the budget's, written back when the walk ends).
+    remaining: i64,
+    dirty: bool,
+    /// Direct reads of common shapes, when this emulator's layout checked out (`layout.rs`).
+    layout: Option<Layout>,
+}
+
+impl<'a> Walker<'a> {
+    /// `Budget::spend` with a one-byte error: the hot walk never builds a `TermError`.
+    #[inline]
+    fn spend(&mut self, units: i64) -> Result<(), Stop> {
+        self.remaining -= units;
+        if self.remaining >= 0 {
+            Ok(())
+        } else if self.dirty {
+            Err(Stop::TooBig)
+        } else {
+            Err(Stop::Yield)
         }
     }
 
-    fn raw(&self, raw: ErlNifTerm) -> Term<'a> {
-        unsafe { Term::new(self.env, raw) }
-    }
-
-    /// A binary's bytes as `str`: `None` when the term is not a binary.
+    /// A binary's bytes if `term` is one (not checked for UTF-8), through the API.
     #[inline]
-    fn try_str(&mut self, term: Term<'a>) -> Option<Result<&'a str, Fail>> {
+    fn bytes(&self, term: ErlNifTerm) -> Option<&'static [u8]> {
         let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
-        let ok =
-            unsafe { enif_inspect_binary(self.env.as_c_arg(), term.as_c_arg(), bin.as_mut_ptr()) };
-        if ok == 0 {
+        if unsafe { enif_inspect_binary(self.env, term, bin.as_mut_ptr()) } == 0 {
             return None;
         }
-        // The binary belongs to the caller's term, alive for the whole NIF call ('a).
-        let bytes: &'a [u8] = unsafe {
+        // The binary belongs to the caller's term, alive for the whole NIF call; the tape that
+        // keeps this slice is bound to that call's lifetime.
+        Some(unsafe {
             let bin = bin.assume_init();
             std::slice::from_raw_parts(bin.data, bin.size)
-        };
-        if let Err(e) = self.budget.spend_bytes(bytes.len()) {
-            return Some(Err(Box::new(e)));
+        })
+    }
+
+    /// Reads `term` into `slot`.
+    fn value(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
+        self.spend(1)?;
+        if depth > MAX_DEPTH {
+            return Err(Stop::Bad);
         }
-        Some(std::str::from_utf8(bytes).map_err(|_| self.err(term)))
+        let env = self.env;
+        if let Some(layout) = self.layout {
+            match layout.shape(term) {
+                Shape::Bytes(bytes) => return self.string(bytes, slot),
+                Shape::Small(i) => {
+                    self.set(slot, Item::new(tag::INT, 0, i as u64));
+                    return Ok(());
+                }
+                Shape::Map(keys, values) => return self.flatmap(keys, values, slot, depth),
+                Shape::Cons(..) | Shape::Nil => return self.cells(layout, term, slot, depth),
+                Shape::Other => {}
+            }
+        }
+        // Most values are strings: try that first, classify only when it is not one.
+        if let Some(bytes) = self.bytes(term) {
+            return self.string(bytes, slot);
+        }
+        let item = match term_type(env, term) {
+            TYPE_INTEGER => {
+                let mut i = 0i64;
+                if unsafe { enif_get_int64(env, term, &mut i) } != 0 {
+                    Item::new(tag::INT, 0, i as u64)
+                } else {
+                    let mut u = 0u64;
+                    if unsafe { enif_get_uint64(env, term, &mut u) } != 0 {
+                        Item::new(tag::UINT, 0, u)
+                    } else {
+                        self.big(term)?
+                    }
+                }
+            }
+            TYPE_FLOAT => {
+                let mut f = 0f64;
+                unsafe { enif_get_double(env, term, &mut f) };
+                Item::new(tag::FLOAT, 0, f.to_bits())
+            }
+            TYPE_ATOM => {
+                if term == atoms::true_atom().as_c_arg() {
+                    Item::new(tag::TRUE, 0, 0)
+                } else if term == atoms::false_atom().as_c_arg() {
+                    Item::new(tag::FALSE, 0, 0)
+                } else if term == atoms::nil_atom().as_c_arg() {
+                    Item::NULL
+                } else {
+                    Item::new(tag::NAME, 0, self.atom_name(term)? as u64)
+                }
+            }
+            TYPE_LIST => return self.list(term, slot, depth),
+            TYPE_MAP => return self.map(term, slot, depth),
+            _ => return Err(Stop::Bad),
+        };
+        self.set(slot, item);
+        Ok(())
     }
 
     #[inline]
-    fn str_of(&mut self, term: Term<'a>) -> Result<&'a str, Fail> {
-        self.try_str(term).unwrap_or_else(|| Err(self.err(term)))
+    fn string(&mut self, bytes: &[u8], slot: usize) -> Result<(), Stop> {
+        self.spend((bytes.len() >> 8) as i64)?;
+        let ascii = is_ascii(bytes);
+        if !ascii && std::str::from_utf8(bytes).is_err() {
+            return Err(Stop::Bad);
+        }
+        self.set(slot, Item::string(bytes, ascii));
+        Ok(())
     }
 
-    fn item(&mut self, term: Term<'a>) -> Result<Item<'a>, Fail> {
-        self.budget.spend(1)?;
-        if self.path.len() > MAX_DEPTH {
-            return Err(Box::new(TermError::TooDeep {
-                path: term::pointer(&self.path),
-            }));
-        }
-        let env = self.env.as_c_arg();
-        let raw = term.as_c_arg();
-        match term.get_type() {
-            TermType::Binary => self.str_of(term).map(Item::Str),
-            TermType::Integer => {
-                let mut i = 0i64;
-                if unsafe { enif_get_int64(env, raw, &mut i) } != 0 {
-                    return Ok(Item::Int(i));
+    /// A list read cell by cell from memory (see `layout.rs`).
+    fn cells(
+        &mut self,
+        layout: Layout,
+        term: ErlNifTerm,
+        slot: usize,
+        depth: usize,
+    ) -> Result<(), Stop> {
+        let mut len = 0usize;
+        let mut cell = term;
+        loop {
+            match layout.shape(cell) {
+                Shape::Cons(_, tail) => {
+                    len += 1;
+                    cell = layout::term(tail);
                 }
-                let mut u = 0u64;
-                if unsafe { enif_get_uint64(env, raw, &mut u) } != 0 {
-                    return Ok(Item::UInt(u));
-                }
-                self.big(term)
+                Shape::Nil => break,
+                // An improper list.
+                _ => return Err(Stop::Bad),
             }
-            TermType::Float => {
-                let mut f = 0f64;
-                unsafe { enif_get_double(env, raw, &mut f) };
-                Ok(Item::Float(f))
-            }
-            TermType::Atom => Ok(if raw == atoms::true_atom().as_c_arg() {
-                Item::Bool(true)
-            } else if raw == atoms::false_atom().as_c_arg() {
-                Item::Bool(false)
-            } else if raw == atoms::nil_atom().as_c_arg() {
-                Item::Null
-            } else {
-                Item::Name(self.atom_name(term)?)
-            }),
-            TermType::List => self.list(term),
-            TermType::Map => self.map(term),
-            _ => Err(self.err(term)),
         }
+        let start = self.block(len);
+        let mut cell = term;
+        for i in start..start + len {
+            let Shape::Cons(head, tail) = layout.shape(cell) else {
+                return Err(Stop::Bad);
+            };
+            self.value(layout::term(head), i, depth + 1)?;
+            cell = layout::term(tail);
+        }
+        self.set(slot, Item::new(tag::ARRAY, len as u64, start as u64));
+        Ok(())
     }
 
-    /// Integers beyond 64 bits (rare: kept out of `item`'s frame).
+    /// A small map read from memory (see `layout.rs`).
+    fn flatmap(
+        &mut self,
+        keys: &[usize],
+        values: &[usize],
+        slot: usize,
+        depth: usize,
+    ) -> Result<(), Stop> {
+        let size = keys.len();
+        let start = self.block(size);
+        let (mut atom_keys, mut binary_keys) = (false, false);
+        for (i, (&key, &value)) in (start..).zip(keys.iter().zip(values)) {
+            let (name, atom) = self.key(layout::term(key))?;
+            atom_keys |= atom;
+            binary_keys |= !atom;
+            self.set_key(i, name);
+            self.value(layout::term(value), i, depth + 1)?;
+        }
+        self.finish_map(slot, start, size, atom_keys && binary_keys)
+    }
+
+    /// A member name: a binary's text or an atom's name, and whether it was an atom.
+    // Inlined: returned through memory, the pair measured as a store-forwarding stall.
+    #[inline(always)]
+    fn key(&mut self, key: ErlNifTerm) -> Result<(RawStr, bool), Stop> {
+        let bytes = match self.layout.map(|layout| layout.shape(key)) {
+            Some(Shape::Bytes(bytes)) => bytes,
+            _ => return self.other_key(key),
+        };
+        self.spend((bytes.len() >> 8) as i64)?;
+        if !is_ascii(bytes) && std::str::from_utf8(bytes).is_err() {
+            return Err(Stop::Bad);
+        }
+        let name = RawStr {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+        };
+        Ok((name, false))
+    }
+
+    /// A key that is not a heap binary: another binary, or an atom.
     #[inline(never)]
-    fn big(&mut self, term: Term<'a>) -> Result<Item<'a>, Fail> {
-        let big: BigInt = term.decode().map_err(|_| self.err(term))?;
+    fn other_key(&mut self, key: ErlNifTerm) -> Result<(RawStr, bool), Stop> {
+        if let Some(bytes) = self.bytes(key) {
+            self.spend((bytes.len() >> 8) as i64)?;
+            if std::str::from_utf8(bytes).is_err() {
+                return Err(Stop::Bad);
+            }
+            let name = RawStr {
+                ptr: bytes.as_ptr(),
+                len: bytes.len(),
+            };
+            return Ok((name, false));
+        }
+        if term_type(self.env, key) != TYPE_ATOM {
+            return Err(Stop::Bad);
+        }
+        let index = self.atom_name(key)?;
+        Ok((RawStr::new(&self.tape.names[index]), true))
+    }
+
+    #[inline]
+    fn set_key(&mut self, slot: usize, name: RawStr) {
+        debug_assert!(slot < self.tape.keys.len());
+        // SAFETY: `slot` is in a block reserved by `block`.
+        unsafe { *self.tape.keys.get_unchecked_mut(slot) = name };
+    }
+
+    /// Sorts a large map's members, or checks a small one with mixed keys for a name given
+    /// twice, then records the map in `slot`.
+    fn finish_map(
+        &mut self,
+        slot: usize,
+        start: usize,
+        size: usize,
+        mixed: bool,
+    ) -> Result<(), Stop> {
+        let tag = if size > LINEAR_MEMBERS {
+            self.sort(start, size)?;
+            tag::SORTED
+        } else {
+            if mixed {
+                self.check_duplicates(start, size)?;
+            }
+            tag::OBJECT
+        };
+        self.set(slot, Item::new(tag, size as u64, start as u64));
+        Ok(())
+    }
+
+    #[inline]
+    fn set(&mut self, slot: usize, item: Item) {
+        debug_assert!(slot < self.tape.items.len());
+        // SAFETY: every slot written was reserved by `block` (or is the root's, slot 0).
+        unsafe { *self.tape.items.get_unchecked_mut(slot) = item };
+    }
+
+    /// Reserves `len` slots for a container's children: their first slot.
+    #[inline]
+    fn block(&mut self, len: usize) -> usize {
+        let start = self.tape.items.len();
+        self.tape.items.resize(start + len, Item::NULL);
+        self.tape.keys.resize(start + len, RawStr::EMPTY);
+        start
+    }
+
+    /// Integers beyond 64 bits (rare: kept out of `value`'s frame).
+    #[cold]
+    #[inline(never)]
+    fn big(&mut self, term: ErlNifTerm) -> Result<Item, Stop> {
+        let term = unsafe { Term::new(self.term_env, term) };
+        let big: BigInt = term.decode().map_err(|_| Stop::Bad)?;
         let digits = big.to_string();
         self.tape
             .bigs
             .push((digits.parse().unwrap_or(f64::INFINITY), digits));
-        Ok(Item::Big(self.tape.bigs.len() as u32 - 1))
+        Ok(Item::new(tag::BIG, 0, self.tape.bigs.len() as u64 - 1))
     }
 
     #[inline(never)]
-    fn atom_name(&mut self, term: Term<'a>) -> Result<u32, Fail> {
-        let name = term.atom_to_string().map_err(|_| self.err(term))?;
+    fn atom_name(&mut self, term: ErlNifTerm) -> Result<usize, Stop> {
+        let term = unsafe { Term::new(self.term_env, term) };
+        let name = term.atom_to_string().map_err(|_| Stop::Bad)?;
         self.tape.names.push(name);
-        Ok(self.tape.names.len() as u32 - 1)
+        Ok(self.tape.names.len() - 1)
     }
 
     #[inline(never)]
-    fn list(&mut self, term: Term<'a>) -> Result<Item<'a>, Fail> {
-        let env = self.env.as_c_arg();
-        let mark = self.scratch.len();
-        let mut cell = term.as_c_arg();
+    fn list(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
+        let env = self.env;
+        let mut len: std::os::raw::c_uint = 0;
+        // Fails for an improper list.
+        if unsafe { enif_get_list_length(env, term, &mut len) } == 0 {
+            return Err(Stop::Bad);
+        }
+        let len = len as usize;
+        let start = self.block(len);
+        let mut cell = term;
         let mut head = MaybeUninit::<ErlNifTerm>::uninit();
         let mut tail = MaybeUninit::<ErlNifTerm>::uninit();
-        let mut index = 0;
-        while unsafe { enif_get_list_cell(env, cell, head.as_mut_ptr(), tail.as_mut_ptr()) } != 0 {
-            let (h, t) = unsafe { (head.assume_init(), tail.assume_init()) };
-            self.path.push(Seg::Index(index));
-            let item = self.item(self.raw(h))?;
-            self.path.pop();
-            self.scratch.push((Key::Str(""), item));
-            cell = t;
-            index += 1;
+        for i in start..start + len {
+            unsafe { enif_get_list_cell(env, cell, head.as_mut_ptr(), tail.as_mut_ptr()) };
+            self.value(unsafe { head.assume_init() }, i, depth + 1)?;
+            cell = unsafe { tail.assume_init() };
         }
-        if unsafe { enif_is_empty_list(env, cell) } == 0 {
-            return Err(self.err(term));
-        }
-        let (start, len) = self.flush(mark);
-        Ok(Item::Array {
-            start,
-            len,
-            id: self.next_id(),
-        })
+        self.set(slot, Item::new(tag::ARRAY, len as u64, start as u64));
+        Ok(())
     }
 
     #[inline(never)]
-    fn map(&mut self, term: Term<'a>) -> Result<Item<'a>, Fail> {
-        let env = self.env.as_c_arg();
+    fn map(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
+        let env = self.env;
+        let mut size = 0usize;
+        if unsafe { enif_get_map_size(env, term, &mut size) } == 0 {
+            return Err(Stop::Bad);
+        }
+        let start = self.block(size);
         let mut iter = MaybeUninit::<ErlNifMapIterator>::uninit();
+        // The iterator is used where the C side wrote it (moving it measured as a stall).
+        let iter = iter.as_mut_ptr();
         let created = unsafe {
             enif_map_iterator_create(
                 env,
-                term.as_c_arg(),
-                iter.as_mut_ptr(),
+                term,
+                iter,
                 ErlNifMapIteratorEntry::ERL_NIF_MAP_ITERATOR_HEAD,
             )
         };
         if created == 0 {
-            return Err(self.err(term));
+            return Err(Stop::Bad);
         }
-        let mut iter = unsafe { iter.assume_init() };
-        let result = self.members(&mut iter);
-        unsafe { enif_map_iterator_destroy(env, &mut iter) };
-        let (atom_keys, binary_keys, mark) = result?;
-        let len = self.scratch.len() - mark;
-        let sorted = len > LINEAR_MEMBERS;
-        if sorted || (atom_keys && binary_keys) {
-            self.check_duplicates(mark, sorted)?;
-        }
-        let (start, len) = self.flush(mark);
-        Ok(Item::Object {
-            start,
-            len,
-            id: self.next_id(),
-            sorted,
-        })
+        let members = self.members(iter, start, size, depth);
+        unsafe { enif_map_iterator_destroy(env, iter) };
+        let mixed = members?;
+        self.finish_map(slot, start, size, mixed)
     }
 
-    fn members(&mut self, iter: &mut ErlNifMapIterator) -> Result<(bool, bool, usize), Fail> {
-        let env = self.env.as_c_arg();
-        let mark = self.scratch.len();
+    /// Reads a map's members into `start..start + size`: whether keys were mixed atoms and
+    /// binaries (only then can one name be given twice in a small map).
+    #[inline]
+    fn members(
+        &mut self,
+        iter: *mut ErlNifMapIterator,
+        start: usize,
+        size: usize,
+        depth: usize,
+    ) -> Result<bool, Stop> {
+        let env = self.env;
         let (mut atom_keys, mut binary_keys) = (false, false);
         let mut k = MaybeUninit::<ErlNifTerm>::uninit();
         let mut v = MaybeUninit::<ErlNifTerm>::uninit();
-        while unsafe { enif_map_iterator_get_pair(env, iter, k.as_mut_ptr(), v.as_mut_ptr()) } != 0
-        {
-            let (key, value) = unsafe { (self.raw(k.assume_init()), self.raw(v.assume_init())) };
-            // Most keys are binaries: try that first, classify only when it is not one.
-            let name = match self.try_str(key) {
-                Some(Ok(s)) => {
-                    binary_keys = true;
-                    Key::Str(s)
-                }
-                // A budget stop (yield, size) passes through; a bad binary names the key.
-                Some(Err(e)) if matches!(*e, TermError::NotJson { .. }) => {
-                    return Err(self.key_err(key))
-                }
-                Some(Err(e)) => return Err(e),
-                None if key.get_type() == TermType::Atom => {
-                    atom_keys = true;
-                    Key::Name(self.atom_name(key)?)
-                }
-                None => return Err(self.key_err(key)),
-            };
-            self.path.push(Seg::Key(key));
-            let item = self.item(value)?;
-            self.path.pop();
-            self.scratch.push((name, item));
+        for i in start..start + size {
+            if unsafe { enif_map_iterator_get_pair(env, iter, k.as_mut_ptr(), v.as_mut_ptr()) } == 0
+            {
+                return Err(Stop::Bad);
+            }
+            let (key, value) = unsafe { (k.assume_init(), v.assume_init()) };
+            let (name, atom) = self.key(key)?;
+            atom_keys |= atom;
+            binary_keys |= !atom;
+            self.set_key(i, name);
+            self.value(value, i, depth + 1)?;
             unsafe { enif_map_iterator_next(env, iter) };
         }
-        Ok((atom_keys, binary_keys, mark))
+        Ok(atom_keys && binary_keys)
     }
 
-    /// Sorts a large object's members by name (for binary search) and refuses a name given
-    /// twice (`:a` and `"a"`).
-    fn check_duplicates(&mut self, mark: usize, sort: bool) -> Result<(), Fail> {
-        let tape = &self.tape;
-        let block = &mut self.scratch[mark..];
-        if sort {
-            block.sort_unstable_by(|a, b| tape.key(a.0).cmp(tape.key(b.0)));
-            if let Some(w) = block
-                .windows(2)
-                .find(|w| tape.key(w[0].0) == tape.key(w[1].0))
-            {
-                return Err(Box::new(term::duplicate_key(tape.key(w[0].0), &self.path)));
-            }
-        } else {
-            for (i, a) in block.iter().enumerate() {
-                if block[i + 1..]
-                    .iter()
-                    .any(|b| tape.key(a.0) == tape.key(b.0))
-                {
-                    return Err(Box::new(term::duplicate_key(tape.key(a.0), &self.path)));
+    /// Refuses a name given twice (`:a` and `"a"`) in a small map.
+    #[cold]
+    fn check_duplicates(&self, start: usize, size: usize) -> Result<(), Stop> {
+        for i in start..start + size {
+            for j in i + 1..start + size {
+                if self.tape.key(i) == self.tape.key(j) {
+                    return Err(Stop::Bad);
                 }
             }
         }
         Ok(())
     }
 
-    fn flush(&mut self, mark: usize) -> (u32, u32) {
-        let start = self.tape.items.len() as u32;
-        let len = (self.scratch.len() - mark) as u32;
-        for (key, item) in self.scratch.drain(mark..) {
-            self.tape.keys.push(key);
-            self.tape.items.push(item);
+    /// Sorts a large map's members by name (for binary search) and refuses a name given twice.
+    #[cold]
+    fn sort(&mut self, start: usize, size: usize) -> Result<(), Stop> {
+        let range = start..start + size;
+        let sorted = range
+            .clone()
+            .zip(range.clone().skip(1))
+            .all(|(a, b)| self.tape.key(a) < self.tape.key(b));
+        if sorted {
+            return Ok(());
         }
-        (start, len)
-    }
-
-    fn next_id(&mut self) -> u32 {
-        self.tape.containers += 1;
-        self.tape.containers
+        let tape = &mut self.tape;
+        let mut members: Vec<(RawStr, Item)> = tape.keys[range.clone()]
+            .iter()
+            .copied()
+            .zip(tape.items[range.clone()].iter().copied())
+            .collect();
+        let name = |raw: &RawStr| unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) };
+        members.sort_unstable_by(|a, b| name(&a.0).cmp(name(&b.0)));
+        if members.windows(2).any(|w| name(&w[0].0) == name(&w[1].0)) {
+            return Err(Stop::Bad);
+        }
+        for (i, (key, item)) in range.zip(members) {
+            tape.keys[i] = key;
+            tape.items[i] = item;
+        }
+        Ok(())
     }
 }
 
-/// A node of a tape, as the validator sees it.
+/// A node of a tape, as the validator sees it: the tape and a slot.
 #[derive(Clone, Copy)]
 pub struct BeamNode<'a> {
     tape: &'a Tape<'a>,
-    node: Item<'a>,
+    slot: usize,
+}
+
+impl BeamNode<'_> {
+    #[inline]
+    fn item(&self) -> Item {
+        self.tape.items[self.slot]
+    }
 }
 
 impl<'a> Node<'a, Beam> for BeamNode<'a> {
@@ -491,78 +792,90 @@ impl<'a> Node<'a, Beam> for BeamNode<'a> {
     type Array = BeamArray<'a>;
     type Number = BeamNumber;
 
+    #[inline]
     fn as_object(&self) -> Option<BeamObject<'a>> {
-        match self.node {
-            Item::Object {
-                start, len, sorted, ..
-            } => Some(BeamObject {
-                tape: self.tape,
-                start,
-                len,
-                sorted,
-            }),
-            _ => None,
-        }
+        let item = self.item();
+        matches!(item.tag(), tag::OBJECT | tag::SORTED).then_some(BeamObject {
+            tape: self.tape,
+            start: item.start(),
+            len: item.len(),
+            sorted: item.tag() == tag::SORTED,
+        })
     }
 
+    #[inline]
     fn as_array(&self) -> Option<BeamArray<'a>> {
-        match self.node {
-            Item::Array { start, len, .. } => Some(BeamArray {
-                tape: self.tape,
-                start,
-                len,
-            }),
+        let item = self.item();
+        (item.tag() == tag::ARRAY).then_some(BeamArray {
+            tape: self.tape,
+            start: item.start(),
+            len: item.len(),
+        })
+    }
+
+    #[inline]
+    fn as_string(&self) -> Option<Cow<'a, str>> {
+        let item = self.item();
+        match item.tag() {
+            tag::STR | tag::ASCII => Some(Cow::Borrowed(self.tape.str_of(item))),
+            tag::NAME => Some(Cow::Borrowed(self.tape.names[item.start()].as_str())),
             _ => None,
         }
     }
 
-    fn as_string(&self) -> Option<Cow<'a, str>> {
-        match self.node {
-            Item::Str(s) => Some(Cow::Borrowed(s)),
-            Item::Name(i) => Some(Cow::Borrowed(self.tape.name(i))),
-            _ => None,
+    fn string_length(&self) -> Option<u64> {
+        let item = self.item();
+        match item.tag() {
+            tag::ASCII => Some(item.len() as u64),
+            _ => self.as_string().map(|s| s.chars().count() as u64),
         }
     }
 
     fn as_number(&self) -> Option<BeamNumber> {
-        match self.node {
-            Item::Int(i) => Some(BeamNumber::Int(i)),
-            Item::UInt(u) => Some(BeamNumber::UInt(u)),
-            Item::Float(f) => Some(BeamNumber::Float(f)),
-            Item::Big(i) => {
-                let (f, digits) = &self.tape.bigs[i as usize];
+        let item = self.item();
+        match item.tag() {
+            tag::INT => Some(BeamNumber::Int(item.data as i64)),
+            tag::UINT => Some(BeamNumber::UInt(item.data)),
+            tag::FLOAT => Some(BeamNumber::Float(f64::from_bits(item.data))),
+            tag::BIG => {
+                let (f, digits) = &self.tape.bigs[item.start()];
                 Some(BeamNumber::Big(*f, digits.as_str().into()))
             }
             _ => None,
         }
     }
 
+    #[inline]
     fn is_number(&self) -> bool {
         matches!(
-            self.node,
-            Item::Int(_) | Item::UInt(_) | Item::Float(_) | Item::Big(_)
+            self.item().tag(),
+            tag::INT | tag::UINT | tag::FLOAT | tag::BIG
         )
     }
 
+    #[inline]
     fn as_boolean(&self) -> Option<bool> {
-        match self.node {
-            Item::Bool(b) => Some(b),
+        match self.item().tag() {
+            tag::TRUE => Some(true),
+            tag::FALSE => Some(false),
             _ => None,
         }
     }
 
+    #[inline]
     fn is_null(&self) -> bool {
-        matches!(self.node, Item::Null)
+        self.item().tag() == tag::NULL
     }
 
+    #[inline]
     fn json_type(&self) -> JsonType {
-        match self.node {
-            Item::Null => JsonType::Null,
-            Item::Bool(_) => JsonType::Boolean,
-            Item::Int(_) | Item::UInt(_) | Item::Float(_) | Item::Big(_) => JsonType::Number,
-            Item::Str(_) | Item::Name(_) => JsonType::String,
-            Item::Array { .. } => JsonType::Array,
-            Item::Object { .. } => JsonType::Object,
+        match self.item().tag() {
+            tag::NULL => JsonType::Null,
+            tag::FALSE | tag::TRUE => JsonType::Boolean,
+            tag::INT | tag::UINT | tag::FLOAT | tag::BIG => JsonType::Number,
+            tag::STR | tag::ASCII | tag::NAME => JsonType::String,
+            tag::ARRAY => JsonType::Array,
+            _ => JsonType::Object,
         }
     }
 
@@ -592,19 +905,15 @@ impl<'a> Node<'a, Beam> for BeamNode<'a> {
 
     /// Cold path (errors, annotations, `uniqueItems`): build the value.
     fn to_value(&self) -> Cow<'a, Value> {
-        Cow::Owned(self.tape.value(self.node))
+        Cow::Owned(self.tape.value(self.slot))
     }
 
+    /// Every node has its own slot in its tape.
     fn identity(&self) -> Option<NodeIdentity> {
-        let tape = self.tape as *const Tape as usize;
-        match self.node {
-            Item::Array { id, .. } | Item::Object { id, .. } => {
-                Some(NodeIdentity::tagged(tape, id))
-            }
-            // Scalars: never compared for cycles; the address of the string is stable.
-            Item::Str(s) => Some(NodeIdentity::tagged(s.as_ptr() as usize, u32::MAX)),
-            _ => None,
-        }
+        Some(NodeIdentity::tagged(
+            self.tape as *const Tape as usize,
+            self.slot as u32,
+        ))
     }
 }
 
@@ -672,19 +981,13 @@ impl JsonNumber for BeamNumber {
     }
 }
 
-/// An object of the tape.
+/// An object of the tape: members at `start..start + len`.
 #[derive(Clone, Copy)]
 pub struct BeamObject<'a> {
     tape: &'a Tape<'a>,
-    start: u32,
-    len: u32,
+    start: usize,
+    len: usize,
     sorted: bool,
-}
-
-impl<'a> BeamObject<'a> {
-    fn range(&self) -> std::ops::Range<usize> {
-        self.start as usize..(self.start + self.len) as usize
-    }
 }
 
 impl<'a> Object<'a, Beam> for BeamObject<'a> {
@@ -692,28 +995,37 @@ impl<'a> Object<'a, Beam> for BeamObject<'a> {
     type MemberName = Cow<'a, str>;
     type MembersIter = BeamMembers<'a>;
 
+    #[inline]
     fn len(&self) -> usize {
-        self.len as usize
+        self.len
     }
 
     fn get(&self, key: &Box<str>) -> Option<BeamNode<'a>> {
         let tape = self.tape;
-        let keys = &tape.keys[self.range()];
+        let key: &str = key;
+        let range = self.start..self.start + self.len;
         let found = if self.sorted {
-            keys.binary_search_by(|k| tape.key(*k).cmp(key)).ok()
+            let keys = &tape.keys[range.clone()];
+            keys.binary_search_by(|raw| {
+                let name = unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) };
+                name.cmp(key.as_bytes())
+            })
+            .ok()
+            .map(|i| self.start + i)
         } else {
-            keys.iter().position(|k| tape.key(*k) == &**key)
+            range.into_iter().find(|&i| {
+                let raw = tape.keys[i];
+                raw.len == key.len()
+                    && unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) } == key.as_bytes()
+            })
         };
-        found.map(|i| BeamNode {
-            tape,
-            node: tape.items[self.start as usize + i],
-        })
+        found.map(|slot| BeamNode { tape, slot })
     }
 
     fn members(&self) -> BeamMembers<'a> {
         BeamMembers {
             tape: self.tape,
-            range: self.range(),
+            range: self.start..self.start + self.len,
         }
     }
 }
@@ -726,55 +1038,53 @@ pub struct BeamMembers<'a> {
 impl<'a> Iterator for BeamMembers<'a> {
     type Item = (Cow<'a, str>, BeamNode<'a>);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let i = self.range.next()?;
+        let slot = self.range.next()?;
         let tape = self.tape;
-        Some((
-            Cow::Borrowed(tape.key(tape.keys[i])),
-            BeamNode {
-                tape,
-                node: tape.items[i],
-            },
-        ))
+        Some((Cow::Borrowed(tape.key(slot)), BeamNode { tape, slot }))
     }
 }
 
-/// An array of the tape.
+/// An array of the tape: elements at `start..start + len`.
 #[derive(Clone, Copy)]
 pub struct BeamArray<'a> {
     tape: &'a Tape<'a>,
-    start: u32,
-    len: u32,
+    start: usize,
+    len: usize,
 }
 
 impl<'a> Array<'a, Beam> for BeamArray<'a> {
     type Node = BeamNode<'a>;
     type ElementsIter = BeamElements<'a>;
 
+    #[inline]
     fn len(&self) -> usize {
-        self.len as usize
+        self.len
     }
 
     fn elements(&self) -> BeamElements<'a> {
         BeamElements {
             tape: self.tape,
-            items: self.tape.block(self.start, self.len).iter(),
+            range: self.start..self.start + self.len,
         }
     }
 }
 
 pub struct BeamElements<'a> {
     tape: &'a Tape<'a>,
-    items: std::slice::Iter<'a, Item<'a>>,
+    range: std::ops::Range<usize>,
 }
 
 impl<'a> Iterator for BeamElements<'a> {
     type Item = BeamNode<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<BeamNode<'a>> {
-        self.items.next().map(|item| BeamNode {
+        let slot = self.range.next()?;
+        Some(BeamNode {
             tape: self.tape,
-            node: *item,
+            slot,
         })
     }
 }

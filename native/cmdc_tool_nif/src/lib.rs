@@ -6,6 +6,7 @@ pub mod beam;
 pub mod discovery;
 pub mod exec;
 pub mod json;
+pub mod layout;
 pub mod registry;
 pub mod schema;
 pub mod scripts;

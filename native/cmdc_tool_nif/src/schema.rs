@@ -87,9 +87,13 @@ pub(crate) fn validate_term<'a>(
     env: Env<'a>,
     schema: &Schema,
     args: Term<'a>,
-    mut budget: Budget,
+    budget: Budget,
 ) -> Term<'a> {
-    match Tape::build(args, &mut budget) {
+    validate_tape(env, schema, Tape::build(args, &mut { budget }))
+}
+
+fn validate_tape<'a>(env: Env<'a>, schema: &Schema, tape: Result<Tape<'_>, TermError>) -> Term<'a> {
+    match tape {
         Err(TermError::Yield) => atoms::r#yield().encode(env),
         Err(e) => failures_term(env, &[not_json(&e)]),
         Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
@@ -179,8 +183,9 @@ fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a
 }
 
 #[rustler::nif]
-fn schema_validate<'a>(env: Env<'a>, schema: ResourceArc<Schema>, args: Term<'a>) -> Term<'a> {
-    validate_term(env, &schema, args, Budget::normal())
+fn schema_validate<'a>(env: Env<'a>, schema: &'a Schema, args: Term<'a>) -> Term<'a> {
+    // A borrowed resource: the caller's term keeps it alive, no reference count to touch.
+    validate_term(env, schema, args, Budget::normal())
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -223,6 +228,23 @@ fn schema_validate_converting<'a>(
     validate_converted(env, &schema, args)
 }
 
+/// Validates in place reading the term through the `enif_*` API only (for the tests comparing
+/// it with the direct reads of `layout.rs`).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_api<'a>(env: Env<'a>, schema: &'a Schema, args: Term<'a>) -> Term<'a> {
+    validate_tape(env, schema, Tape::build_api(args, &mut Budget::dirty()))
+}
+
+/// `:direct` when terms are read from memory (the layout checked out on this emulator), else
+/// `:api`.
+#[rustler::nif]
+fn term_layout(env: Env) -> Term {
+    match crate::layout::get() {
+        Some(_) => atoms::direct().encode(env),
+        None => atoms::api().encode(env),
+    }
+}
+
 /// Runs the `jsonschema` accessor-contract check on a term encoding its conformance document.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn beam_conformance<'a>(env: Env<'a>, document: Term<'a>) -> Term<'a> {
@@ -252,15 +274,61 @@ fn bench_rust_validate<'a>(
         Err(e) => return (atoms::error(), e.to_string()).encode(env),
     };
     let n = iterations.max(1);
-    let start = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(check(&schema.converting, std::hint::black_box(&value)).is_ok());
-    }
-    let full = start.elapsed().as_nanos() as f64 / n as f64;
-    let start = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(schema.converting.is_valid(std::hint::black_box(&value)));
-    }
-    let bare = start.elapsed().as_nanos() as f64 / n as f64;
+    let full = best_of_five(n, &|| {
+        check(&schema.converting, std::hint::black_box(&value)).is_ok()
+    });
+    let bare = best_of_five(n, &|| {
+        schema.converting.is_valid(std::hint::black_box(&value))
+    });
     (atoms::ok(), (full, bare)).encode(env)
+}
+
+/// Breakdown for the benchmark, looped inside one NIF call (no Elixir call overhead) on the
+/// caller's term: ns per walk into the index, per walk + `is_valid`, per `is_valid` alone.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_term_validate<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    input: Term<'a>,
+    iterations: u64,
+) -> Term<'a> {
+    let n = iterations.max(1);
+    let walk = best_of_five(n, &|| {
+        Tape::build(std::hint::black_box(input), &mut Budget::normal()).is_ok()
+    });
+    let full = best_of_five(n, &|| match Tape::build(
+        std::hint::black_box(input),
+        &mut Budget::normal(),
+    ) {
+        Ok(tape) => schema.validator.is_valid(tape.root()),
+        Err(_) => false,
+    });
+    let tape = Tape::build(input, &mut Budget::dirty());
+    let check = match &tape {
+        Ok(tape) => best_of_five(n, &|| {
+            schema.validator.is_valid(std::hint::black_box(tape.root()))
+        }),
+        Err(_) => f64::NAN,
+    };
+    (atoms::ok(), (walk, full, check)).encode(env)
+}
+
+/// An empty NIF with the same arguments as `schema_validate`: the call overhead from Elixir.
+#[rustler::nif]
+fn bench_noop<'a>(env: Env<'a>, _schema: &'a Schema, _input: Term<'a>) -> Term<'a> {
+    atoms::ok().encode(env)
+}
+
+/// ns per call of `f`, best of five rounds of `n` calls: the round least disturbed by other work
+/// on the machine.
+fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
+    (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(f());
+            }
+            start.elapsed().as_nanos() as f64 / n as f64
+        })
+        .fold(f64::INFINITY, f64::min)
 }

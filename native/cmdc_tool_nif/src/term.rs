@@ -54,7 +54,7 @@ impl TermError {
 
 /// Work allowance for one conversion.
 pub struct Budget {
-    remaining: i64,
+    pub(crate) remaining: i64,
     dirty: bool,
 }
 

@@ -58,7 +58,12 @@ defmodule CMDC.Tool.BeamTest do
     }
   ]
 
-  test "in-place and converting paths agree on random terms", %{} do
+  test "terms are read directly from memory on this emulator (the layout probe passed)" do
+    # 64-bit OTP 25: the shapes in layout.rs match; on another emulator this names the fallback.
+    assert Native.term_layout() == :direct
+  end
+
+  test "in-place (direct reads and API reads) and converting paths agree on random terms" do
     TermGen.seed(ExUnit.configuration()[:seed])
     compiled = Enum.map(@schemas, &Schema.compile!/1)
 
@@ -67,8 +72,10 @@ defmodule CMDC.Tool.BeamTest do
 
       for schema <- compiled do
         in_place = normalize(Native.schema_validate_dirty(schema, term))
+        api = normalize(Native.schema_validate_api(schema, term))
         converted = normalize(Native.schema_validate_converting(schema, term))
         assert in_place == converted, "paths disagree on #{inspect(term)}"
+        assert api == in_place, "direct and API reads disagree on #{inspect(term)}"
       end
     end
   end
@@ -76,12 +83,39 @@ defmodule CMDC.Tool.BeamTest do
   test "non-JSON terms give the same error on both paths" do
     schema = Schema.compile!(%{"type" => "object"})
 
-    for _ <- 1..20 do
+    for _ <- 1..50 do
       {term, path} = TermGen.poisoned()
       assert {:error, [%{keyword: "json", path: ^path} = a]} = Schema.validate(schema, term)
       assert {:error, [b]} = Native.schema_validate_converting(schema, term)
+      assert {:error, [c]} = Native.schema_validate_api(schema, term)
       assert a.message == b.message
+      assert c == a
     end
+  end
+
+  test "the depth limit is the same on every path, for lists and maps" do
+    schema = Schema.compile!(%{})
+
+    for depth <- 126..130, wrap <- [&[&1], &%{"a" => &1}, &%{a: [&1]}] do
+      term = Enum.reduce(1..depth, "leaf", fn _, acc -> wrap.(acc) end)
+      direct = Native.schema_validate_dirty(schema, term)
+      assert Native.schema_validate_api(schema, term) == direct
+      assert normalize(Native.schema_validate_converting(schema, term)) == normalize(direct)
+    end
+
+    assert {:error, [%{message: message}]} =
+             Schema.validate(schema, Enum.reduce(1..300, 1, fn _, acc -> [acc] end))
+
+    assert message =~ "nested deeper than 128"
+  end
+
+  test "a key given as an atom and as a string in a small map is refused" do
+    schema = Schema.compile!(%{"type" => "object"})
+
+    assert {:error, [%{path: "/x", message: message}]} =
+             Schema.validate(schema, %{"x" => %{:mode => 1, "mode" => 2}})
+
+    assert message =~ ~s(key "mode" is given twice)
   end
 
   describe "numbers compare mathematically" do

@@ -1,0 +1,238 @@
+//! Direct reads of the few term shapes a tool-args map is made of, for the in-place validator
+//! (`beam.rs`): small integers, lists, small maps ("flatmaps") and small binaries stored on the
+//! process heap.
+//!
+//! Why: reading a typical 8-property map through the `enif_*` API takes ~60 calls (type, map
+//! iterator, binary inspection...), which measured as more than the validation itself. These
+//! shapes have kept one memory layout for many OTP releases, but it is not a public API. So the
+//! layout is never assumed: on first use, [`get`] builds sample terms with the public API in a
+//! private environment and checks that reading them directly gives exactly what the API says.
+//! If anything differs (another OTP, a 32-bit or debug emulator), direct reads stay off and
+//! every term goes through `enif_*`. Shapes outside this list (large maps, floats, bignums,
+//! reference-counted and sub-binaries...) always do.
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+use std::sync::OnceLock;
+
+use rustler::sys::{
+    enif_inspect_binary, enif_make_atom, enif_make_int64, enif_make_list_cell,
+    enif_make_map_from_arrays, enif_make_new_binary, enif_map_iterator_create,
+    enif_map_iterator_destroy, enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary,
+    ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
+};
+use rustler::{Env, OwnedEnv};
+
+/// What the probe learned about this emulator's terms.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// The header word of every small map.
+    flatmap_header: usize,
+    /// The low 6 bits of a heap binary's header (the rest is its size in words).
+    heap_binary_tag: usize,
+    /// `[]`.
+    nil: usize,
+}
+
+/// One term as the walker sees it.
+pub enum Shape<'t> {
+    /// An integer that fits an immediate.
+    Small(i64),
+    /// A proper or improper list cell: head and tail.
+    Cons(usize, usize),
+    /// `[]`.
+    Nil,
+    /// A small map: its keys and values, in the same order.
+    Map(&'t [usize], &'t [usize]),
+    /// The bytes of a binary on the process heap.
+    Bytes(&'t [u8]),
+    /// Anything else: ask the `enif_*` API.
+    Other,
+}
+
+const TAG_MASK: usize = 0b11;
+const TAG_LIST: usize = 0b01;
+const TAG_BOXED: usize = 0b10;
+const SMALL_MASK: usize = 0b1111;
+const SMALL_TAG: usize = 0b1111;
+const HEADER_TAG_MASK: usize = 0b11_1111;
+
+static LAYOUT: OnceLock<Option<Layout>> = OnceLock::new();
+
+/// A term's word (`ErlNifTerm` is a transparent wrapper of one).
+#[inline]
+pub fn word(term: ErlNifTerm) -> usize {
+    // SAFETY: `ErlNifTerm` is `#[repr(transparent)]` over `size_t`.
+    unsafe { std::mem::transmute::<ErlNifTerm, usize>(term) }
+}
+
+/// The term of a word read from a term's memory.
+#[inline]
+pub fn term(word: usize) -> ErlNifTerm {
+    // SAFETY: as in `word`.
+    unsafe { std::mem::transmute::<usize, ErlNifTerm>(word) }
+}
+
+/// The verified layout, or `None` when direct reads are off for this emulator.
+#[inline]
+pub fn get() -> Option<Layout> {
+    *LAYOUT.get_or_init(|| {
+        if cfg!(target_pointer_width = "64") {
+            OwnedEnv::new().run(probe)
+        } else {
+            None
+        }
+    })
+}
+
+impl Layout {
+    /// Classifies `term`, a valid term alive for `'t` (the NIF call).
+    #[inline]
+    pub fn shape<'t>(self, term: ErlNifTerm) -> Shape<'t> {
+        let t = word(term);
+        match t & TAG_MASK {
+            TAG_LIST => {
+                // SAFETY: a list term points at two words, head and tail (checked by `probe`).
+                let cell = (t - TAG_LIST) as *const usize;
+                unsafe { Shape::Cons(*cell, *cell.add(1)) }
+            }
+            TAG_BOXED => {
+                let boxed = (t - TAG_BOXED) as *const usize;
+                // SAFETY: a boxed term points at its header word.
+                let header = unsafe { *boxed };
+                if header == self.flatmap_header {
+                    // SAFETY: layout checked by `probe`: header, size, keys tuple, values.
+                    unsafe {
+                        let size = *boxed.add(1);
+                        let keys = (*boxed.add(2) - TAG_BOXED) as *const usize;
+                        Shape::Map(
+                            std::slice::from_raw_parts(keys.add(1), size),
+                            std::slice::from_raw_parts(boxed.add(3), size),
+                        )
+                    }
+                } else if header & HEADER_TAG_MASK == self.heap_binary_tag {
+                    // SAFETY: layout checked by `probe`: header, size in bytes, bytes.
+                    unsafe {
+                        let size = *boxed.add(1);
+                        Shape::Bytes(std::slice::from_raw_parts(boxed.add(2) as *const u8, size))
+                    }
+                } else {
+                    Shape::Other
+                }
+            }
+            _ if t & SMALL_MASK == SMALL_TAG => Shape::Small((t as i64) >> 4),
+            _ if t == self.nil => Shape::Nil,
+            _ => Shape::Other,
+        }
+    }
+}
+
+/// Builds sample terms with the public API and keeps the layout only if reading them directly
+/// agrees with the API on every point.
+fn probe(env: Env) -> Option<Layout> {
+    let raw = env.as_c_arg();
+    unsafe {
+        let nil = word(rustler::sys::enif_make_list_from_array(
+            raw,
+            std::ptr::null(),
+            0,
+        ));
+        let one = sample_binary(raw, b"k")?;
+        let long = sample_binary(raw, b"a longer key, still small")?;
+        let heap_binary_tag = boxed_header(one)? & HEADER_TAG_MASK;
+        let small = word(enif_make_int64(raw, -7));
+        let big_small = word(enif_make_int64(raw, 1 << 40));
+        let atom = word(enif_make_atom(raw, c"probe".as_ptr()));
+        let list = word(enif_make_list_cell(raw, term(small), term(nil)));
+        let keys = [one, long, word(enif_make_atom(raw, c"k2".as_ptr()))];
+        let values = [small, list, atom];
+        let map = sample_map(raw, &keys, &values)?;
+        let map1 = sample_map(raw, &keys[..1], &values[..1])?;
+        let flatmap_header = boxed_header(map)?;
+        let layout = Layout {
+            flatmap_header,
+            heap_binary_tag,
+            nil,
+        };
+        let checks = [
+            boxed_header(map1) == Some(flatmap_header),
+            boxed_header(long).map(|h| h & HEADER_TAG_MASK) == Some(heap_binary_tag),
+            matches!(layout.shape(term(small)), Shape::Small(-7)),
+            matches!(layout.shape(term(big_small)), Shape::Small(n) if n == 1 << 40),
+            matches!(layout.shape(term(nil)), Shape::Nil),
+            matches!(layout.shape(term(atom)), Shape::Other),
+            matches!(layout.shape(term(list)), Shape::Cons(h, t) if h == small && t == nil),
+            bytes_agree(raw, &layout, one),
+            bytes_agree(raw, &layout, long),
+            map_agrees(raw, &layout, map),
+            map_agrees(raw, &layout, map1),
+        ];
+        checks.iter().all(|ok| *ok).then_some(layout)
+    }
+}
+
+unsafe fn sample_binary(env: *mut ErlNifEnv, bytes: &[u8]) -> Option<usize> {
+    let mut term = MaybeUninit::<ErlNifTerm>::uninit();
+    let data = enif_make_new_binary(env, bytes.len(), term.as_mut_ptr());
+    if data.is_null() {
+        return None;
+    }
+    std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
+    Some(word(term.assume_init()))
+}
+
+unsafe fn sample_map(env: *mut ErlNifEnv, keys: &[usize], values: &[usize]) -> Option<usize> {
+    let mut map = MaybeUninit::<ErlNifTerm>::uninit();
+    let ok = enif_make_map_from_arrays(
+        env,
+        keys.as_ptr() as *const ErlNifTerm,
+        values.as_ptr() as *const ErlNifTerm,
+        keys.len(),
+        map.as_mut_ptr(),
+    );
+    (ok != 0).then(|| word(map.assume_init()))
+}
+
+unsafe fn boxed_header(t: usize) -> Option<usize> {
+    (t & TAG_MASK == TAG_BOXED).then(|| *((t - TAG_BOXED) as *const usize))
+}
+
+unsafe fn bytes_agree(env: *mut ErlNifEnv, layout: &Layout, t: usize) -> bool {
+    let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
+    if enif_inspect_binary(env, term(t), bin.as_mut_ptr()) == 0 {
+        return false;
+    }
+    let bin = bin.assume_init();
+    let api = std::slice::from_raw_parts(bin.data, bin.size);
+    matches!(layout.shape(term(t)), Shape::Bytes(direct) if direct == api)
+}
+
+/// The map's members, read with the iterator, equal the direct read's (same order).
+unsafe fn map_agrees(env: *mut ErlNifEnv, layout: &Layout, map: usize) -> bool {
+    let Shape::Map(keys, values) = layout.shape(term(map)) else {
+        return false;
+    };
+    let mut iter = MaybeUninit::<ErlNifMapIterator>::uninit();
+    let iter = iter.as_mut_ptr();
+    if enif_map_iterator_create(
+        env,
+        term(map),
+        iter,
+        ErlNifMapIteratorEntry::ERL_NIF_MAP_ITERATOR_HEAD,
+    ) == 0
+    {
+        return false;
+    }
+    let mut api = Vec::new();
+    let (mut k, mut v) = (term(0), term(0));
+    while enif_map_iterator_get_pair(env, iter, &mut k, &mut v) != 0 {
+        api.push((word(k), word(v)));
+        enif_map_iterator_next(env, iter);
+    }
+    enif_map_iterator_destroy(env, iter);
+    api.len() == keys.len()
+        && api
+            .iter()
+            .zip(keys.iter().zip(values))
+            .all(|(&(ak, av), (&dk, &dv))| ak == dk && av == dv)
+}
