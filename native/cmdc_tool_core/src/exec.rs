@@ -171,6 +171,25 @@ impl LineSplitter {
 }
 
 /// Why a program could not be started, as a message a person or a model can act on.
+/// Starts `cmd`, retrying for up to about half a second while the program file is busy.
+///
+/// `ETXTBSY` ("Text file busy") means some process holds the executable open for writing. A
+/// script or venv launcher written just before it runs hits this whenever another thread of the
+/// VM forks in between: the child holds a copy of the writer's descriptor until it execs. The
+/// window is microseconds, so a short backoff turns a spurious failure into a started program.
+pub fn spawn(cmd: &mut Command) -> io::Result<tokio::process::Child> {
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && pause.as_millis() <= 256 => {
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            started => return started,
+        }
+    }
+}
+
 pub fn spawn_error(spec: &Spec, e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => {
@@ -318,9 +337,7 @@ where
 {
     check(&spec)?;
     let started = Instant::now();
-    let mut child = build_command(&spec)
-        .spawn()
-        .map_err(|e| spawn_error(&spec, &e))?;
+    let mut child = spawn(&mut build_command(&spec)).map_err(|e| spawn_error(&spec, &e))?;
     let pid = child.id().unwrap_or(0);
     on_start(pid);
 
@@ -428,6 +445,44 @@ mod tests {
 
     async fn run_simple(s: Spec) -> Result<Outcome, String> {
         run(s, never(), |_| {}, |_: &[u8]| {}).await
+    }
+
+    #[tokio::test]
+    async fn a_program_still_open_for_writing_starts_once_it_is_closed() {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::env::temp_dir().join(format!("cmdc_etxtbsy_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("busy.sh");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o755)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"#!/bin/sh\necho started\n").unwrap();
+        // The writer closes 20 ms from now, as a forked sibling's copy of the descriptor would.
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            drop(file);
+        });
+        assert_eq!(
+            Command::new(&path)
+                .spawn()
+                .err()
+                .and_then(|e| e.raw_os_error()),
+            Some(libc::ETXTBSY),
+            "the file is busy while open for writing"
+        );
+        let out = spawn(Command::new(&path).stdout(Stdio::piped()))
+            .unwrap()
+            .wait_with_output()
+            .await
+            .unwrap();
+        closer.join().unwrap();
+        assert_eq!(out.stdout, b"started\n");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Whether `pid` still runs, given up to 2 s to finish dying (a signal is delivered

@@ -8,3 +8,4 @@ pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod scripts;
+pub mod tape;

@@ -16,8 +16,9 @@ use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
 use crate::atoms;
-use crate::beam::{Beam, Tape};
+use crate::beam;
 use crate::term::{self, Budget, TermError};
+use cmdc_tool_core::tape::{Beam, Tape};
 
 /// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
 pub struct Schema {
@@ -89,7 +90,7 @@ pub(crate) fn validate_term<'a>(
     args: Term<'a>,
     budget: Budget,
 ) -> Term<'a> {
-    validate_tape(env, schema, Tape::build(args, &mut { budget }))
+    validate_tape(env, schema, beam::build(args, &mut { budget }))
 }
 
 fn validate_tape<'a>(env: Env<'a>, schema: &Schema, tape: Result<Tape<'_>, TermError>) -> Term<'a> {
@@ -121,7 +122,7 @@ pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> T
         Ok(term) => term,
         Err(message) => return failures_term(env, &[Failure::json("", message)]),
     };
-    match Tape::build(args, &mut Budget::dirty()) {
+    match beam::build(args, &mut Budget::dirty()) {
         Err(e) => failures_term(env, &[not_json(&e)]),
         Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
             Ok(()) => (atoms::ok(), args).encode(env),
@@ -232,7 +233,7 @@ fn schema_validate_converting<'a>(
 /// it with the direct reads of `layout.rs`).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn schema_validate_api<'a>(env: Env<'a>, schema: &'a Schema, args: Term<'a>) -> Term<'a> {
-    validate_tape(env, schema, Tape::build_api(args, &mut Budget::dirty()))
+    validate_tape(env, schema, beam::build_api(args, &mut Budget::dirty()))
 }
 
 /// `:direct` when terms are read from memory (the layout checked out on this emulator), else
@@ -294,16 +295,16 @@ fn bench_term_validate<'a>(
 ) -> Term<'a> {
     let n = iterations.max(1);
     let walk = best_of_five(n, &|| {
-        Tape::build(std::hint::black_box(input), &mut Budget::normal()).is_ok()
+        beam::build(std::hint::black_box(input), &mut Budget::normal()).is_ok()
     });
-    let full = best_of_five(n, &|| match Tape::build(
+    let full = best_of_five(n, &|| match beam::build(
         std::hint::black_box(input),
         &mut Budget::normal(),
     ) {
         Ok(tape) => schema.validator.is_valid(tape.root()),
         Err(_) => false,
     });
-    let tape = Tape::build(input, &mut Budget::dirty());
+    let tape = beam::build(input, &mut Budget::dirty());
     let check = match &tape {
         Ok(tape) => best_of_five(n, &|| {
             schema.validator.is_valid(std::hint::black_box(tape.root()))

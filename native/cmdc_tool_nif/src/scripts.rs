@@ -350,8 +350,7 @@ fn spawn_python(
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
-    let mut child = cmd
-        .spawn()
+    let mut child = cmdc_tool_core::exec::spawn(&mut cmd)
         .map_err(|e| format!("cannot start {}: {e}", interpreter.display()))?;
     let pid = child.id().unwrap_or(0);
     let stdin = child.stdin.take().ok_or("no stdin pipe")?;
@@ -631,7 +630,7 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
-    let mut child = match cmd.spawn() {
+    let mut child = match cmdc_tool_core::exec::spawn(&mut cmd) {
         Ok(c) => c,
         Err(e) => return Outcome::Err(error("spawn", format!("cannot start pwsh: {e}"), "")),
     };
