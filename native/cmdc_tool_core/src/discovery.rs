@@ -1498,7 +1498,7 @@ mod timing {
 
     /// `cargo test -p cmdc_tool_core --release scan_timing -- --ignored --nocapture`
     #[test]
-    #[ignore]
+    #[ignore = "prints a timing figure, asserts nothing: run by hand with --ignored --nocapture"]
     fn scan_timing() {
         let root = std::env::temp_dir().join(format!("cmdc_scan_timing_{}", std::process::id()));
         for i in 0..1000 {
