@@ -145,12 +145,36 @@ defmodule CMDC.Tool do
       iex> CMDC.Tool.suggest([CMDC.Tool.Examples.Echo], "deploy")
       []
   """
-  @spec suggest([module()] | Registry.t(), String.t()) :: [String.t()]
-  def suggest(modules, name) when is_list(modules) do
-    CMDC.Tool.Native.tool_suggest(Enum.map(modules, & &1.name()), to_string(name))
+  @spec suggest([module() | String.t()] | Registry.t(), String.t()) :: [String.t()]
+  def suggest(tools, name) when is_list(tools) do
+    CMDC.Tool.Native.tool_suggest(Enum.map(tools, &tool_name/1), to_string(name))
   end
 
   def suggest(%Registry{} = registry, name), do: Registry.suggest(registry, name)
+
+  defp tool_name(name) when is_binary(name), do: name
+  defp tool_name(module) when is_atom(module), do: module.name()
+
+  @doc """
+  What a model gets back when it calls a tool that does not exist: the name it used and the
+  nearest known names (`suggest/2`). `tools` is a list of modules or names, or a registry.
+
+      iex> CMDC.Tool.unknown_tool_message(["read_file", "echo"], "readFile")
+      "Unknown tool: readFile. Did you mean: read_file?"
+
+      iex> CMDC.Tool.unknown_tool_message([CMDC.Tool.Examples.Echo], "deploy")
+      "Unknown tool: deploy."
+  """
+  @spec unknown_tool_message([module() | String.t()] | Registry.t(), term()) :: String.t()
+  def unknown_tool_message(tools, name) when is_binary(name) do
+    case suggest(tools, name) do
+      [] -> "Unknown tool: #{name}."
+      close -> "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
+    end
+  end
+
+  def unknown_tool_message(_tools, name),
+    do: "Unknown tool: #{inspect(name)} (a tool name is a string)."
 
   @doc """
   A short summary of one call: `c:meta/1` when the module defines it, else `c:name/0`.

@@ -274,9 +274,7 @@ defmodule CMDC.Tool.Cluster do
     else
       {:error, :not_found} ->
         names = scope |> list(opts) |> Enum.map(& &1.name)
-        close = Enum.filter(names, &(String.jaro_distance(&1, to_string(name)) > 0.8))
-        hint = if close == [], do: "", else: " Did you mean: #{Enum.join(close, ", ")}?"
-        CMDC.Tool.Result.error("Unknown tool: #{name}.#{hint}", :unknown_tool)
+        CMDC.Tool.Result.error(CMDC.Tool.unknown_tool_message(names, name), :unknown_tool)
 
       {:error, %CMDC.Tool.Result{} = result} ->
         result

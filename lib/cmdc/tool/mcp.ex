@@ -136,8 +136,12 @@ defmodule CMDC.Tool.MCP do
 
       true ->
         case CMDC.Tool.find(state.tools, name) do
-          {:ok, module} -> {[{:call, id, module, args, token}], state}
-          {:error, :not_found} -> {[error(id, @invalid_params, unknown_tool(state, name))], state}
+          {:ok, module} ->
+            {[{:call, id, module, args, token}], state}
+
+          {:error, :not_found} ->
+            {[error(id, @invalid_params, CMDC.Tool.unknown_tool_message(state.tools, name))],
+             state}
         end
     end
   end
@@ -153,13 +157,6 @@ defmodule CMDC.Tool.MCP do
     do: {[{:cancel, id}], state}
 
   defp notification(_method, _params, state), do: {[], state}
-
-  defp unknown_tool(state, name) do
-    case CMDC.Tool.suggest(state.tools, name) do
-      [] -> "Unknown tool: #{name}"
-      close -> "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
-    end
-  end
 
   @doc "A tool's entry in `tools/list`."
   @spec describe(module()) :: map()

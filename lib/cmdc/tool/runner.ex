@@ -257,22 +257,16 @@ defmodule CMDC.Tool.Runner do
 
   defp resolve(tools, name) when is_binary(name) do
     case CMDC.Tool.find(tools, name) do
-      {:ok, module} -> {:ok, module}
-      {:error, _} -> {:error, Result.error(unknown(tools, name), :unknown_tool)}
+      {:ok, module} ->
+        {:ok, module}
+
+      {:error, _} ->
+        {:error, Result.error(CMDC.Tool.unknown_tool_message(tools, name), :unknown_tool)}
     end
   end
 
   defp resolve(_tools, name),
     do: {:error, Result.error("the call names no tool (got #{inspect(name)})", :unknown_tool)}
-
-  defp unknown(tools, name) do
-    case suggest(tools, name) do
-      [] -> "Unknown tool: #{name}."
-      names -> "Unknown tool: #{name}. Did you mean: #{Enum.join(names, ", ")}?"
-    end
-  end
-
-  defp suggest(tools, name), do: CMDC.Tool.suggest(tools, name)
 
   defp validate(module, arguments) do
     result =

@@ -14,9 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cmdc_tool_core::exec::{self, Ending, Outcome, Spec};
-use once_cell::sync::Lazy;
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, ResourceArc, Term};
-use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
 mod atoms {
@@ -41,27 +39,6 @@ mod atoms {
         os_pid,
     }
 }
-
-/// The NIF's runtime: two small worker threads; process I/O is asynchronous, so they rarely work.
-///
-/// The BEAM ignores SIGCHLD (its ports are started by `erl_child_setup`), and an ignored SIGCHLD
-/// makes the kernel reap children itself, so a child's exit status would be lost (and children
-/// would inherit the ignored disposition). tokio's SIGCHLD handler is therefore installed here,
-/// before the first program starts, rather than lazily during the first spawn.
-static RUNTIME: Lazy<Result<Runtime, String>> = Lazy::new(|| {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("cmdc-tool-exec")
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the exec runtime: {e}"))?;
-    runtime
-        .block_on(async {
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).map(drop)
-        })
-        .map_err(|e| format!("cannot install the SIGCHLD handler: {e}"))?;
-    Ok(runtime)
-});
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -209,9 +186,9 @@ fn exec_start_dirty<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>)
 }
 
 fn start<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
-    let runtime = match RUNTIME.as_ref() {
+    let runtime = match crate::runtime::get() {
         Ok(rt) => rt,
-        Err(message) => return (atoms::error(), message.as_str()).encode(env),
+        Err(message) => return (atoms::error(), message).encode(env),
     };
     let spec = to_spec(opts, stdin);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);

@@ -22,7 +22,6 @@ use cmdc_tool_core::scripts::{self as core, Cached, Kind};
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::runtime::Runtime;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::atoms;
@@ -42,26 +41,6 @@ const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 
 /// Bytes of a worker's stderr kept for error messages (the tail).
 const TAIL_BYTES: usize = 16 * 1024;
-
-// ------------------------------------------------------------------------------------------------
-// the runtime
-
-/// The tokio runtime of the NIF (two worker threads, named `cmdc-rt`). Built on first use; other
-/// native concerns that need one should share it rather than start their own.
-pub fn runtime() -> Result<&'static Runtime, String> {
-    static RT: OnceLock<Result<Runtime, String>> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .max_blocking_threads(8)
-            .thread_name("cmdc-rt")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the native runtime: {e}"))
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
 
 // ------------------------------------------------------------------------------------------------
 // call handles
@@ -687,7 +666,7 @@ fn script_call<'a>(
     args_json: Binary<'a>,
     opts: CallOpts,
 ) -> Term<'a> {
-    let rt = match runtime() {
+    let rt = match crate::runtime::get() {
         Ok(rt) => rt,
         Err(m) => return (atoms::error(), m).encode(env),
     };
@@ -984,7 +963,7 @@ async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
 
 #[rustler::nif(schedule = "DirtyCpu")]
 fn script_load<'a>(env: Env<'a>, paths: Vec<String>, opts: LoadOpts) -> Term<'a> {
-    let rt = match runtime() {
+    let rt = match crate::runtime::get() {
         Ok(rt) => rt,
         Err(m) => return (atoms::error(), m).encode(env),
     };

@@ -118,6 +118,15 @@ defmodule CMDC.Tool.RegistryTest do
     assert Registry.fetch(reg, :echo) == {:ok, Examples.Echo}
     assert CMDC.Tool.suggest(reg, "list-files") == ["list_files"]
     assert CMDC.Tool.suggest(Realistic.all(), "create_events") == ["create_event"]
+    # Names rank the same as the modules that carry them (the cluster only has names).
+    names = Enum.map(Realistic.all(), & &1.name())
+    assert CMDC.Tool.suggest(names, "create_events") == ["create_event"]
+
+    assert CMDC.Tool.unknown_tool_message(reg, "list-files") ==
+             "Unknown tool: list-files. Did you mean: list_files?"
+
+    assert CMDC.Tool.unknown_tool_message(reg, {:oops}) ==
+             "Unknown tool: {:oops} (a tool name is a string)."
   end
 
   test "fetch/2 and validate/3 on a large registry (suggestions move to a dirty scheduler)" do
