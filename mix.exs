@@ -50,14 +50,7 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   end
 
   defp build(root, target) do
-    cargo = System.get_env("CARGO") || System.find_executable("cargo")
-
-    unless cargo do
-      Mix.raise("""
-      cmdc_tool: `cargo` was not found on PATH, so the native library cannot be built.
-      Fix: install Rust (https://rustup.rs), or set CARGO=/path/to/cargo, then run `mix compile`.
-      """)
-    end
+    cargo = find_cargo(System.get_env("CARGO"))
 
     # Build output goes to stderr: stdout may be a protocol channel (`mix cmdc.mcp`).
     IO.puts(:stderr, "==> cmdc_tool: cargo build --release (native/#{@crate})")
@@ -77,6 +70,22 @@ defmodule Mix.Tasks.Compile.CmdcNative do
         Fix: correct the Rust error shown, or update Rust (`rustup update`), then run `mix compile`.
         """)
     end
+  end
+
+  defp find_cargo(nil) do
+    System.find_executable("cargo") ||
+      Mix.raise("""
+      cmdc_tool: `cargo` was not found on PATH, so the native library cannot be built.
+      Fix: install Rust (https://rustup.rs), or set CARGO=/path/to/cargo, then run `mix compile`.
+      """)
+  end
+
+  defp find_cargo(path) do
+    System.find_executable(path) ||
+      Mix.raise("""
+      cmdc_tool: CARGO=#{path} is not an executable, so the native library cannot be built.
+      Fix: point CARGO at cargo (e.g. ~/.cargo/bin/cargo) or unset it, then run `mix compile`.
+      """)
   end
 
   defp install(root, target) do
