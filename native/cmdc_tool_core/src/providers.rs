@@ -354,6 +354,40 @@ impl Cx<'_> {
         );
     }
 
+    /// `oneOf` becomes `anyOf` where the target has no `oneOf`: said once per place.
+    fn one_of_as_any_of(&mut self, path: &str) {
+        let at = if path.is_empty() { "the root" } else { path };
+        let message = format!(
+            "`oneOf` at {at} rewritten as `anyOf` (no `oneOf` in {}): a value matching several \
+             branches is no longer refused by the schema",
+            self.target()
+        );
+        self.warn(path, "oneOf", message);
+    }
+
+    /// Adds `branches` to `out`'s `anyOf`. A schema with both `anyOf` and `oneOf` (rewritten
+    /// as `anyOf`) gets one list, which accepts more than both did: said as a warning.
+    fn append_any_of(&mut self, out: &mut Map<String, Value>, path: &str, branches: Vec<Value>) {
+        match out.get_mut("anyOf") {
+            Some(Value::Array(existing)) => {
+                existing.extend(branches);
+                let at = if path.is_empty() { "the root" } else { path };
+                self.warn(
+                    path,
+                    "anyOf",
+                    format!(
+                        "`anyOf` and `oneOf` at {at} merged into one `anyOf` ({} takes one): a \
+                         value matching a branch of either is now accepted",
+                        self.target()
+                    ),
+                );
+            }
+            _ => {
+                out.insert("anyOf".into(), Value::Array(branches));
+            }
+        }
+    }
+
     fn target(&self) -> &'static str {
         match self.format {
             Format::OpenAI | Format::OpenAIResponses => "OpenAI strict mode",
@@ -593,28 +627,14 @@ fn strict_node(cx: &mut Cx, schema: &Value, path: &str, depth: usize) -> Value {
                     continue;
                 };
                 if key == "oneOf" {
-                    cx.warn(
-                        path,
-                        "oneOf",
-                        format!(
-                            "`oneOf` at {} rewritten as `anyOf` ({} has no oneOf): a value \
-                             matching several branches is no longer refused by the schema",
-                            if path.is_empty() { "the root" } else { path },
-                            cx.target()
-                        ),
-                    );
+                    cx.one_of_as_any_of(path);
                 }
                 let branches: Vec<Value> = branches
                     .iter()
                     .enumerate()
                     .map(|(i, b)| strict_node(cx, b, &child(&here, &i.to_string()), depth + 1))
                     .collect();
-                match out.get_mut("anyOf") {
-                    Some(Value::Array(existing)) => existing.extend(branches),
-                    _ => {
-                        out.insert("anyOf".into(), Value::Array(branches));
-                    }
-                }
+                cx.append_any_of(&mut out, path, branches);
             }
             "$ref" => {
                 out.insert(key.clone(), value.clone());
@@ -1121,15 +1141,7 @@ fn gemini_node(
                     continue;
                 };
                 if key == "oneOf" {
-                    cx.warn(
-                        path,
-                        "oneOf",
-                        format!(
-                            "`oneOf` at {} rewritten as `anyOf` (Gemini has no oneOf): a value \
-                             matching several branches is no longer refused by the schema",
-                            if path.is_empty() { "the root" } else { path }
-                        ),
-                    );
+                    cx.one_of_as_any_of(path);
                 }
                 let mut kept = Vec::new();
                 for (i, b) in branches.iter().enumerate() {
@@ -1145,12 +1157,7 @@ fn gemini_node(
                         refs,
                     ));
                 }
-                match out.get_mut("anyOf") {
-                    Some(Value::Array(existing)) => existing.extend(kept),
-                    _ => {
-                        out.insert("anyOf".into(), Value::Array(kept));
-                    }
-                }
+                cx.append_any_of(&mut out, path, kept);
             }
             "exclusiveMinimum" | "exclusiveMaximum" => {
                 let min = key == "exclusiveMinimum";

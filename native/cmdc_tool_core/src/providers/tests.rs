@@ -114,6 +114,36 @@ fn strict_rewrites_const_refs_and_unions() {
 }
 
 #[test]
+fn any_of_beside_one_of_merges_into_one_list_with_a_warning() {
+    let p = json!({
+        "type": "object",
+        "properties": {
+            "v": {
+                "anyOf": [{"type": "string"}, {"type": "integer"}],
+                "oneOf": [{"minimum": 1}, {"maximum": 9}]
+            }
+        },
+        "required": ["v"]
+    });
+    let (out, ws) = strict_schema("t", &p, Format::OpenAI);
+    assert_eq!(out["properties"]["v"]["anyOf"].as_array().unwrap().len(), 4);
+    assert!(out["properties"]["v"].get("oneOf").is_none());
+    assert_eq!(
+        keywords(&ws),
+        [("/properties/v", "oneOf"), ("/properties/v", "anyOf")]
+    );
+    assert!(ws[1].message.contains("now accepted"), "{}", ws[1].message);
+
+    let (out, ws) = gemini_schema("t", &p);
+    let out = out.unwrap();
+    assert_eq!(out["properties"]["v"]["anyOf"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        keywords(&ws),
+        [("/properties/v", "oneOf"), ("/properties/v", "anyOf")]
+    );
+}
+
+#[test]
 fn strict_merges_disjoint_all_of_and_drops_the_rest() {
     let p = json!({"allOf": [
         {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
