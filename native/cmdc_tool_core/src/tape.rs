@@ -195,7 +195,12 @@ struct Buffers {
 }
 
 thread_local! {
-    static BUFFERS: std::cell::Cell<Buffers> = std::cell::Cell::new(Buffers::default());
+    static BUFFERS: std::cell::Cell<Buffers> = const {
+        std::cell::Cell::new(Buffers {
+            items: Vec::new(),
+            keys: Vec::new(),
+        })
+    };
 }
 
 /// Buffers larger than this are not kept (a huge input should not pin its memory).
