@@ -177,12 +177,13 @@ impl LineSplitter {
 /// script or venv launcher written just before it runs hits this whenever another thread of the
 /// VM forks in between: the child holds a copy of the writer's descriptor until it execs. The
 /// window is microseconds, so a short backoff turns a spurious failure into a started program.
-pub fn spawn(cmd: &mut Command) -> io::Result<tokio::process::Child> {
+pub async fn spawn(cmd: &mut Command) -> io::Result<tokio::process::Child> {
     let mut pause = Duration::from_millis(2);
     loop {
         match cmd.spawn() {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && pause.as_millis() <= 256 => {
-                std::thread::sleep(pause);
+                // Waits without holding a runtime worker thread.
+                tokio::time::sleep(pause).await;
                 pause *= 2;
             }
             started => return started,
@@ -337,7 +338,9 @@ where
 {
     check(&spec)?;
     let started = Instant::now();
-    let mut child = spawn(&mut build_command(&spec)).map_err(|e| spawn_error(&spec, &e))?;
+    let mut child = spawn(&mut build_command(&spec))
+        .await
+        .map_err(|e| spawn_error(&spec, &e))?;
     let pid = child.id().unwrap_or(0);
     on_start(pid);
 
@@ -476,6 +479,7 @@ mod tests {
             "the file is busy while open for writing"
         );
         let out = spawn(Command::new(&path).stdout(Stdio::piped()))
+            .await
             .unwrap()
             .wait_with_output()
             .await

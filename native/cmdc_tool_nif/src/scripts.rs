@@ -305,7 +305,7 @@ fn error(kind: &str, message: impl AsRef<str>, log: &str) -> Vec<u8> {
 
 /// Starts `interpreter worker.py <args...>` in `dir` with the frame channel on stdin/stdout, its
 /// stderr drained into a tail, UTF-8 forced, in a process group of its own.
-fn spawn_python(
+async fn spawn_python(
     interpreter: &Path,
     worker_py: &str,
     args: &[&OsStr],
@@ -330,6 +330,7 @@ fn spawn_python(
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = cmdc_tool_core::exec::spawn(&mut cmd)
+        .await
         .map_err(|e| format!("cannot start {}: {e}", interpreter.display()))?;
     let pid = child.id().unwrap_or(0);
     let stdin = child.stdin.take().ok_or("no stdin pipe")?;
@@ -480,6 +481,7 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
         dir,
         opts.path_env.as_deref(),
     )
+    .await
     .map_err(|m| error("spawn", m, ""))?;
     worker.generation = generation;
     match read_frame(&mut worker.stdout).await {
@@ -609,7 +611,7 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
-    let mut child = match cmdc_tool_core::exec::spawn(&mut cmd) {
+    let mut child = match cmdc_tool_core::exec::spawn(&mut cmd).await {
         Ok(c) => c,
         Err(e) => return Outcome::Err(error("spawn", format!("cannot start pwsh: {e}"), "")),
     };
@@ -827,7 +829,9 @@ async fn describe_python(
                     &describe,
                     dir,
                     opts.path_env.as_deref(),
-                ) {
+                )
+                .await
+                {
                     Ok(mut w) => {
                         // Interpreter start-up is not the script's time: wait for ready first.
                         let ready = tokio::time::timeout(STARTUP_LIMIT, read_frame(&mut w.stdout));
