@@ -15,7 +15,8 @@ defmodule CMDC.Tool.Peers do
   defp start_distribution(0), do: raise("could not start Erlang distribution (is epmd running?)")
 
   defp start_distribution(tries) do
-    name = :"cmdc_test_#{System.unique_integer([:positive])}@127.0.0.1"
+    # The OS pid keeps names apart when several test runs share one epmd.
+    name = :"cmdc_test_#{System.pid()}_#{System.unique_integer([:positive])}@127.0.0.1"
 
     case :net_kernel.start([name, :longnames]) do
       {:ok, _} ->
@@ -32,7 +33,7 @@ defmodule CMDC.Tool.Peers do
   def start!(name) do
     distribute!()
     args = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
-    name = :"#{name}_#{System.unique_integer([:positive])}"
+    name = :"#{name}_#{System.pid()}_#{System.unique_integer([:positive])}"
 
     {:ok, peer, node} =
       :peer.start_link(%{name: name, host: ~c"127.0.0.1", longnames: true, args: args})
