@@ -38,3 +38,20 @@ IO.puts(
   "run_many, 100 concurrent trivial calls:     #{f.(batch)} per batch, " <>
     "#{round(100 / (batch / 1_000_000))} calls/s"
 )
+
+# Output fitting (issue 16): linear in the kept size. The issue measured 21 s for the 160 KB
+# case before (a valid-prefix search dropping one byte at a time).
+fit = fn text -> measure.(fn -> CMDC.Tool.Result.fit_text(text, 100_000) end, 20) end
+one_bad = :binary.copy("a", 10) <> <<0xFF>> <> :binary.copy("é", 80_000)
+every_other_bad = :binary.copy(<<0xFF, ?a>>, 80_000)
+valid_10mb = :binary.copy("abcdefgh", 1_250_000)
+
+IO.puts(
+  "fit_text, 160 KB, one invalid byte:         #{f.(fit.(one_bad))} (before: 21 s; target < 5 ms)"
+)
+
+IO.puts(
+  "fit_text, 160 KB, every other byte invalid: #{f.(fit.(every_other_bad))} (target < 50 ms)"
+)
+
+IO.puts("fit_text, 10 MB valid text cut at 100 KB:   #{f.(fit.(valid_10mb))} (target < 5 ms)")

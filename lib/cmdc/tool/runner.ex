@@ -16,6 +16,7 @@ defmodule CMDC.Tool.Runner do
 
     * `:timeout` - ms for this call (default: the tool's `timeout_ms` setting, else 60,000).
     * `:max_output` - bytes of text kept; longer text is cut with a visible marker (100,000).
+      Invalid UTF-8 is replaced, with a note (`CMDC.Tool.Result.fit_text/2`).
     * `:on_update` - `fn payload -> ... end` called with each partial result, in order.
     * `:approver` - `fn %{tool: name, args: args, call_id: id} -> :allow | :deny | {:deny, why} end`
       consulted for `:ask_once`/`:ask_always` tools (also read from `ctx.private.approver`).
@@ -32,8 +33,9 @@ defmodule CMDC.Tool.Runner do
   ## Cancellation
 
   `async/4` returns a handle for `await/2` and `cancel/1`. Cancelling, a time-out, or the
-  caller's death kills the tool's process, and with it every process linked to it and every
-  OS process it started through `CMDC.Tool.Exec`.
+  caller's death kills the tool's process, and with it every process linked to it, the OS
+  processes of their ports (`System.cmd/3`, `Port.open/2`, `:os.cmd/1`) with their descendants
+  (`CMDC.Tool.Runner.Reaper`), and every OS process it started through `CMDC.Tool.Exec`.
 
   When the `:telemetry` application is loaded, `[:cmdc_tool, :call, :start | :stop]` events are
   emitted too (telemetry is not a dependency).
@@ -42,6 +44,7 @@ defmodule CMDC.Tool.Runner do
   require Logger
 
   alias CMDC.Tool.Result
+  alias CMDC.Tool.Runner.Reaper
 
   @default_timeout 60_000
   @default_max_output 100_000
@@ -450,7 +453,7 @@ defmodule CMDC.Tool.Runner do
 
       {:result, ^ref, outcome} ->
         Process.demonitor(mon, [:flush])
-        normalize(outcome, max_output)
+        outcome |> normalize() |> Result.fit(max_output)
 
       {:DOWN, ^mon, :process, _, reason} ->
         Logger.error("cmdc_tool: the tool process died: #{inspect(reason)}")
@@ -472,8 +475,9 @@ defmodule CMDC.Tool.Runner do
 
   defp kill(tool, mon) do
     Process.demonitor(mon, [:flush])
-    # :kill cannot be trapped; processes linked to the tool receive :killed and die too.
-    Process.exit(tool, :kill)
+    # :kill cannot be trapped; processes linked to the tool die too, and the OS processes of
+    # their ports with their descendants.
+    Reaper.kill(tool)
   end
 
   defp invoke(module, args, context) do
@@ -485,15 +489,15 @@ defmodule CMDC.Tool.Runner do
     kind, reason -> {:caught, kind, reason, __STACKTRACE__}
   end
 
-  defp normalize({:returned, {:ok, text}}, max) when is_binary(text),
-    do: %Result{content: truncate(text, max)}
+  defp normalize({:returned, {:ok, text}}) when is_binary(text),
+    do: %Result{content: text}
 
-  defp normalize({:returned, {:error, text}}, max) when is_binary(text),
-    do: %Result{content: truncate(text, max), is_error: true, reason: :tool_error}
+  defp normalize({:returned, {:error, text}}) when is_binary(text),
+    do: %Result{content: text, is_error: true, reason: :tool_error}
 
-  defp normalize({:returned, {:effect, term}}, _max), do: %Result{effect: term}
+  defp normalize({:returned, {:effect, term}}), do: %Result{effect: term}
 
-  defp normalize({:returned, other}, _max) do
+  defp normalize({:returned, other}) do
     Logger.error("cmdc_tool: execute/2 returned #{inspect(other, limit: 20)}")
 
     Result.error(
@@ -502,19 +506,19 @@ defmodule CMDC.Tool.Runner do
     )
   end
 
-  defp normalize({:abort, reason}, _max) do
+  defp normalize({:abort, reason}) do
     %{
       Result.error("the tool aborted the turn: #{format_reason(reason)}", :aborted)
       | abort: reason
     }
   end
 
-  defp normalize({:raised, exception, stack}, _max) do
+  defp normalize({:raised, exception, stack}) do
     Logger.error(Exception.format(:error, exception, stack))
     Result.error("the tool failed: " <> short(Exception.message(exception)), :crashed)
   end
 
-  defp normalize({:caught, kind, reason, stack}, _max) do
+  defp normalize({:caught, kind, reason, stack}) do
     Logger.error(Exception.format(kind, reason, stack))
     Result.error("the tool failed (#{kind}): " <> short(inspect(reason, limit: 10)), :crashed)
   end
@@ -529,18 +533,6 @@ defmodule CMDC.Tool.Runner do
     |> hd()
     |> String.replace(~r{(/[\w.\-]+)+\.exs?(:\d+)?}, "<source>")
     |> String.slice(0, 500)
-  end
-
-  defp truncate(text, max) when byte_size(text) <= max, do: text
-
-  defp truncate(text, max) do
-    cut = String.slice(binary_part(text, 0, max), 0..-1//1) |> valid_prefix()
-    cut <> "\n…[output truncated: #{byte_size(text) - byte_size(cut)} more bytes]"
-  end
-
-  # Cut on a UTF-8 boundary.
-  defp valid_prefix(bin) do
-    if String.valid?(bin), do: bin, else: valid_prefix(binary_part(bin, 0, byte_size(bin) - 1))
   end
 
   ## Lifecycle
