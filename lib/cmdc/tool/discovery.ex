@@ -93,8 +93,14 @@ defmodule CMDC.Tool.Discovery do
   load; the host VM never runs the file's top-level code. Then only the `.beam` binaries are
   loaded into the host, after refusing modules with an `@on_load` hook and modules that already
   exist elsewhere (a file cannot replace `Enum`, `CMDC.Tool` or another file's module). A tool's
-  `name/0`, `description/0` and `parameters/0` are called in a guarded process under
-  `:call_timeout`.
+  `name/0`, `description/0` and `parameters/0` are called in the compiler VM too (guarded, under
+  `:call_timeout`), and the host checks what they returned: discovering a tool runs none of its
+  functions in the host (a `def name, do: System.halt()` stops the compiler VM, and the file is
+  reported). The host runs a tool's code when it is called, and when a registry it is loaded
+  into (`load_into/2`) asks for its name or schema.
+
+  Special files (FIFOs, devices, sockets) are never opened: one named like a tool or its
+  metadata is reported (`:ignored`, or the tool's `:errors` entry) and skipped.
 
   Not protected: side effects outside the BEAM while compiling (files written, programs
   started, network), and whatever the tool's functions do once called: a loaded tool is code
@@ -112,7 +118,7 @@ defmodule CMDC.Tool.Discovery do
     * `:reserved` - built-in tool names or modules that discovered tools may not take.
     * `:compile_timeout` - ms allowed to compile one file (default 10_000).
     * `:call_timeout` - ms allowed for a tool's `name/0`, `description/0` and `parameters/0`
-      when checked (default 5_000).
+      when read in the compiler VM (default 5_000).
     * `:script_loader` - loads a `.py`/`.ps1` file: `fn path -> {:ok, [module]} | {:error, term}`.
 
   ## Result
@@ -153,7 +159,6 @@ defmodule CMDC.Tool.Discovery do
   alias CMDC.Tool.Native
 
   @sources [:explicit, :project, :user, :plugins]
-  @default_call_timeout 5_000
 
   @no_changes %{added: [], removed: [], changed: [], recompiled: []}
 
@@ -367,7 +372,7 @@ defmodule CMDC.Tool.Discovery do
   end
 
   defp build(opts, cache, reserved, scan, digest) do
-    call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
+    call_timeout = Keyword.get(opts, :call_timeout, Compiler.default_call_timeout())
 
     {fresh, unchanged} =
       Enum.split_with(scan.files, fn f ->
@@ -390,13 +395,13 @@ defmodule CMDC.Tool.Discovery do
       fresh
       |> Enum.filter(&(&1.kind == :elixir))
       |> Enum.map(& &1.real_path)
-      |> Compiler.compile(opts)
+      |> Compiler.compile(Keyword.put(opts, :call_timeout, call_timeout))
 
     loaded =
       Map.new(fresh, fn f ->
         result =
           case f.kind do
-            :elixir -> Loader.load_compiled(f, compiled[f.real_path], call_timeout)
+            :elixir -> Loader.load_compiled(f, compiled[f.real_path])
             :script -> Loader.load_script(f, opts[:script_loader], call_timeout)
           end
 

@@ -248,6 +248,10 @@ pub fn read_cache(script: &Path) -> Result<Cached, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Cached::Missing),
         Err(e) => return Ok(Cached::Corrupt(format!("cannot stat: {e}"))),
     };
+    if !cache_meta.is_file() {
+        // A FIFO would block the read forever; a device could act on being opened.
+        return Ok(Cached::Corrupt("not a regular file; not opened".into()));
+    }
     let cache_mtime = cache_meta.modified().map_err(|e| e.to_string())?;
     let text = match fs::read(&cache) {
         Ok(bytes) => bytes,

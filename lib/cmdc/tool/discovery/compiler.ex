@@ -22,18 +22,33 @@ defmodule CMDC.Tool.Discovery.Compiler do
   """
 
   @default_timeout 10_000
+  @default_call_timeout 5_000
   # Time allowed for the compiler VM to start, on top of each file's limit.
   @startup_ms 30_000
   @max_output 64 * 1024
 
-  @typedoc "A compiled file: its modules' binaries, or why it failed."
-  @type result :: {:ok, [{module(), binary()}]} | {:error, String.t()}
+  @typedoc """
+  What a tool module's `name/0`, `description/0` and `parameters/0` returned in the compiler
+  VM, or why reading them failed.
+  """
+  @type tool_info ::
+          {:ok, %{name: term(), description: term(), parameters: term()}} | {:error, String.t()}
+
+  @typedoc """
+  A compiled file: its modules' binaries and, for each module declaring `@behaviour CMDC.Tool`
+  and exporting those three functions, what they returned; or why it failed.
+  """
+  @type result ::
+          {:ok, [{module(), binary()}], %{module() => tool_info()}} | {:error, String.t()}
 
   @doc """
-  Compiles each file (absolute paths) in a separate VM; returns `%{path => result}` for every
-  path. Options: `:compile_timeout` (ms per file), `:compile_concurrency` (files compiled at
-  once, default: the schedulers online; after a crash of the VM the unfinished files are
-  compiled again one at a time, so the culprit is named).
+  Compiles each file (absolute paths) in a separate VM and reads its tools' name, description
+  and parameters there (so the host never runs a tool file's functions to discover it); returns
+  `%{path => result}` for every path. Options: `:compile_timeout` (ms per file),
+  `:call_timeout` (ms for each tool's `name/0`, `description/0` and `parameters/0` together,
+  default #{@default_call_timeout}), `:compile_concurrency` (files compiled at once, default:
+  the schedulers online; after a crash of the VM the unfinished files are compiled again one at
+  a time, so the culprit is named).
   """
   @spec compile([String.t()], keyword()) :: %{String.t() => result()}
   def compile(paths, opts \\ [])
@@ -41,6 +56,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
 
   def compile(paths, opts) do
     timeout = Keyword.get(opts, :compile_timeout, @default_timeout)
+    call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
     dir = Path.join(System.tmp_dir!(), "cmdc_discovery_#{System.unique_integer([:positive])}")
     File.mkdir_p!(dir)
 
@@ -48,7 +64,9 @@ defmodule CMDC.Tool.Discovery.Compiler do
       # A task owns the port, so no port message reaches the caller's mailbox.
       concurrency = Keyword.get(opts, :compile_concurrency, System.schedulers_online())
 
-      fn -> run(Enum.with_index(paths), dir, timeout, max(concurrency, 1), %{}) end
+      limits = %{timeout: timeout, call_timeout: call_timeout}
+
+      fn -> run(Enum.with_index(paths), dir, limits, max(concurrency, 1), %{}) end
       |> Task.async()
       |> Task.await(:infinity)
     after
@@ -56,14 +74,19 @@ defmodule CMDC.Tool.Discovery.Compiler do
     end
   end
 
-  defp run([], _dir, _timeout, _concurrency, results), do: results
+  @doc false
+  def default_call_timeout, do: @default_call_timeout
 
-  defp run(pending, dir, timeout, concurrency, results) do
+  defp run([], _dir, _limits, _concurrency, results), do: results
+
+  defp run(pending, dir, limits, concurrency, results) do
     job = Path.join(dir, "job.bin")
-    job_term = %{files: pending, timeout: timeout, out: dir, concurrency: concurrency}
+
+    job_term = Map.merge(limits, %{files: pending, out: dir, concurrency: concurrency})
+
     Enum.each(pending, fn {_, i} -> File.rm(started_file(dir, i)) end)
     File.write!(job, :erlang.term_to_binary(job_term))
-    {status, output} = spawn_vm(job, length(pending), timeout, concurrency)
+    {status, output} = spawn_vm(job, length(pending), limits, concurrency)
 
     {done, crashed, rest} =
       Enum.reduce(pending, {%{}, [], []}, fn {path, i}, {done, crashed, rest} ->
@@ -96,8 +119,9 @@ defmodule CMDC.Tool.Discovery.Compiler do
       Map.new(crashed, fn path ->
         {path,
          {:error,
-          "the compiler VM stopped while compiling this file (#{status}); does its top-level " <>
-            "code call System.halt/0 or :init.stop/0?" <> output_tail(output)}}
+          "the compiler VM stopped while compiling this file or reading its tools' name, " <>
+            "description and parameters (#{status}); does its top-level code or one of " <>
+            "those functions call System.halt/0 or :init.stop/0?" <> output_tail(output)}}
       end)
 
     results = results |> Map.merge(done) |> Map.merge(crash_results)
@@ -113,7 +137,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
         Enum.reduce(rest, results, fn {path, _}, acc -> Map.put(acc, path, {:error, reason}) end)
 
       true ->
-        run(rest, dir, timeout, concurrency, results)
+        run(rest, dir, limits, concurrency, results)
     end
   end
 
@@ -127,7 +151,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
   defp result_file(dir, i), do: Path.join(dir, "#{i}.result")
   defp started_file(dir, i), do: Path.join(dir, "#{i}.started")
 
-  defp spawn_vm(job, count, timeout, concurrency) do
+  defp spawn_vm(job, count, limits, concurrency) do
     erl = erl_path()
     sh = System.find_executable("sh") || "/bin/sh"
     lib_root = List.to_string(:code.lib_dir())
@@ -167,7 +191,8 @@ defmodule CMDC.Tool.Discovery.Compiler do
       end
 
     rounds = div(count + concurrency - 1, concurrency)
-    deadline = System.monotonic_time(:millisecond) + @startup_ms + rounds * (timeout + 2_000)
+    per_file = limits.timeout + limits.call_timeout + 2_000
+    deadline = System.monotonic_time(:millisecond) + @startup_ms + rounds * per_file
     collect(port, os_pid, deadline, "")
   end
 
@@ -221,7 +246,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
     |> Task.async_stream(
       fn {path, i} ->
         File.write!(started_file(job.out, i), "")
-        result = compile_file(path, job.timeout)
+        result = compile_file(path, job.timeout, job.call_timeout)
         tmp = result_file(job.out, i) <> ".tmp"
         File.write!(tmp, :erlang.term_to_binary(result))
         File.rename!(tmp, result_file(job.out, i))
@@ -236,8 +261,9 @@ defmodule CMDC.Tool.Discovery.Compiler do
   end
 
   @doc false
-  # Compiles one file in a separate process, with a null group leader and a time limit.
-  def compile_file(path, timeout) do
+  # Compiles one file in a separate process, with a null group leader and a time limit, then
+  # reads its tools (see read_tools/2).
+  def compile_file(path, timeout, call_timeout) do
     guarded(
       fn ->
         case File.read(path) do
@@ -249,9 +275,44 @@ defmodule CMDC.Tool.Discovery.Compiler do
       &describe_failure(&1, &2, &3, path)
     )
     |> case do
-      {:ok, {:ok, modules}} -> {:ok, modules}
+      {:ok, {:ok, modules}} -> {:ok, modules, read_tools(modules, call_timeout)}
       {:ok, {:error, reason}} -> {:error, reason}
       {:error, reason} -> {:error, reason}
+    end
+  end
+
+  # Calls `name/0`, `description/0` and `parameters/0` of each tool module here, in the
+  # compiler VM: a tool file's functions then never run in the host during discovery (one
+  # calling `System.halt/0` stops this VM, which reports the file). Each module is read in a
+  # guarded process under `call_timeout`, all at once.
+  defp read_tools(modules, call_timeout) do
+    modules
+    |> Enum.filter(fn {module, binary} ->
+      declares_tool?(binary) and
+        Enum.all?([name: 0, description: 0, parameters: 0], fn {f, a} ->
+          function_exported?(module, f, a)
+        end)
+    end)
+    |> Enum.map(fn {module, _} ->
+      {module, Task.async(fn -> guarded(fn -> read_tool(module) end, call_timeout) end)}
+    end)
+    |> Map.new(fn {module, task} -> {module, Task.await(task, :infinity)} end)
+  end
+
+  defp read_tool(module) do
+    %{name: module.name(), description: module.description(), parameters: module.parameters()}
+  end
+
+  @doc false
+  # Whether a module's binary declares `@behaviour CMDC.Tool` (read from its attributes chunk,
+  # without loading it).
+  def declares_tool?(binary) do
+    case :beam_lib.chunks(binary, [:attributes]) do
+      {:ok, {_, [attributes: attrs]}} ->
+        attrs |> Keyword.get_values(:behaviour) |> List.flatten() |> Enum.member?(CMDC.Tool)
+
+      _ ->
+        false
     end
   end
 

@@ -3,8 +3,10 @@ defmodule CMDC.Tool.Discovery.Loader do
   Loads what discovery found into the host VM and checks it: a compiled file's `.beam`
   binaries (refusing `@on_load` hooks and modules that exist elsewhere, so a file cannot run
   code in the host when loaded nor replace `Enum` or another file's module), then each module
-  declaring `@behaviour CMDC.Tool` (its callbacks, name, description and parameters schema).
-  Script files go through the caller's `:script_loader`.
+  declaring `@behaviour CMDC.Tool`: its callbacks (from its exports), and the name, description
+  and parameters schema the compiler VM read (`CMDC.Tool.Discovery.Compiler`), so the host runs
+  none of a tool file's functions to discover it. Script files go through the caller's
+  `:script_loader`.
   """
 
   alias CMDC.Tool.Discovery.Compiler
@@ -27,28 +29,28 @@ defmodule CMDC.Tool.Discovery.Loader do
   `{:ok, %{modules, tools}}` (each tool `%{module, name}` or `{:error, module, {type,
   reason}}`) or `{:error, {type, reason}, %{modules}}` (the modules loaded, to clean up).
   """
-  @spec load_compiled(map(), Compiler.result() | nil, timeout()) :: result()
-  def load_compiled(_file, nil, _timeout),
+  @spec load_compiled(map(), Compiler.result() | nil) :: result()
+  def load_compiled(_file, nil),
     do: {:error, {:compile, "not compiled"}, %{modules: []}}
 
-  def load_compiled(_file, {:error, reason}, _timeout),
+  def load_compiled(_file, {:error, reason}),
     do: {:error, {:compile, reason}, %{modules: []}}
 
-  def load_compiled(file, {:ok, binaries}, timeout) do
+  def load_compiled(file, {:ok, binaries, infos}) do
     charpath = String.to_charlist(file.real_path)
 
     with :ok <- check_binaries(binaries, charpath),
          :ok <- load_binaries(binaries, charpath) do
       modules = Enum.map(binaries, &elem(&1, 0))
 
-      tool_modules = for {module, binary} <- binaries, declares_tool?(binary), do: module
+      tool_modules = for {module, binary} <- binaries, Compiler.declares_tool?(binary), do: module
 
       case tool_modules do
         [] ->
           {:error, {:no_tool, no_tool_reason(modules)}, %{modules: modules}}
 
         _ ->
-          check_tools(tool_modules, modules, timeout)
+          check_tools(tool_modules, modules, infos)
       end
     else
       {:error, reason} -> {:error, reason, %{modules: []}}
@@ -123,23 +125,18 @@ defmodule CMDC.Tool.Discovery.Loader do
     end)
   end
 
-  defp declares_tool?(binary) do
-    case :beam_lib.chunks(binary, [:attributes]) do
-      {:ok, {_, [attributes: attrs]}} ->
-        attrs |> Keyword.get_values(:behaviour) |> List.flatten() |> Enum.member?(CMDC.Tool)
+  # Checks every tool module with what the compiler VM read of it (the host calls none of
+  # its functions); `{:ok, %{modules, tools: [%{module, name} | {:error, ...}]}}`.
+  defp check_tools(tool_modules, modules, infos) do
+    tools =
+      for module <- Enum.sort(tool_modules) do
+        check_tool(module, fn -> Map.get(infos, module, {:error, "not read"}) end)
+      end
 
-      _ ->
-        false
-    end
-  end
-
-  # Checks every tool module; `{:ok, %{modules, tools: [%{module, name} | {:error, ...}]}}`.
-  defp check_tools(tool_modules, modules, timeout) do
-    tools = Enum.map(Enum.sort(tool_modules), &check_tool(&1, timeout))
     {:ok, %{modules: modules, tools: tools}}
   end
 
-  defp check_tool(module, timeout) do
+  defp check_tool(module, read) do
     missing = for {f, a} <- @callbacks, not function_exported?(module, f, a), do: "#{f}/#{a}"
 
     if missing != [] do
@@ -148,53 +145,50 @@ defmodule CMDC.Tool.Discovery.Loader do
         "#{inspect(module)} declares @behaviour CMDC.Tool but does not define " <>
           Enum.join(missing, ", ")}}
     else
-      probe(module, timeout)
+      judge(module, read.())
     end
   end
 
-  defp probe(module, timeout) do
-    result =
-      Compiler.guarded(
-        fn ->
-          name = module.name()
-          description = module.description()
+  # A script loader's modules are read in the host: they are the loader's own code.
+  defp read_in_host(module, timeout) do
+    Compiler.guarded(
+      fn ->
+        %{name: module.name(), description: module.description(), parameters: module.parameters()}
+      end,
+      timeout
+    )
+  end
 
-          cond do
-            not is_binary(name) or name == "" ->
-              {:error, "name/0 must return a non-empty string, got #{inspect(name, limit: 5)}"}
+  defp judge(module, {:ok, %{name: name, description: description, parameters: parameters}}) do
+    cond do
+      not is_binary(name) or name == "" ->
+        invalid(module, "name/0 must return a non-empty string, got #{inspect(name, limit: 5)}")
 
-            not is_binary(description) ->
-              {:error,
-               "description/0 must return a string, got #{inspect(description, limit: 5)}"}
+      not is_binary(description) ->
+        invalid(
+          module,
+          "description/0 must return a string, got #{inspect(description, limit: 5)}"
+        )
 
-            true ->
-              case Schema.for_module(module) do
-                {:ok, _} -> {:ok, name}
-                {:error, message} -> {:schema, message}
-              end
-          end
-        end,
-        timeout
-      )
+      true ->
+        case Schema.compile(parameters) do
+          {:ok, _} ->
+            %{module: module, name: name}
 
-    case result do
-      {:ok, {:ok, name}} ->
-        %{module: module, name: name}
-
-      {:ok, {:error, message}} ->
-        {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
-
-      {:ok, {:schema, message}} ->
-        {:error, module, {:schema, "#{inspect(module)}: parameters/0: #{message}"}}
-
-      {:error, message} ->
-        {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
+          {:error, message} ->
+            {:error, module, {:schema, "#{inspect(module)}: parameters/0: #{message}"}}
+        end
     end
   end
+
+  defp judge(module, {:error, message}), do: invalid(module, message)
+
+  defp invalid(module, message),
+    do: {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
 
   @doc """
   Loads a script file through the `:script_loader` function (`:script_not_loaded` without
-  one) and checks the tools it returns; the result is shaped as `load_compiled/3`'s.
+  one) and checks the tools it returns; the result is shaped as `load_compiled/2`'s.
   """
   @spec load_script(map(), (String.t() -> term()) | nil, timeout()) ::
           result() | :script_not_loaded
@@ -215,7 +209,7 @@ defmodule CMDC.Tool.Discovery.Loader do
         tools =
           Enum.map(modules, fn module ->
             Code.ensure_loaded(module)
-            check_tool(module, timeout)
+            check_tool(module, fn -> read_in_host(module, timeout) end)
           end)
 
         {:ok, %{modules: [], tools: tools}}

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use digest::digest;
-pub use metadata::{markdown_body, parse_meta, valid_name};
+pub use metadata::{file_kind, markdown_body, parse_meta, read_regular, valid_name};
 pub use plugins::read_manifest;
 pub use roots::{expand, scan, user_dirs};
 pub use trust::{is_trusted, read_trust_list};

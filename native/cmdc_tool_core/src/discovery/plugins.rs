@@ -8,9 +8,10 @@ use std::path::{Component, Path};
 
 use serde_json::Value;
 
+use super::metadata::read_regular;
 use super::roots::json_string;
 use super::walk::visit_root;
-use super::{Ctx, NoteKind, Plugin, Source, MANIFEST};
+use super::{Ctx, NoteKind, Plugin, Source, MANIFEST, MAX_METADATA_BYTES};
 
 /// Reads a plugin manifest: `name` and `version` (strings), optional `tools` (paths relative to
 /// the plugin folder, default `["tools"]`) and `disabled`.
@@ -70,7 +71,7 @@ pub(super) fn scan_plugins(cx: &mut Ctx, plugins_dir: &Path) {
         }
         cx.enter(Source::Plugin, "plugin", &dir, None);
         let manifest = dir.join(MANIFEST);
-        let text = match fs::read(&manifest) {
+        let text = match read_regular(&manifest, MAX_METADATA_BYTES) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 cx.note(

@@ -255,6 +255,86 @@ fn reads_metadata_next_to_a_tool() {
     assert!(scan.errors[0].reason.contains("b.json is invalid"));
 }
 
+impl Tmp {
+    fn fifo(&self, rel: &str) -> PathBuf {
+        let path = self.0.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success());
+        path
+    }
+}
+
+/// Scans on another thread: a scan that blocks on a special file fails the test instead of
+/// hanging it.
+fn scan_within(config: Config, secs: u64) -> Scan {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(scan(&config)));
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the scan blocked (did it open a FIFO?)")
+}
+
+#[test]
+fn special_files_are_never_opened() {
+    let t = Tmp::new();
+    // FIFOs as metadata, script cache, trust list, plugin manifest and tool file; a socket; a
+    // symlink to a character device.
+    t.write("home/.cmdc/tools/a.ex", "");
+    t.fifo("home/.cmdc/tools/a.json");
+    t.write("home/.cmdc/tools/b.ex", "");
+    t.fifo("home/.cmdc/tools/b.md");
+    t.write("home/.cmdc/tools/s.py", "");
+    t.fifo("home/.cmdc/tools/s.tool.json");
+    t.fifo("home/.cmdc/tools/f.ex");
+    t.write("home/.cmdc/tools/c.ex", "");
+    std::os::unix::fs::symlink("/dev/null", t.0.join("home/.cmdc/tools/c.json")).unwrap();
+    let _socket =
+        std::os::unix::net::UnixListener::bind(t.0.join("home/.cmdc/tools/sock.ex")).unwrap();
+    t.fifo("home/.cmdc/trusted.json");
+    t.fifo("home/.cmdc/plugins/p/cmdc-plugin.json");
+    t.write("home/.cmdc/tools/ok.ex", "");
+
+    let mut config = t.config();
+    config.trust = Trust::Auto;
+    let scan = scan_within(config, 10);
+
+    assert_eq!(
+        names(&scan),
+        [
+            ("cmdc".into(), "ok.ex".into()),
+            ("cmdc".into(), "s.py".into())
+        ]
+    );
+    assert_eq!(scan.files[1].cache_path, None);
+    let reason = |name: &str| {
+        scan.errors
+            .iter()
+            .chain(&scan.ignored)
+            .find(|n| n.path.ends_with(name) || n.reason.contains(name))
+            .map(|n| n.reason.clone())
+            .unwrap_or_else(|| panic!("no note for {name}: {scan:?}"))
+    };
+    for (name, kind) in [
+        ("a.json", "a FIFO (named pipe)"),
+        ("b.md", "a FIFO (named pipe)"),
+        ("s.tool.json", "a FIFO (named pipe)"),
+        ("f.ex", "a FIFO (named pipe)"),
+        ("sock.ex", "a socket"),
+        ("c.json", "a character device"),
+        ("trusted.json", "a FIFO (named pipe)"),
+        ("cmdc-plugin.json", "a FIFO (named pipe)"),
+    ] {
+        let text = reason(name);
+        assert!(
+            text.contains(kind) && text.contains("not opened"),
+            "{name}: {text}"
+        );
+    }
+}
+
 #[test]
 fn metadata_is_validated() {
     assert!(parse_meta(br#"{"name": "bad name"}"#).is_err());

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::metadata::read_regular;
 use super::roots::{cmdc_homes, expand};
-use super::{Config, Ctx, NoteKind, Trust, TRUST_FILE};
+use super::{Config, Ctx, NoteKind, Trust, MAX_METADATA_BYTES, TRUST_FILE};
 
 /// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders, each absolute or
 /// starting with `~/`.
@@ -48,7 +49,7 @@ pub(super) fn project_trusted(cx: &mut Ctx, config: &Config, cwd: &Path, home: &
         .collect();
     for dir in cmdc_homes(config, home) {
         let file = dir.join(TRUST_FILE);
-        match fs::read(&file) {
+        match read_regular(&file, MAX_METADATA_BYTES) {
             Ok(text) => match read_trust_list(&text, cwd, home) {
                 Ok(list) => folders.extend(list),
                 Err(e) => cx.note(

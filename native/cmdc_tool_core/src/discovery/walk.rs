@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::metadata::{markdown_body, parse_meta, read_small};
+use super::metadata::{file_kind, markdown_body, parse_meta, read_small};
 use super::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH};
 
 enum Class {
@@ -228,7 +228,11 @@ fn visit_classified(
         cx.note(
             path,
             NoteKind::Unsupported,
-            format!("{} is not a regular file", path.display()),
+            format!(
+                "{} is {}, not a regular file; not opened",
+                path.display(),
+                file_kind(md)
+            ),
         );
         return;
     }
@@ -318,7 +322,21 @@ fn visit_classified(
     }
     let cache_name = format!("{stem}.tool.json");
     if kind == Kind::Script && exists(&cache_name) {
-        tool.cache_path = Some(dir.join(cache_name));
+        // The script loader reads the cache: hand it only a regular file.
+        let cache_path = dir.join(cache_name);
+        match fs::metadata(&cache_path) {
+            Ok(md) if md.is_file() => tool.cache_path = Some(cache_path),
+            Ok(md) => {
+                let reason = format!(
+                    "{} is {}, not a regular file; not opened (the script's description is read \
+                     from the script instead)",
+                    cache_path.display(),
+                    file_kind(&md)
+                );
+                cx.note(&cache_path, NoteKind::Unsupported, reason);
+            }
+            Err(_) => {}
+        }
     }
     cx.scan.files.push(tool);
 }
