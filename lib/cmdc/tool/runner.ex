@@ -435,7 +435,8 @@ defmodule CMDC.Tool.Runner do
 
     {tool, mon} =
       spawn_monitor(fn ->
-        send(worker, {:result, ref, invoke(module, args, context)})
+        outcome = module |> invoke(args, context) |> CMDC.Tool.Structured.check(module)
+        send(worker, {:result, ref, outcome})
       end)
 
     deadline = System.monotonic_time(:millisecond) + timeout
@@ -474,10 +475,17 @@ defmodule CMDC.Tool.Runner do
   end
 
   defp kill(tool, mon) do
-    Process.demonitor(mon, [:flush])
     # :kill cannot be trapped; processes linked to the tool die too, and the OS processes of
-    # their ports with their descendants.
+    # their ports with their descendants (Reaper). Waiting for the tool to be gone means its
+    # Exec programs are already being killed (their handles watch it) when the caller hears
+    # "cancelled", e.g. just before the VM halts.
     Reaper.kill(tool)
+
+    receive do
+      {:DOWN, ^mon, :process, _, _} -> :ok
+    after
+      1_000 -> Process.demonitor(mon, [:flush])
+    end
   end
 
   defp invoke(module, args, context) do
@@ -496,6 +504,11 @@ defmodule CMDC.Tool.Runner do
     do: %Result{content: text, is_error: true, reason: :tool_error}
 
   defp normalize({:returned, {:effect, term}}), do: %Result{effect: term}
+
+  defp normalize({:structured, text, value}),
+    do: %Result{content: text, structured: value}
+
+  defp normalize({:invalid_output, text}), do: Result.error(text, :invalid_output)
 
   defp normalize({:returned, other}) do
     Logger.error("cmdc_tool: execute/2 returned #{inspect(other, limit: 20)}")
