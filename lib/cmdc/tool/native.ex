@@ -62,6 +62,8 @@ defmodule CMDC.Tool.Native do
   def bench_term_validate(_schema, _args, _iterations), do: err()
   def bench_noop(_schema, _args), do: err()
   def schema_validate_api(_schema, _args), do: err()
+  def schema_validate_compiled(_schema, _args, _api), do: err()
+  def bench_compiled_validate(_schema, _args, _iterations), do: err()
   def term_layout, do: err()
 
   # registry.rs

@@ -3,6 +3,7 @@
 
 pub mod atoms;
 pub mod beam;
+pub mod compiled;
 pub mod discovery;
 pub mod exec;
 pub mod json;
