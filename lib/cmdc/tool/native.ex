@@ -62,9 +62,15 @@ defmodule CMDC.Tool.Native do
   def bench_term_validate(_schema, _args, _iterations), do: err()
   def bench_noop(_schema, _args), do: err()
   def schema_validate_api(_schema, _args), do: err()
+  def term_layout, do: err()
+
+  # compiled.rs
   def schema_validate_compiled(_schema, _args, _api), do: err()
   def bench_compiled_validate(_schema, _args, _iterations), do: err()
-  def term_layout, do: err()
+
+  # bench.rs
+  def bench_rust_json(_text, _iterations), do: err()
+  def bench_rust_text_validate(_schema, _text, _iterations), do: err()
 
   # registry.rs
   def registry_new(_reserved), do: err()

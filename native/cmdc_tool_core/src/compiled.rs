@@ -15,6 +15,7 @@
 //! Semantics follow the `jsonschema` crate exactly: numbers compare mathematically (`1 == 1.0`,
 //! exact across integer and float), `pattern` and `format` are checked by that crate's own
 //! validators for a one-string node, `multipleOf` by its validator for a one-number value.
+#![allow(unsafe_code)]
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ use num_cmp::NumCmp;
 use serde_json::{Map, Number, Value};
 
 use crate::schema::draft_for;
-use crate::tape::{Beam, Tape};
+use crate::tape::{is_ascii, Beam, Tape};
 
 /// Deepest instance nesting accepted (the same limit as every other path).
 pub const MAX_DEPTH: u32 = 128;
@@ -56,8 +57,9 @@ pub enum Kind<'a> {
     Bool(bool),
     Int(i64),
     Float(f64),
-    /// Checked UTF-8.
-    Str(&'a str),
+    /// A string's bytes, not yet checked: [`Program`] charges their length to the budget, then
+    /// checks they are UTF-8 (invalid text falls back).
+    Str(&'a [u8]),
     /// A value read as its name (e.g. an atom): [`Instance::name`].
     Name,
     Array,
@@ -297,12 +299,11 @@ impl Program {
         frames: u32,
         budget: &mut Budget,
     ) -> Checked {
-        budget.spend(1)?;
-        if depth > MAX_DEPTH || frames > MAX_FRAMES {
+        if frames > MAX_FRAMES {
             return Err(Stop::Fallback);
         }
         let node = &self.nodes[id as usize];
-        let kind = inst.kind();
+        let kind = read(inst, depth, budget)?;
         if node.never {
             return Err(Stop::Invalid);
         }
@@ -324,10 +325,10 @@ impl Program {
                     number_float(n, f)?;
                 }
             }
-            Kind::Str(s) => {
+            Kind::Str(bytes) => {
                 require(node.types & T_STRING != 0)?;
                 if let Some(checks) = &node.string {
-                    string(checks, s, budget)?;
+                    string(checks, checked(bytes), budget)?;
                 }
             }
             Kind::Name => {
@@ -501,11 +502,7 @@ fn caught(result: Checked) -> Result<bool, Stop> {
 
 /// Walks a value no subschema looks into: it must still be JSON all through.
 pub fn check_json<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget) -> Checked {
-    budget.spend(1)?;
-    if depth > MAX_DEPTH {
-        return Err(Stop::Fallback);
-    }
-    match inst.kind() {
+    match read(inst, depth, budget)? {
         Kind::Object => inst.members(|_, value| check_json(value, depth + 1, budget)),
         Kind::Array => inst
             .elements(|_, value| check_json(value, depth + 1, budget))
@@ -514,10 +511,36 @@ pub fn check_json<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget)
             let mut buf = [0u8; 256];
             inst.name(&mut buf).map(|_| ()).ok_or(Stop::Fallback)
         }
-        Kind::Str(s) => budget.spend((s.len() >> 8) as i64),
         Kind::Other => Err(Stop::Fallback),
         _ => Ok(()),
     }
+}
+
+/// Reads one value under the JSON rules every path shares: 1 budget unit, 1 more per 256
+/// string bytes charged before they are read, UTF-8 text, at most [`MAX_DEPTH`] nested
+/// containers (the 129th level falls back, where the other path names the error).
+#[inline(always)]
+fn read<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget) -> Result<Kind<'a>, Stop> {
+    budget.spend(1)?;
+    let kind = inst.kind();
+    match kind {
+        Kind::Str(bytes) => {
+            budget.spend((bytes.len() >> 8) as i64)?;
+            if !is_ascii(bytes) && std::str::from_utf8(bytes).is_err() {
+                return Err(Stop::Fallback);
+            }
+        }
+        Kind::Object | Kind::Array if depth >= MAX_DEPTH => return Err(Stop::Fallback),
+        _ => {}
+    }
+    Ok(kind)
+}
+
+/// The text of a `Kind::Str` that [`read`] returned.
+#[inline(always)]
+fn checked(bytes: &[u8]) -> &str {
+    // SAFETY: `read` checked these bytes are UTF-8 (every `Kind` used comes from `read`).
+    unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
 fn string(checks: &StringChecks, s: &str, budget: &mut Budget) -> Checked {
@@ -627,11 +650,7 @@ fn equals<'a, I: Instance<'a>>(
     depth: u32,
     budget: &mut Budget,
 ) -> Result<bool, Stop> {
-    budget.spend(1)?;
-    if depth > MAX_DEPTH {
-        return Err(Stop::Fallback);
-    }
-    equals_kind(inst, inst.kind(), expected, depth, budget)
+    equals_kind(inst, read(inst, depth, budget)?, expected, depth, budget)
 }
 
 /// `equals` for an instance whose kind is read already.
@@ -646,7 +665,7 @@ fn equals_kind<'a, I: Instance<'a>>(
     Ok(match (kind, expected) {
         (Kind::Null, Value::Null) => true,
         (Kind::Bool(a), Value::Bool(b)) => a == *b,
-        (Kind::Str(a), Value::String(b)) => a == b,
+        (Kind::Str(a), Value::String(b)) => a == b.as_bytes(),
         (Kind::Name, Value::String(b)) => {
             let mut buf = [0u8; 256];
             inst.name(&mut buf).ok_or(Stop::Fallback)? == b
@@ -1119,7 +1138,7 @@ impl<'a> Instance<'a> for &'a Value {
                 (None, None, Some(f)) => Kind::Float(f),
                 _ => Kind::Other,
             },
-            Value::String(s) => Kind::Str(s),
+            Value::String(s) => Kind::Str(s.as_bytes()),
             Value::Array(_) => Kind::Array,
             Value::Object(_) => Kind::Object,
         }

@@ -30,6 +30,11 @@ use crate::term::{DIRTY_BUDGET, NORMAL_BUDGET};
 /// costs a few ns where the index walk's costs tens, so the same ~0.3 ms allows more of them.
 pub const NORMAL_UNITS: i64 = NORMAL_BUDGET * 4;
 
+/// Longest key read here (heap binaries are at most 64 bytes; longer keys are rare).
+const MAX_KEY_BYTES: usize = 4096;
+/// Members of a map mixing atom and binary keys checked here for a name given twice.
+const MAX_MIXED_KEYS: usize = 64;
+
 /// The program's answer for a term: `Ok(())` valid, else why it did not decide.
 pub fn run(program: &Program, term: Term, dirty: bool) -> Result<(), Stop> {
     run_with(program, term, dirty, layout::get())
@@ -112,7 +117,7 @@ impl<'r> Raw<'r> {
     #[inline(never)]
     fn api_kind(self) -> Kind<'static> {
         if let Some(bytes) = self.bytes() {
-            return text(bytes).map_or(Kind::Other, Kind::Str);
+            return Kind::Str(bytes);
         }
         let env = self.reader.env;
         match term_type(env, self.term) {
@@ -155,6 +160,10 @@ impl<'r> Raw<'r> {
     #[inline(never)]
     fn other_key(self, buf: &mut [u8; 256]) -> Option<(&str, bool)> {
         if let Some(bytes) = self.bytes() {
+            // Keys are short; a long one goes to the other path, which charges its bytes.
+            if bytes.len() > MAX_KEY_BYTES {
+                return None;
+            }
             return text(bytes).map(|s| (s, false));
         }
         if term_type(self.reader.env, self.term) != TYPE_ATOM {
@@ -217,6 +226,9 @@ impl<'r> Raw<'r> {
     #[cold]
     #[inline(never)]
     fn names_differ(self) -> Result<(), Stop> {
+        if self.object_len() > MAX_MIXED_KEYS {
+            return Err(Stop::Fallback);
+        }
         let mut names: Vec<String> = Vec::with_capacity(self.object_len());
         self.api_members_unchecked(|name, _| {
             names.push(name.to_owned());
@@ -295,7 +307,7 @@ impl<'r> Instance<'r> for Raw<'r> {
     fn kind(self) -> Kind<'r> {
         if let Some(layout) = self.reader.layout {
             match layout.shape(self.term) {
-                Shape::Bytes(bytes) => return text(bytes).map_or(Kind::Other, Kind::Str),
+                Shape::Bytes(bytes) => return Kind::Str(bytes),
                 Shape::Small(i) => return Kind::Int(i),
                 Shape::Map(..) => return Kind::Object,
                 Shape::Cons(..) | Shape::Nil => return Kind::Array,

@@ -3,6 +3,7 @@
 
 pub mod atoms;
 pub mod beam;
+pub mod bench;
 pub mod compiled;
 pub mod discovery;
 pub mod exec;
