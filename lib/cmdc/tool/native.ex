@@ -49,6 +49,9 @@ defmodule CMDC.Tool.Native do
   def json_encode(_term, _pretty), do: err()
   def json_encode_dirty(_term, _pretty), do: err()
 
+  # permissions.rs
+  def permissions_resolve(_settings_json, _origin), do: err()
+
   # schema.rs
   def schema_compile(_schema, _opts), do: err()
   def schema_validate(_schema, _args), do: err()

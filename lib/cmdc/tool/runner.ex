@@ -18,7 +18,9 @@ defmodule CMDC.Tool.Runner do
     * `:max_output` - bytes of text kept; longer text is cut with a visible marker (100,000).
     * `:on_update` - `fn payload -> ... end` called with each partial result, in order.
     * `:approver` - `fn %{tool: name, args: args, call_id: id} -> :allow | :deny | {:deny, why} end`
-      consulted for `:ask_once`/`:ask_always` tools (also read from `ctx.private.approver`).
+      consulted for `:ask_once`/`:ask_always` tools (also read from `ctx.private.approver`),
+      and with a `:result` key for results of tools whose `result_approval` is `:on_error` /
+      `:always` (see `CMDC.Tool.Approval`: without an approver such results are withheld).
     * `:policies` - `%{tool_name => policy}` overrides (registries carry their own settings).
     * `:subscriber` - a pid receiving `{:cmdc_tool_event, :start | :update | :end, info}`.
 
@@ -245,6 +247,7 @@ defmodule CMDC.Tool.Runner do
            settings = settings(tools, module, name),
            :ok <- permit(module, name, args, id, settings, context, opts) do
         supervise(module, args, context, opts, settings, {caller, ref, id})
+        |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
       else
         {:error, %Result{} = result} -> result
       end
@@ -301,26 +304,18 @@ defmodule CMDC.Tool.Runner do
         _ -> %{}
       end
 
-    own |> Map.merge(normalize_settings(registry)) |> normalize_settings()
-  end
+    own = Map.merge(normalize_settings(own), CMDC.Tool.Permissions.normalize(own, name))
 
-  @policies %{
-    "auto" => :auto,
-    "ask_once" => :ask_once,
-    "ask-once" => :ask_once,
-    "ask" => :ask_once,
-    "ask_always" => :ask_always,
-    "ask-always" => :ask_always,
-    "deny" => :deny
-  }
+    registry =
+      Map.merge(normalize_settings(registry), CMDC.Tool.Permissions.normalize(registry, name))
+
+    Map.merge(own, registry)
+  end
 
   defp normalize_settings(settings) do
     Enum.reduce(settings, %{}, fn
       {k, v}, acc when k in ["timeout", "timeout_ms", :timeout] and is_integer(v) ->
         Map.put(acc, :timeout_ms, v)
-
-      {k, v}, acc when k in ["policy", "permission", :permission] ->
-        Map.put(acc, :policy, Map.get(@policies, to_string(v), v))
 
       {"exclusive", v}, acc ->
         Map.put(acc, :exclusive, v == true)

@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod exec;
 pub mod json;
 pub mod layout;
+pub mod permissions;
 pub mod registry;
 pub mod runtime;
 pub mod schema;
