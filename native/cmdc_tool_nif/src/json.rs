@@ -7,7 +7,7 @@ use rustler::types::{ListIterator, MapIterator};
 use rustler::{Binary, Encoder, Env, NewBinary, Term, TermType};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-use crate::atoms;
+use crate::error::{Error, Result};
 use crate::term::{self, Budget, Key, Scalar, Seg, TermError};
 
 /// Bytes of JSON text a normal scheduler decodes; larger input goes to a dirty scheduler.
@@ -260,41 +260,36 @@ impl Writer<'_> {
     }
 }
 
-/// `{:error, {path, message}}`, `:yield`, or `{:ok, binary}` for an encode result.
-pub fn encode_result<'a>(env: Env<'a>, result: Result<Vec<u8>, TermError>) -> Term<'a> {
+fn encoded<'a>(env: Env<'a>, result: std::result::Result<Vec<u8>, TermError>) -> Result<Term<'a>> {
     match result {
-        Ok(bytes) => (atoms::ok(), binary(env, &bytes)).encode(env),
-        Err(TermError::Yield) => atoms::r#yield().encode(env),
-        Err(e) => (atoms::error(), (e.path(), e.message())).encode(env),
-    }
-}
-
-pub fn decode_result<'a>(env: Env<'a>, text: &[u8]) -> Term<'a> {
-    match decode(env, text) {
-        Ok(term) => (atoms::ok(), term).encode(env),
-        Err(msg) => (atoms::error(), msg).encode(env),
+        Ok(bytes) => Ok(binary(env, &bytes)),
+        Err(TermError::Yield) => Err(Error::Yield),
+        Err(e) => Err(Error::NotJson {
+            path: e.path().to_owned(),
+            message: e.message(),
+        }),
     }
 }
 
 #[rustler::nif]
-fn json_decode<'a>(env: Env<'a>, text: Binary<'a>) -> Term<'a> {
+fn json_decode<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
     if text.len() > NORMAL_DECODE_BYTES {
-        return atoms::r#yield().encode(env);
+        return Err(Error::Yield);
     }
-    decode_result(env, text.as_slice())
+    decode(env, text.as_slice()).map_err(Error::Message)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Term<'a> {
-    decode_result(env, text.as_slice())
+fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
+    decode(env, text.as_slice()).map_err(Error::Message)
 }
 
 #[rustler::nif]
-fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Term<'a> {
-    encode_result(env, encode(term, pretty, &mut Budget::normal()))
+fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
+    encoded(env, encode(term, pretty, &mut Budget::normal()))
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Term<'a> {
-    encode_result(env, encode(term, pretty, &mut Budget::dirty()))
+fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
+    encoded(env, encode(term, pretty, &mut Budget::dirty()))
 }

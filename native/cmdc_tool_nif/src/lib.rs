@@ -4,6 +4,7 @@
 pub mod atoms;
 pub mod beam;
 pub mod discovery;
+pub mod error;
 pub mod exec;
 pub mod json;
 pub mod layout;
