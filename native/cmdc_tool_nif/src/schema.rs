@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::atoms;
 use crate::beam;
 use crate::error::{Error, Result};
+use crate::json::DecodeError;
 use crate::term::{self, Budget};
 use cmdc_tool_core::tape::Beam;
 
@@ -75,10 +76,14 @@ pub(crate) fn validate_term<'a>(
     Ok(args)
 }
 
-/// Decodes JSON text and validates it: `{:ok, decoded}` or the failures.
+/// Decodes and validates JSON text, under the budget of the scheduler it runs on: `:yield`
+/// on a normal scheduler when the text holds more work than it may do (a big integer).
+/// `{:ok, decoded}` or the failures.
 pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Result<Term<'a>> {
-    let args = crate::json::decode(env, text)
-        .map_err(|message| Error::Invalid(vec![Failure::json("", message)]))?;
+    let args = crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
+        DecodeError::Yield => Error::Yield,
+        DecodeError::Invalid(message) => Error::Invalid(vec![Failure::json("", message)]),
+    })?;
     let tape = beam::build(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
     check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
     Ok(args)
