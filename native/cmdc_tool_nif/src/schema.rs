@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
     check, check_for, compile, compile_for, parse_draft, Documents, Failure,
 };
-use jsonschema::Validator;
+use jsonschema::{Draft, Validator};
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
@@ -30,6 +31,9 @@ pub struct Schema {
     /// check both paths agree and for the pure-Rust benchmark figure.
     pub converting: AssertUnwindSafe<Validator>,
     pub source: Value,
+    /// The schema compiled into checks that read terms directly (`compiled.rs`), when it uses
+    /// only the keywords that path implements; tried first, `validator` decides the rest.
+    pub compiled: Option<Program>,
     /// Provider conversions of `source` (see `crate::registry`), made on first use.
     pub converted: Mutex<ConversionCache>,
 }
@@ -38,10 +42,16 @@ pub struct Schema {
 pub type ConversionCache = HashMap<(Format, bool), (String, Arc<Converted>)>;
 
 impl Schema {
-    pub fn new(validator: Validator<Beam>, converting: Validator, source: Value) -> Self {
+    pub fn new(
+        validator: Validator<Beam>,
+        converting: Validator,
+        source: Value,
+        draft: Option<Draft>,
+    ) -> Self {
         Schema {
             validator: AssertUnwindSafe(validator),
             converting: AssertUnwindSafe(converting),
+            compiled: Program::compile(&source, resolved_draft(&source, draft)),
             source,
             converted: Mutex::new(HashMap::new()),
         }
@@ -71,6 +81,14 @@ pub(crate) fn validate_term<'a>(
     args: Term<'a>,
     budget: Budget,
 ) -> Result<Term<'a>> {
+    if let Some(program) = &schema.compiled {
+        match crate::compiled::run(program, args, budget.is_dirty()) {
+            Ok(()) => return Ok(args),
+            Err(Stop::Yield) => return Err(Error::Yield),
+            // Invalid or undecided: the `jsonschema` path decides and names the errors.
+            Err(_) => {}
+        }
+    }
     let tape = beam::build(args, &mut { budget }).map_err(|e| Error::not_json(&e))?;
     check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
     Ok(args)
@@ -84,6 +102,11 @@ pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> R
         DecodeError::Yield => Error::Yield,
         DecodeError::Invalid(message) => Error::Invalid(vec![Failure::json("", message)]),
     })?;
+    if let Some(program) = &schema.compiled {
+        if crate::compiled::run(program, args, true).is_ok() {
+            return Ok(args);
+        }
+    }
     let tape = beam::build(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
     check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
     Ok(args)
@@ -121,7 +144,9 @@ fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Sc
     let docs = documents(&opts);
     let validator = compile_for::<Beam>(&source, docs.clone(), draft)?;
     let converting = compile(&source, docs, draft)?;
-    Ok(ResourceArc::new(Schema::new(validator, converting, source)))
+    Ok(ResourceArc::new(Schema::new(
+        validator, converting, source, draft,
+    )))
 }
 
 #[rustler::nif]
@@ -260,7 +285,7 @@ fn bench_noop<'a>(env: Env<'a>, _schema: &'a Schema, _input: Term<'a>) -> Term<'
 
 /// ns per call of `f`, best of five rounds of `n` calls: the round least disturbed by other work
 /// on the machine.
-fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
+pub(crate) fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
     (0..5)
         .map(|_| {
             let start = Instant::now();
