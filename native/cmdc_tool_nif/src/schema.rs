@@ -33,7 +33,7 @@ pub struct Schema {
     pub source: Value,
     /// The schema compiled into checks that read terms directly (`compiled.rs`), when it uses
     /// only the keywords that path implements; tried first, `validator` decides the rest.
-    pub compiled: Option<Program>,
+    pub compiled: AssertUnwindSafe<Option<Program>>,
     /// Provider conversions of `source` (see `crate::registry`), made on first use.
     pub converted: Mutex<ConversionCache>,
 }
@@ -51,7 +51,7 @@ impl Schema {
         Schema {
             validator: AssertUnwindSafe(validator),
             converting: AssertUnwindSafe(converting),
-            compiled: Program::compile(&source, resolved_draft(&source, draft)),
+            compiled: AssertUnwindSafe(Program::compile(&source, resolved_draft(&source, draft))),
             source,
             converted: Mutex::new(HashMap::new()),
         }
@@ -81,7 +81,7 @@ pub(crate) fn validate_term<'a>(
     args: Term<'a>,
     budget: Budget,
 ) -> Result<Term<'a>> {
-    if let Some(program) = &schema.compiled {
+    if let Some(program) = schema.compiled.as_ref() {
         match crate::compiled::run(program, args, budget.is_dirty()) {
             Ok(()) => return Ok(args),
             Err(Stop::Yield) => return Err(Error::Yield),
@@ -102,7 +102,7 @@ pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> R
         DecodeError::Yield => Error::Yield,
         DecodeError::Invalid(message) => Error::Invalid(vec![Failure::json("", message)]),
     })?;
-    if let Some(program) = &schema.compiled {
+    if let Some(program) = schema.compiled.as_ref() {
         if crate::compiled::run(program, args, true).is_ok() {
             return Ok(args);
         }
