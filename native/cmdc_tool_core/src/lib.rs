@@ -3,6 +3,7 @@
 
 pub mod compiled;
 pub mod discovery;
+pub mod error;
 pub mod etf;
 pub mod exec;
 pub mod permissions;
