@@ -524,7 +524,10 @@ mod tests {
         let path = script("pool_timeout", LEAVER);
         // Warm the worker first: on a loaded machine its start-up alone can use up the time-out,
         // and then `hang` never runs to record its pids.
-        assert_eq!(value(&run(&path, "ready", "{}", &opts(60_000)).await), "ready");
+        assert_eq!(
+            value(&run(&path, "ready", "{}", &opts(60_000)).await),
+            "ready"
+        );
         let answer = run(&path, "hang", "{}", &opts(3_000)).await;
         assert_eq!(kind(&answer), "timeout");
         let pids = recorded(&path);
