@@ -1,6 +1,7 @@
 use super::*;
 use crate::schema::{compile, Documents};
-use serde_json::json;
+use serde_json::{json, Map};
+use std::collections::BTreeSet;
 
 fn weather() -> Value {
     json!({

@@ -1,0 +1,140 @@
+//! Tool lists in each model provider's format: OpenAI chat (cmdc's shape), OpenAI Responses,
+//! Anthropic, Gemini `functionDeclarations` and MCP `tools/list`, with OpenAI/Anthropic strict
+//! mode. Keywords a target does not support are rewritten when nothing is lost (`const` →
+//! one-value `enum`, `$ref` inlined, type unions → `nullable`, `allOf` of disjoint parts merged)
+//! and otherwise dropped with a [`Warning`] naming tool, path and keyword; limits a target
+//! enforces are checked and reported the same way.
+
+mod all_of;
+mod format;
+mod gemini;
+mod limits;
+mod names;
+mod object_root;
+mod pointer;
+mod strict;
+mod warn;
+mod write;
+
+use serde_json::Value;
+
+use crate::etf;
+
+pub use format::{parameters_key, strict_field, Format};
+pub use limits::{
+    OPENAI_MAX_CHARS, OPENAI_MAX_DEPTH, OPENAI_MAX_ENUM_VALUES, OPENAI_MAX_PROPERTIES,
+};
+pub use strict::make_nullable;
+pub use warn::Warning;
+pub use write::{
+    end_list_etf, list_json_delimiters, start_list_etf, wrap, wrap_list, write_tool_etf,
+    write_tool_json,
+};
+
+use gemini::gemini_root;
+use names::check_tool_name;
+use object_root::object_root;
+use strict::strict_root;
+use warn::Cx;
+
+/// One tool to convert.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub parameters: &'a Value,
+}
+
+/// Converts tools to `format`: the value of the request's `tools` field, and the warnings.
+pub fn convert(tools: &[Tool], format: Format, strict: bool) -> (Value, Vec<Warning>) {
+    let mut warnings = Vec::new();
+    let mut out = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let converted = convert_parameters(tool.name, tool.parameters, format, strict);
+        warnings.extend(converted.warnings);
+        out.push(wrap(
+            format,
+            strict,
+            tool.name,
+            tool.description,
+            converted.parameters,
+        ));
+    }
+    (wrap_list(format, out), warnings)
+}
+
+/// One tool's parameters converted for a format: what [`wrap`] puts in the tool, as a value and
+/// as JSON text, with the warnings (tool name included). Depends only on the name, the schema,
+/// the format and strictness, so callers cache it per compiled schema.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// `None`: the tool has no parameters in this format (Gemini's form for "no arguments").
+    pub parameters: Option<Value>,
+    pub json: Vec<u8>,
+    /// The parameters in the external term format, without the version byte (see [`etf`]).
+    pub etf: Vec<u8>,
+    pub warnings: Vec<Warning>,
+}
+
+pub fn convert_parameters(
+    name: &str,
+    parameters: &Value,
+    format: Format,
+    strict: bool,
+) -> Converted {
+    let strict = strict && format.has_strict();
+    let mut warnings = Vec::new();
+    let mut cx = Cx {
+        tool: name,
+        format,
+        warnings: &mut warnings,
+    };
+    check_tool_name(&mut cx, name);
+    let converted = match format {
+        _ if strict => Some(strict_root(&mut cx, parameters)),
+        Format::OpenAI | Format::OpenAIResponses => Some(parameters.clone()),
+        Format::Anthropic | Format::Mcp => Some(object_root(&mut cx, parameters)),
+        Format::Gemini => gemini_root(&mut cx, parameters),
+    };
+    let json = converted
+        .as_ref()
+        .map(|v| serde_json::to_vec(v).unwrap_or_default())
+        .unwrap_or_default();
+    let mut etf = Vec::new();
+    if let Some(v) = &converted {
+        etf::value(&mut etf, v);
+    }
+    Converted {
+        parameters: converted,
+        json,
+        etf,
+        warnings,
+    }
+}
+
+/// Rewrites one parameters schema for strict mode (OpenAI, or Anthropic when `format` says so).
+pub fn strict_schema(tool: &str, schema: &Value, format: Format) -> (Value, Vec<Warning>) {
+    let mut warnings = Vec::new();
+    let mut cx = Cx {
+        tool,
+        format,
+        warnings: &mut warnings,
+    };
+    let out = strict_root(&mut cx, schema);
+    (out, warnings)
+}
+
+/// Rewrites one parameters schema into Gemini's OpenAPI subset (`None`: no parameters).
+pub fn gemini_schema(tool: &str, schema: &Value) -> (Option<Value>, Vec<Warning>) {
+    let mut warnings = Vec::new();
+    let mut cx = Cx {
+        tool,
+        format: Format::Gemini,
+        warnings: &mut warnings,
+    };
+    let out = gemini_root(&mut cx, schema);
+    (out, warnings)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,90 @@
+//! Warnings: what a conversion dropped, rewrote with another meaning, or found over a limit.
+
+use serde_json::{Map, Value};
+
+use super::format::Format;
+
+/// Something the conversion dropped, could not express, or found over a target's limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub tool: String,
+    /// JSON Pointer into the tool's parameters schema (`""` is the root).
+    pub path: String,
+    pub keyword: String,
+    pub message: String,
+}
+
+pub(super) struct Cx<'w> {
+    pub tool: &'w str,
+    pub format: Format,
+    pub warnings: &'w mut Vec<Warning>,
+}
+
+impl Cx<'_> {
+    pub fn warn(&mut self, path: &str, keyword: &str, message: impl Into<String>) {
+        self.warnings.push(Warning {
+            tool: self.tool.to_owned(),
+            path: path.to_owned(),
+            keyword: keyword.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    pub fn dropped(&mut self, path: &str, keyword: &str, why: &str) {
+        let target = self.target();
+        let at = if path.is_empty() { "the root" } else { path };
+        self.warn(
+            path,
+            keyword,
+            format!("`{keyword}` at {at} dropped: {why} ({target})"),
+        );
+    }
+
+    /// `oneOf` becomes `anyOf` where the target has no `oneOf`: said once per place.
+    pub fn one_of_as_any_of(&mut self, path: &str) {
+        let at = if path.is_empty() { "the root" } else { path };
+        let message = format!(
+            "`oneOf` at {at} rewritten as `anyOf` (no `oneOf` in {}): a value matching several \
+             branches is no longer refused by the schema",
+            self.target()
+        );
+        self.warn(path, "oneOf", message);
+    }
+
+    /// Adds `branches` to `out`'s `anyOf`. A schema with both `anyOf` and `oneOf` (rewritten
+    /// as `anyOf`) gets one list, which accepts more than both did: said as a warning.
+    pub fn append_any_of(
+        &mut self,
+        out: &mut Map<String, Value>,
+        path: &str,
+        branches: Vec<Value>,
+    ) {
+        match out.get_mut("anyOf") {
+            Some(Value::Array(existing)) => {
+                existing.extend(branches);
+                let at = if path.is_empty() { "the root" } else { path };
+                self.warn(
+                    path,
+                    "anyOf",
+                    format!(
+                        "`anyOf` and `oneOf` at {at} merged into one `anyOf` ({} takes one): a \
+                         value matching a branch of either is now accepted",
+                        self.target()
+                    ),
+                );
+            }
+            _ => {
+                out.insert("anyOf".into(), Value::Array(branches));
+            }
+        }
+    }
+
+    pub fn target(&self) -> &'static str {
+        match self.format {
+            Format::OpenAI | Format::OpenAIResponses => "OpenAI strict mode",
+            Format::Anthropic => "Anthropic strict tool use",
+            Format::Gemini => "Gemini function declarations",
+            Format::Mcp => "MCP",
+        }
+    }
+}
