@@ -11,9 +11,14 @@ defmodule CMDC.Tool.Script.Gen do
   # description, parameters, settings) lives in `:persistent_term` under
   # `{CMDC.Tool.Script, module}`. When the BEAM format is one this code does not know, it falls
   # back to compiling the same forms under the real name.
+  #
+  # The generated functions call an *owner* module (`__field__/2`, `execute/3`, `meta/2`):
+  # `CMDC.Tool.Script` by default, `CMDC.Tool.MCP.Remote` for tools of MCP servers. The owner is
+  # one more renamed atom, and the data key is `{owner, module}`.
 
   @template :"Elixir.CMDC.Tool.Script.Template"
   @stamp :cmdc_stamp_template
+  @owner CMDC.Tool.Script
 
   @source """
   -module('Elixir.CMDC.Tool.Script.Template').
@@ -36,18 +41,18 @@ defmodule CMDC.Tool.Script.Gen do
   """
 
   @doc false
-  def define(module, data), do: define_many([{module, data}])
+  def define(module, data, owner \\ @owner), do: define_many([{module, data}], owner)
 
   @doc false
   # Defines many tool modules with one code-loading commit (each commit waits for every
   # scheduler, so loading 200 modules one by one costs far more than loading them together).
-  def define_many(defs) do
+  def define_many(defs, owner \\ @owner) do
     stale =
       defs
       |> Enum.reverse()
       |> Enum.uniq_by(&elem(&1, 0))
       |> Enum.flat_map(fn {module, data} ->
-        key = {CMDC.Tool.Script, module}
+        key = {owner, module}
         stamp = :"cmdc_stamp_#{Integer.to_string(:erlang.phash2(data, 4_294_967_296), 36)}"
 
         case :persistent_term.get(key, nil) do
@@ -63,21 +68,21 @@ defmodule CMDC.Tool.Script.Gen do
         end
       end)
 
-    load_all(stale)
+    load_all(stale, owner)
   end
 
   @doc false
-  def undefine(module) do
+  def undefine(module, owner \\ @owner) do
     :code.purge(module)
     :code.delete(module)
     :code.purge(module)
-    :persistent_term.erase({CMDC.Tool.Script, module})
+    :persistent_term.erase({owner, module})
     :ok
   end
 
-  defp load_all([]), do: :ok
+  defp load_all([], _owner), do: :ok
 
-  defp load_all(stale) do
+  defp load_all(stale, owner) do
     binaries =
       Enum.map(stale, fn {module, stamp} ->
         # old code of an earlier version would make loading fail: drop it first
@@ -85,10 +90,11 @@ defmodule CMDC.Tool.Script.Gen do
 
         binary =
           with {:ok, template} <- template(),
-               {:ok, patched} <- patch(template, %{@template => module, @stamp => stamp}) do
+               {:ok, patched} <-
+                 patch(template, %{@template => module, @stamp => stamp, @owner => owner}) do
             patched
           else
-            _ -> compile(module, stamp)
+            _ -> compile(module, stamp, owner)
           end
 
         {module, ~c"cmdc_tool_script", binary}
@@ -108,7 +114,7 @@ defmodule CMDC.Tool.Script.Gen do
             {:error, _} ->
               {module, stamp} = List.keyfind(stale, module, 0)
               :code.purge(module)
-              {:module, ^module} = :code.load_binary(module, file, compile(module, stamp))
+              {:module, ^module} = :code.load_binary(module, file, compile(module, stamp, owner))
           end
         end)
     end
@@ -117,7 +123,7 @@ defmodule CMDC.Tool.Script.Gen do
   defp template do
     case :persistent_term.get({__MODULE__, :template}, nil) do
       nil ->
-        binary = compile(@template, @stamp)
+        binary = compile(@template, @stamp, @owner)
         :persistent_term.put({__MODULE__, :template}, binary)
         {:ok, binary}
 
@@ -126,10 +132,11 @@ defmodule CMDC.Tool.Script.Gen do
     end
   end
 
-  defp compile(module, stamp) do
+  defp compile(module, stamp, owner) do
     source =
       @source
       |> String.replace("'Elixir.CMDC.Tool.Script.Template'", "'#{module}'")
+      |> String.replace("'Elixir.CMDC.Tool.Script':", "'#{owner}':")
       |> String.replace("cmdc_stamp_template", "'#{stamp}'")
 
     {:ok, tokens, _} = :erl_scan.string(String.to_charlist(source))
