@@ -37,7 +37,8 @@ defmodule CMDC.Tool.MCP.Client do
   `:init_timeout`, `:timeout` (per call, default 60 s), `:registry` (a `CMDC.Tool.Registry` kept
   in sync with the tools), `:namespace` (`true`, default: names are `server__tool`; `false`:
   the server's names as they are), `:on_change` (a function called with the new module list
-  after every listing that changed it), `:gen_name` (a name for the process).
+  after every listing that changed it), `:gen_name` (a name for the process),
+  `:protocol_version` (the version to ask for; default the newest).
   """
 
   use GenServer
@@ -342,7 +343,7 @@ defmodule CMDC.Tool.MCP.Client do
         state = %{state | transport: transport, status: :connecting, init_timer: {attempt, timer}}
 
         params = %{
-          "protocolVersion" => hd(MCP.versions()),
+          "protocolVersion" => state.opts[:protocol_version] || hd(MCP.versions()),
           "capabilities" => %{},
           "clientInfo" => %{"name" => "cmdc_tool", "version" => vsn()}
         }
