@@ -83,7 +83,13 @@ defmodule CMDC.Tool.MCP.Client do
 
   @doc false
   def child_spec(opts) do
-    %{id: {__MODULE__, opts[:name]}, start: {__MODULE__, :start_link, [opts]}}
+    # Transient: a client stopped on purpose stays stopped; its server's crashes are handled
+    # inside (reconnect with backoff), not by restarting the client.
+    %{
+      id: {__MODULE__, opts[:name]},
+      start: {__MODULE__, :start_link, [opts]},
+      restart: :transient
+    }
   end
 
   @doc """

@@ -51,8 +51,10 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   @doc "Writes one message (a map) as a line."
   @spec send_message(t(), map()) :: {:ok, t()} | {:error, String.t()}
   def send_message(%__MODULE__{exec: exec} = t, message) do
-    with {:ok, json} <- JSON.encode(message),
-         :ok <- Exec.write(exec, [json, "\n"]) do
+    with {:ok, json} <- JSON.encode(message) do
+      # A program that has ended (or never started) refuses the write; its final exec message
+      # follows and says why, as a `:closed` event.
+      _ = Exec.write(exec, [json, "\n"])
       {:ok, t}
     end
   end
@@ -117,6 +119,11 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   @spec diagnosis(t()) :: String.t()
   def diagnosis(t), do: last_words(t)
 
-  defp cut(text) when byte_size(text) > 300, do: binary_part(text, 0, 300) <> "…"
-  defp cut(text), do: text
+  defp cut(text) do
+    cond do
+      not String.valid?(text) -> inspect(text, limit: 300, binaries: :as_binaries)
+      String.length(text) > 300 -> String.slice(text, 0, 300) <> "…"
+      true -> text
+    end
+  end
 end
