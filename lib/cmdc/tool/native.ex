@@ -102,4 +102,7 @@ defmodule CMDC.Tool.Native do
   def script_workers, do: err()
   def script_stop(_path), do: err()
   def script_describe_powershell(_source, _path), do: err()
+
+  # stdio.rs
+  def stdio_protocol_fd(_fd), do: err()
 end

@@ -11,6 +11,7 @@ pub mod registry;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;
+pub mod stdio;
 pub mod term;
 
 rustler::init!("Elixir.CMDC.Tool.Native");
