@@ -15,7 +15,7 @@ defmodule CMDC.Tool.MCP.Client do
   Transports: `{:stdio, %{command, args, env, cwd}}` (`CMDC.Tool.MCP.Client.Stdio`: the server
   runs through the native exec layer in its own process group) and `{:http, %{url, headers}}`
   (`CMDC.Tool.MCP.Client.HTTP`, Streamable HTTP). The client negotiates protocol version
-  `2025-11-25` or `2025-06-18` (the versions of `CMDC.Tool.MCP`), sends
+  `2025-11-25` or `2025-06-18` (`CMDC.Tool.MCP.Protocol`, shared with our server), sends
   `notifications/initialized`, reads every page of `tools/list`, answers the server's `ping`, and
   reads the list again on `notifications/tools/list_changed`.
 
@@ -44,8 +44,8 @@ defmodule CMDC.Tool.MCP.Client do
   use GenServer
   require Logger
 
-  alias CMDC.Tool.MCP
   alias CMDC.Tool.MCP.Client.{HTTP, Stdio}
+  alias CMDC.Tool.MCP.Protocol
   alias CMDC.Tool.MCP.Remote
 
   @max_backoff 30_000
@@ -349,7 +349,7 @@ defmodule CMDC.Tool.MCP.Client do
         state = %{state | transport: transport, status: :connecting, init_timer: {attempt, timer}}
 
         params = %{
-          "protocolVersion" => state.opts[:protocol_version] || hd(MCP.versions()),
+          "protocolVersion" => state.opts[:protocol_version] || Protocol.latest(),
           "capabilities" => %{},
           "clientInfo" => %{"name" => "cmdc_tool", "version" => vsn()}
         }
@@ -407,7 +407,7 @@ defmodule CMDC.Tool.MCP.Client do
   defp internal(state, method, params, kind) do
     {id, state} = next_id(state)
     state = put_in(state.pending[id], %{kind: kind})
-    write(state, %{"jsonrpc" => "2.0", "id" => id, "method" => method, "params" => params})
+    write(state, Protocol.request(id, method, params))
   end
 
   defp send_call(state, call) do
@@ -419,15 +419,13 @@ defmodule CMDC.Tool.MCP.Client do
         else: call.params
 
     state = put_in(state.pending[id], Map.put(call, :kind, :call))
-    write(state, %{"jsonrpc" => "2.0", "id" => id, "method" => call.method, "params" => params})
+    write(state, Protocol.request(id, call.method, params))
   end
 
   defp next_id(state), do: {state.next_id, %{state | next_id: state.next_id + 1}}
 
-  defp notify(state, method, params \\ nil) do
-    msg = %{"jsonrpc" => "2.0", "method" => method}
-    write(state, if(params, do: Map.put(msg, "params", params), else: msg))
-  end
+  defp notify(state, method, params \\ nil),
+    do: write(state, Protocol.notification(method, params))
 
   defp write(%{transport: nil} = state, _msg), do: state
 
@@ -486,10 +484,18 @@ defmodule CMDC.Tool.MCP.Client do
     end
   end
 
-  defp message(%{"method" => "ping", "id" => id}, state), do: write(state, MCP.reply(id, %{}))
+  defp message(%{"method" => "ping", "id" => id}, state),
+    do: write(state, Protocol.reply(id, %{}))
 
   defp message(%{"method" => method, "id" => id}, state) do
-    write(state, MCP.error(id, -32_601, "Method not found: #{method} (cmdc_tool's MCP client)"))
+    write(
+      state,
+      Protocol.error(
+        id,
+        :method_not_found,
+        "Method not found: #{method} (cmdc_tool's MCP client)"
+      )
+    )
   end
 
   defp message(%{"method" => "notifications/progress", "params" => params}, state) do
@@ -518,7 +524,7 @@ defmodule CMDC.Tool.MCP.Client do
     cancel_timer(state.init_timer)
     version = result["protocolVersion"]
 
-    if version in MCP.versions() do
+    if version in Protocol.versions() do
       state = %{
         state
         | version: version,
@@ -537,7 +543,7 @@ defmodule CMDC.Tool.MCP.Client do
       down(
         state,
         "MCP server #{state.name} speaks protocol version #{inspect(version)}; this client " <>
-          "speaks #{Enum.join(MCP.versions(), " and ")}"
+          "speaks #{Enum.join(Protocol.versions(), " and ")}"
       )
     end
   end

@@ -14,6 +14,7 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   require Logger
 
   alias CMDC.Tool.{Exec, JSON}
+  alias CMDC.Tool.MCP.Protocol
 
   @stderr_kept 20
   # A server's line is one JSON-RPC message: a tools/list of thousands of tools is megabytes.
@@ -51,12 +52,10 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   @doc "Writes one message (a map) as a line."
   @spec send_message(t(), map()) :: {:ok, t()} | {:error, String.t()}
   def send_message(%__MODULE__{exec: exec} = t, message) do
-    with {:ok, json} <- JSON.encode(message) do
-      # A program that has ended (or never started) refuses the write; its final exec message
-      # follows and says why, as a `:closed` event.
-      _ = Exec.write(exec, [json, "\n"])
-      {:ok, t}
-    end
+    # A program that has ended (or never started) refuses the write; its final exec message
+    # follows and says why, as a `:closed` event.
+    _ = Exec.write(exec, Protocol.encode_frame(message))
+    {:ok, t}
   end
 
   @doc """
