@@ -208,7 +208,18 @@ defmodule CMDC.Tool.MCPClientTest do
       client = start_client("px", python_stdio())
       :ok = Client.await_ready(client)
       state = CMDC.Tool.MCP.new(Client.tools(client))
-      list = %{"jsonrpc" => "2.0", "id" => 1, "method" => "tools/list"}
+      init = %{"protocolVersion" => "2025-11-25", "capabilities" => %{}}
+
+      {_, state} =
+        CMDC.Tool.MCP.handle(CMDC.Tool.MCP.Protocol.request(0, "initialize", init), state)
+
+      {_, state} =
+        CMDC.Tool.MCP.handle(
+          CMDC.Tool.MCP.Protocol.notification("notifications/initialized"),
+          state
+        )
+
+      list = CMDC.Tool.MCP.Protocol.request(1, "tools/list")
       {[%{"result" => %{"tools" => tools}}], _} = CMDC.Tool.MCP.handle(list, state)
       assert "px__add" in Enum.map(tools, & &1["name"])
     end
