@@ -67,6 +67,14 @@ defmodule CMDC.Tool.Native do
   def schema_validate_api(_schema, _args), do: err()
   def term_layout, do: err()
 
+  # compiled.rs
+  def schema_validate_compiled(_schema, _args, _api), do: err()
+  def bench_compiled_validate(_schema, _args, _iterations), do: err()
+
+  # bench.rs
+  def bench_rust_json(_text, _iterations), do: err()
+  def bench_rust_text_validate(_schema, _text, _iterations), do: err()
+
   # registry.rs
   def registry_new(_reserved), do: err()
   def registry_default, do: err()

@@ -3,6 +3,8 @@
 
 pub mod atoms;
 pub mod beam;
+pub mod bench;
+pub mod compiled;
 pub mod discovery;
 pub mod exec;
 pub mod json;
