@@ -51,6 +51,8 @@ defmodule CMDC.Tool.MCPClientTest do
 
       add = tool(client, "py__add")
       assert add.description() == "Add two integers."
+      # Its outputSchema is kept (the text content is what the model reads).
+      assert %{"properties" => %{"result" => _}} = add.__tool_settings__().output_schema
       assert add.parameters()["required"] == ["a", "b"]
       assert {:ok, "5"} = add.execute(%{"a" => 2, "b" => 3}, context())
 
@@ -66,6 +68,7 @@ defmodule CMDC.Tool.MCPClientTest do
       client = start_client("old", python_stdio(), protocol_version: "2025-06-18")
       assert :ok = Client.await_ready(client)
       assert Client.info(client).version == "2025-06-18"
+
       assert {:ok, "3"} = tool(client, "old__add").execute(%{"a" => 1, "b" => 2}, context())
     end
 
@@ -157,6 +160,7 @@ defmodule CMDC.Tool.MCPClientTest do
 
       # The next call waits for the restarted server.
       assert {:ok, "7"} = tool(client, "crashy__add").execute(%{"a" => 3, "b" => 4}, context())
+
       assert Client.info(client).restarts == 1
     end
 
@@ -170,6 +174,7 @@ defmodule CMDC.Tool.MCPClientTest do
             start_client("noisy", {:stdio, %{command: "sh", args: ["-c", script, python | args]}})
 
           assert :ok = Client.await_ready(client)
+
           assert {:ok, "2"} = tool(client, "noisy__add").execute(%{"a" => 1, "b" => 1}, context())
         end)
 
@@ -233,6 +238,7 @@ defmodule CMDC.Tool.MCPClientTest do
       assert Client.info(client).version == "2025-11-25"
 
       assert {:ok, "3"} = tool(client, "web__add").execute(%{"a" => 1, "b" => 2}, context())
+
       assert {:ok, "counted to 2"} = tool(client, "web__slow").execute(%{"steps" => 2}, context())
       assert_received {:update, "step 1"}
       assert_received {:update, "step 2"}

@@ -112,6 +112,7 @@ defmodule CMDC.Tool.MCPConfigTest do
 
       add = Enum.find(report.tools, &(&1.name == "py__add"))
       assert %{kind: :mcp, server: "py", provider: "mcp:py", source: :project} = add
+
       assert {:ok, "4"} = add.module.execute(%{"a" => 2, "b" => 2}, CMDC.Context.new())
 
       mcp_json = Path.join(project, ".mcp.json")

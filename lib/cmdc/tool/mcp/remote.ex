@@ -12,8 +12,11 @@ defmodule CMDC.Tool.MCP.Remote do
     * `description/0` - the tool's `description` (else its `title`).
     * `parameters/0` - its `inputSchema`, compiled natively: `execute/2` validates the
       arguments before anything crosses the wire, and a model gets the usual error text.
-    * `__tool_settings__/0` - `%{title:, annotations:, output_schema:, server:, remote_name:}`
-      where the server gave them.
+    * `title/0`, `annotations/0` (see `CMDC.Tool.Structured`) - the tool's `title` and
+      `annotations` (`nil` when the server gave none), so our own MCP server passes them on.
+    * `__tool_settings__/0` - `%{server:, remote_name:, output_schema:}` (the `outputSchema`
+      where given; `structuredContent` itself is in `CMDC.Tool.MCP.Client.call_tool/4`'s
+      result, while `execute/2` returns the text content the model reads).
     * `execute/2` - `tools/call`: progress notifications become partial results
       (`CMDC.Context.update/2`), a time-out cancels the request on the server, `isError`
       results are `{:error, text}`, and `text/1` describes every content item.
@@ -61,12 +64,16 @@ defmodule CMDC.Tool.MCP.Remote do
       module = Module.concat([CMDC.Tool.MCP.Tools, "S" <> hash(server), "T" <> hash(remote)])
 
       settings =
-        %{server: server, remote_name: remote}
-        |> put_given(:title, tool["title"])
-        |> put_given(:annotations, tool["annotations"])
-        |> put_given(:output_schema, tool["outputSchema"])
+        if tool["outputSchema"],
+          do: %{server: server, remote_name: remote, output_schema: tool["outputSchema"]},
+          else: %{server: server, remote_name: remote}
 
       data = %{
+        title: tool["title"],
+        annotations: tool["annotations"],
+        # Not `output_schema/0`: the model reads the server's text content (SDKs wrap even a
+        # plain string in a structure), so the runner must not demand the structure.
+        output_schema: nil,
         name: name,
         description: tool["description"] || tool["title"] || "",
         parameters: schema,
@@ -97,9 +104,6 @@ defmodule CMDC.Tool.MCP.Remote do
 
   defp check_schema(_schema, remote),
     do: {:error, "tool #{remote} left out: its inputSchema is not an object"}
-
-  defp put_given(map, _key, nil), do: map
-  defp put_given(map, key, value), do: Map.put(map, key, value)
 
   defp hash(text), do: Integer.to_string(:erlang.phash2(text, 4_294_967_296), 36)
 
@@ -132,9 +136,14 @@ defmodule CMDC.Tool.MCP.Remote do
       opts = if data.timeout, do: Keyword.put(opts, :timeout, data.timeout), else: opts
 
       case Client.call_tool(data.client, data.remote, args, opts) do
-        {:ok, %{"isError" => true} = result} -> {:error, text(result)}
-        {:ok, result} -> {:ok, text(result)}
-        {:error, message} -> {:error, message}
+        {:ok, %{"isError" => true} = result} ->
+          {:error, text(result)}
+
+        {:ok, result} ->
+          {:ok, text(result)}
+
+        {:error, message} ->
+          {:error, message}
       end
     end
   end

@@ -24,7 +24,7 @@ defmodule CMDC.Tool.Script.Gen do
   -module('Elixir.CMDC.Tool.Script.Template').
   -behaviour('Elixir.CMDC.Tool').
   -export([name/0, description/0, parameters/0, execute/2, meta/1, '__tool_settings__'/0,
-           '__script__'/0, '__stamp__'/0]).
+           '__script__'/0, '__stamp__'/0, title/0, annotations/0, output_schema/0]).
   name() -> 'Elixir.CMDC.Tool.Script':'__field__'('Elixir.CMDC.Tool.Script.Template', name).
   description() ->
       'Elixir.CMDC.Tool.Script':'__field__'('Elixir.CMDC.Tool.Script.Template', description).
@@ -38,6 +38,12 @@ defmodule CMDC.Tool.Script.Gen do
       'Elixir.CMDC.Tool.Script':execute('Elixir.CMDC.Tool.Script.Template', Args, Context).
   meta(Args) -> 'Elixir.CMDC.Tool.Script':meta('Elixir.CMDC.Tool.Script.Template', Args).
   '__stamp__'() -> cmdc_stamp_template.
+  title() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template', title).
+  annotations() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template', annotations).
+  output_schema() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template', output_schema).
   """
 
   @doc false
@@ -69,6 +75,16 @@ defmodule CMDC.Tool.Script.Gen do
       end)
 
     load_all(stale, owner)
+  end
+
+  @doc false
+  # The optional callbacks of `CMDC.Tool.Structured` (title, annotations, output schema): the
+  # tool data's field, or nil when the owner's data has none.
+  def optional(owner, module, key) do
+    case :persistent_term.get({owner, module}, nil) do
+      %{} = data -> Map.get(data, key)
+      nil -> nil
+    end
   end
 
   @doc false
@@ -137,6 +153,7 @@ defmodule CMDC.Tool.Script.Gen do
       @source
       |> String.replace("'Elixir.CMDC.Tool.Script.Template'", "'#{module}'")
       |> String.replace("'Elixir.CMDC.Tool.Script':", "'#{owner}':")
+      |> String.replace("('Elixir.CMDC.Tool.Script',", "('#{owner}',")
       |> String.replace("cmdc_stamp_template", "'#{stamp}'")
 
     {:ok, tokens, _} = :erl_scan.string(String.to_charlist(source))
