@@ -29,6 +29,7 @@ defmodule CMDC.Tool.Exec do
   """
 
   alias CMDC.Tool.Native
+  require Native
 
   defmodule Result do
     @moduledoc """
@@ -165,6 +166,7 @@ defmodule CMDC.Tool.Exec do
         {nil, nil} -> nil
       end
 
+<<<<<<< HEAD
     # Copying a large stdin could hold a normal scheduler too long: use the dirty twin.
     started =
       if stdin != nil and byte_size(stdin) > 65_536,
@@ -181,6 +183,12 @@ defmodule CMDC.Tool.Exec do
            on_line: on_line,
            on_stderr_line: Keyword.get(opts, :on_stderr_line)
          }}
+=======
+    # Copying a large stdin could hold a normal scheduler too long: the NIF yields to its twin.
+    case Native.with_dirty(exec_start(native, stdin)) do
+      {:ok, {handle, id}} ->
+        {:ok, %__MODULE__{id: id, handle: handle, owner: self(), on_line: on_line}}
+>>>>>>> main
 
       {:error, message} ->
         {:error, message}
