@@ -166,15 +166,9 @@ defmodule CMDC.Tool.Exec do
         {nil, nil} -> nil
       end
 
-<<<<<<< HEAD
-    # Copying a large stdin could hold a normal scheduler too long: use the dirty twin.
-    started =
-      if stdin != nil and byte_size(stdin) > 65_536,
-        do: Native.exec_start_dirty(native, stdin),
-        else: Native.exec_start(native, stdin)
-
-    case started do
-      {:ok, handle, id} ->
+    # Copying a large stdin could hold a normal scheduler too long: the NIF yields to its twin.
+    case Native.with_dirty(exec_start(native, stdin)) do
+      {:ok, {handle, id}} ->
         {:ok,
          %__MODULE__{
            id: id,
@@ -183,12 +177,6 @@ defmodule CMDC.Tool.Exec do
            on_line: on_line,
            on_stderr_line: Keyword.get(opts, :on_stderr_line)
          }}
-=======
-    # Copying a large stdin could hold a normal scheduler too long: the NIF yields to its twin.
-    case Native.with_dirty(exec_start(native, stdin)) do
-      {:ok, {handle, id}} ->
-        {:ok, %__MODULE__{id: id, handle: handle, owner: self(), on_line: on_line}}
->>>>>>> main
 
       {:error, message} ->
         {:error, message}

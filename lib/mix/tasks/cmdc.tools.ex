@@ -25,11 +25,14 @@ defmodule Mix.Tasks.Cmdc.Tools do
 
   alias CMDC.Tool.CLI
 
-<<<<<<< HEAD
-  @switches [format: :string, strict: :boolean, timeout: :integer, trust: :boolean, mcp: :boolean]
-=======
-  @switches [format: :string, strict: :boolean, timeout: :integer, trust: :boolean, yes: :boolean]
->>>>>>> main
+  @switches [
+    format: :string,
+    strict: :boolean,
+    timeout: :integer,
+    trust: :boolean,
+    yes: :boolean,
+    mcp: :boolean
+  ]
 
   @impl true
   def run(argv) do

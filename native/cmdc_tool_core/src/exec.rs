@@ -500,7 +500,7 @@ pub async fn run_with<C, S, L, E>(
     on_start: S,
     on_line: L,
     on_err_line: Option<E>,
-) -> Result<Outcome, String>
+) -> Result<Outcome>
 where
     C: Future<Output = ()>,
     S: FnOnce(u32),
