@@ -68,8 +68,7 @@ defmodule CMDC.Tool.CLI do
       CMDC.Tool.MCP.Servers.load(
         cwd: opts[:cwd] || File.cwd!(),
         trust_project: opts[:trust],
-        reserved: @builtins ++ Enum.map(report.tools, & &1.name),
-        init_timeout: 15_000
+        reserved: @builtins ++ Enum.map(report.tools, & &1.name)
       )
     end
   end
