@@ -3,8 +3,10 @@
 
 pub mod compiled;
 pub mod discovery;
+pub mod error;
 pub mod etf;
 pub mod exec;
+pub mod permissions;
 pub mod providers;
 pub mod registry;
 pub mod schema;
