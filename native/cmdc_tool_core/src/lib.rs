@@ -4,6 +4,7 @@
 pub mod discovery;
 pub mod etf;
 pub mod exec;
+pub mod names;
 pub mod providers;
 pub mod registry;
 pub mod schema;

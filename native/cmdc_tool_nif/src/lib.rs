@@ -8,6 +8,7 @@ pub mod exec;
 pub mod json;
 pub mod layout;
 pub mod registry;
+pub mod round_trip;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;

@@ -498,6 +498,9 @@ fn registry_build<'a>(
     if current != generation {
         return atoms::stale().encode(env);
     }
+    if let Err(message) = providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt) {
+        return (atoms::error(), message).encode(env);
+    }
     let (start, end) = providers::list_json_delimiters(fmt, entries.len());
     let mut json = Vec::with_capacity(256 * entries.len() + 32);
     json.extend_from_slice(start);
@@ -561,6 +564,9 @@ fn providers_convert<'a>(
     let Some(fmt) = format_of(format) else {
         return bad_format(env, format);
     };
+    if let Err(message) = providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt) {
+        return (atoms::error(), message).encode(env);
+    }
     let mut params: Vec<Value> = Vec::with_capacity(tools.len());
     for (name, _, p) in &tools {
         match term::to_value(*p, &mut Budget::dirty()) {

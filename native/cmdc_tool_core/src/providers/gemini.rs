@@ -3,7 +3,8 @@
 use serde_json::{json, Map, Value};
 
 use super::all_of::merge_all_of;
-use super::pointer::{child, resolve};
+use super::pointer::{at, child, resolve};
+use super::strict::types_of;
 use super::warn::Cx;
 
 const GEMINI_KEEPS: &[&str] = &[
@@ -101,14 +102,7 @@ struct Node {
 
 impl Node {
     fn new(m: &Map<String, Value>) -> Node {
-        let mut types: Vec<String> = match m.get("type") {
-            Some(Value::String(t)) => vec![t.clone()],
-            Some(Value::Array(ts)) => ts
-                .iter()
-                .filter_map(|t| t.as_str().map(String::from))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut types = types_of(m);
         let null_type = types.iter().any(|t| t == "null");
         types.retain(|t| t != "null");
         Node {
@@ -128,14 +122,6 @@ impl Node {
         if self.types.is_empty() {
             self.types.push("string".into());
         }
-    }
-}
-
-fn at(path: &str) -> &str {
-    if path.is_empty() {
-        "the root"
-    } else {
-        path
     }
 }
 

@@ -12,6 +12,7 @@ mod limits;
 mod names;
 mod object_root;
 mod pointer;
+pub mod round_trip;
 mod strict;
 mod warn;
 mod write;
@@ -24,6 +25,7 @@ pub use format::{parameters_key, strict_field, Format};
 pub use limits::{
     OPENAI_MAX_CHARS, OPENAI_MAX_DEPTH, OPENAI_MAX_ENUM_VALUES, OPENAI_MAX_PROPERTIES,
 };
+pub use names::{check_names, tool_name};
 pub use strict::make_nullable;
 pub use warn::Warning;
 pub use write::{

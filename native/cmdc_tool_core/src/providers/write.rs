@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::format::{parameters_key, strict_field, Format};
+use super::names::tool_name;
 use crate::etf;
 
 /// One tool in `format`'s shape around converted parameters.
@@ -15,7 +16,10 @@ pub fn wrap(
     parameters: Option<Value>,
 ) -> Value {
     let mut t = Map::new();
-    t.insert("name".into(), Value::String(name.to_owned()));
+    t.insert(
+        "name".into(),
+        Value::String(tool_name(name, format).into_owned()),
+    );
     t.insert("description".into(), Value::String(description.to_owned()));
     if let Some(p) = parameters {
         t.insert(parameters_key(format).into(), p);
@@ -58,7 +62,7 @@ pub fn write_tool_json(
         out.extend_from_slice(br#"{"type":"function","function":"#);
     }
     out.extend_from_slice(br#"{"name":"#);
-    string(out, name);
+    string(out, &tool_name(name, format));
     out.extend_from_slice(br#","description":"#);
     string(out, description);
     if let Some(p) = parameters_json {
@@ -102,7 +106,7 @@ pub fn write_tool_etf(
     }
     etf::map_header(out, own);
     etf::binary(out, b"name");
-    etf::binary(out, name.as_bytes());
+    etf::binary(out, tool_name(name, format).as_bytes());
     etf::binary(out, b"description");
     etf::binary(out, description.as_bytes());
     if let Some(p) = parameters_etf {
