@@ -91,6 +91,49 @@ defmodule CMDC.Tool.TermGen do
     end)
   end
 
+  @doc """
+  A random JSON-like term with what a careless encoder loses: atoms of every script (as keys
+  and values), integers far beyond 64 bits and a float's range, strings needing escapes,
+  and now and then a chain nested up to the 128-level limit.
+  """
+  def hostile_json(depth) do
+    case :rand.uniform(if depth > 0, do: 14, else: 10) do
+      1 -> Enum.random([:"☃", :日本語, :é, :"emoji 🎉", :ok, :"with space"])
+      2 -> Enum.random([1, -1]) * Enum.random([2 ** 64, 10 ** 20, 10 ** 309, 7 ** 900])
+      3 -> Enum.random([2 ** 63 - 1, -(2 ** 63), 2 ** 64 - 1, 0, -0, 1.0e-300, -1.5e308])
+      4 -> Enum.random(["\"quoted\" \\ /", "\u0000\u001f\n\t", "🎉 ☃ é", "\u2028\u2029"])
+      5 -> :rand.uniform() * Enum.random([1, -1.0e10, 1.0e-10])
+      n when n in 6..10 -> json(0)
+      11 -> chain(Enum.random([1, 50, 100, 124 - depth]), hostile_json(0))
+      12 -> for _ <- 1..:rand.uniform(5), do: hostile_json(depth - 1)
+      _ -> hostile_map(depth - 1)
+    end
+  end
+
+  defp chain(levels, leaf), do: Enum.reduce(1..levels, leaf, fn _, acc -> [acc] end)
+
+  defp hostile_map(depth) do
+    keys = Enum.take_random(@keys ++ ["☃", "日本語", "é", "\"", ""], :rand.uniform(6))
+
+    Map.new(keys, fn key ->
+      key = if :rand.uniform(3) == 1, do: String.to_atom(key), else: key
+      {key, hostile_json(depth)}
+    end)
+    |> dedupe()
+  end
+
+  @doc "The term `CMDC.Tool.JSON.decode/1` gives for the JSON text of `term`."
+  def as_decoded(term) when is_map(term),
+    do: Map.new(term, fn {k, v} -> {as_key(k), as_decoded(v)} end)
+
+  def as_decoded(term) when is_list(term), do: Enum.map(term, &as_decoded/1)
+  def as_decoded(term) when term in [true, false, nil], do: term
+  def as_decoded(term) when is_atom(term), do: Atom.to_string(term)
+  def as_decoded(term), do: term
+
+  defp as_key(key) when is_atom(key), do: Atom.to_string(key)
+  defp as_key(key), do: key
+
   @doc "A term that is not JSON somewhere inside a JSON-like term, and the path to it."
   def poisoned do
     bad =

@@ -5,7 +5,7 @@ defmodule CMDC.Tool.Discovery do
 
   The file-system scan (walking folders, resolving real paths, classifying files, reading
   mtimes, metadata, plugin manifests and the trust list) runs natively on a dirty I/O scheduler
-  (`native/cmdc_tool_core/src/discovery.rs`). Elixir files are then compiled in a separate OS
+  (`native/cmdc_tool_core/src/discovery/`). Elixir files are then compiled in a separate OS
   process under a time limit (see `CMDC.Tool.Discovery.Compiler`), loaded, and checked.
 
   ## Sources, in order of precedence
@@ -149,11 +149,10 @@ defmodule CMDC.Tool.Discovery do
   else writes the registry between those two calls (serialize refreshes through one process).
   """
 
-  alias CMDC.Tool.Discovery.Compiler
-  alias CMDC.Tool.{Native, Schema}
+  alias CMDC.Tool.Discovery.{Compiler, Conflicts, Loader}
+  alias CMDC.Tool.Native
 
   @sources [:explicit, :project, :user, :plugins]
-  @callbacks [name: 0, description: 0, parameters: 0, execute: 2]
   @default_call_timeout 5_000
 
   @no_changes %{added: [], removed: [], changed: [], recompiled: []}
@@ -304,7 +303,7 @@ defmodule CMDC.Tool.Discovery do
             {:error, {:conflict, name, module}}
 
           {refused, kept} ->
-            errors = Enum.map(refused, &conflict(&1, {:registry, name, module}))
+            errors = Enum.map(refused, &Conflicts.conflict(&1, {:registry, name, module}))
 
             commit(reg_mod, registry, ours, others, %{
               report
@@ -397,8 +396,8 @@ defmodule CMDC.Tool.Discovery do
       Map.new(fresh, fn f ->
         result =
           case f.kind do
-            :elixir -> load_compiled(f, compiled[f.real_path], call_timeout)
-            :script -> load_script(f, opts[:script_loader], call_timeout)
+            :elixir -> Loader.load_compiled(f, compiled[f.real_path], call_timeout)
+            :script -> Loader.load_script(f, opts[:script_loader], call_timeout)
           end
 
         {f.real_path,
@@ -412,7 +411,7 @@ defmodule CMDC.Tool.Discovery do
       end)
 
     files = Map.merge(reused, loaded)
-    {tools, errors, ignored} = assemble(scan.files, files, reserved)
+    {tools, errors, ignored} = Conflicts.assemble(scan.files, files, reserved)
 
     report = %{
       tools: tools,
@@ -465,425 +464,6 @@ defmodule CMDC.Tool.Discovery do
       {:unchanged, _digest} -> :unchanged
       {:error, message} -> raise ArgumentError, message
     end
-  end
-
-  # -------------------------------------------------------------------------------------------
-  # Loading: binaries into the VM, then the tool checks.
-
-  # `{:ok, %{modules, tools}}` or `{:error, reason, %{modules}}` (modules loaded, to clean up).
-  defp load_compiled(_file, nil, _timeout),
-    do: {:error, {:compile, "not compiled"}, %{modules: []}}
-
-  defp load_compiled(_file, {:error, reason}, _timeout),
-    do: {:error, {:compile, reason}, %{modules: []}}
-
-  defp load_compiled(file, {:ok, binaries}, timeout) do
-    charpath = String.to_charlist(file.real_path)
-
-    with :ok <- check_binaries(binaries, charpath),
-         :ok <- load_binaries(binaries, charpath) do
-      modules = Enum.map(binaries, &elem(&1, 0))
-
-      tool_modules = for {module, binary} <- binaries, declares_tool?(binary), do: module
-
-      case tool_modules do
-        [] ->
-          {:error, {:no_tool, no_tool_reason(modules)}, %{modules: modules}}
-
-        _ ->
-          check_tools(tool_modules, modules, timeout)
-      end
-    else
-      {:error, reason} -> {:error, reason, %{modules: []}}
-    end
-  end
-
-  defp no_tool_reason([]), do: "defines no tool: the file defines no module"
-
-  defp no_tool_reason(modules) do
-    "defines no tool: no module declares `@behaviour CMDC.Tool` " <>
-      "(modules: #{Enum.map_join(modules, ", ", &inspect/1)})"
-  end
-
-  defp check_binaries(binaries, charpath) do
-    Enum.reduce_while(binaries, :ok, fn {module, binary}, :ok ->
-      cond do
-        on_load?(binary) ->
-          {:halt,
-           {:error,
-            {:invalid_tool,
-             "module #{inspect(module)} has an @on_load hook, which would run code in the " <>
-               "host when loaded; refused"}}}
-
-        owner = foreign_owner(module, charpath) ->
-          {:halt,
-           {:error,
-            {:module_conflict,
-             "defines module #{inspect(module)}, which already exists (#{owner}); " <>
-               "rename the module"}}}
-
-        true ->
-          {:cont, :ok}
-      end
-    end)
-  end
-
-  defp on_load?(binary) do
-    case :beam_disasm.file(binary) do
-      {:beam_file, _, _, _, _, code} ->
-        Enum.any?(code, fn {:function, _, _, _, instrs} -> :on_load in instrs end)
-
-      _ ->
-        true
-    end
-  end
-
-  # Who else defines `module`: nil when nobody, or when it was loaded from this same file.
-  defp foreign_owner(module, charpath) do
-    case :code.which(module) do
-      :non_existing -> nil
-      ^charpath -> nil
-      [] -> "defined in memory"
-      :preloaded -> "preloaded"
-      :cover_compiled -> "cover-compiled"
-      path when is_list(path) -> "loaded from #{path}"
-      other -> inspect(other)
-    end
-  end
-
-  defp load_binaries(binaries, charpath) do
-    Enum.reduce_while(binaries, :ok, fn {module, binary}, :ok ->
-      :code.purge(module)
-
-      case :code.load_binary(module, charpath, binary) do
-        {:module, ^module} ->
-          {:cont, :ok}
-
-        {:error, reason} ->
-          {:halt,
-           {:error, {:load, "module #{inspect(module)} could not be loaded: #{inspect(reason)}"}}}
-      end
-    end)
-  end
-
-  defp declares_tool?(binary) do
-    case :beam_lib.chunks(binary, [:attributes]) do
-      {:ok, {_, [attributes: attrs]}} ->
-        attrs |> Keyword.get_values(:behaviour) |> List.flatten() |> Enum.member?(CMDC.Tool)
-
-      _ ->
-        false
-    end
-  end
-
-  # Checks every tool module; `{:ok, %{modules, tools: [%{module, name} | {:error, ...}]}}`.
-  defp check_tools(tool_modules, modules, timeout) do
-    tools = Enum.map(Enum.sort(tool_modules), &check_tool(&1, timeout))
-    {:ok, %{modules: modules, tools: tools}}
-  end
-
-  defp check_tool(module, timeout) do
-    missing = for {f, a} <- @callbacks, not function_exported?(module, f, a), do: "#{f}/#{a}"
-
-    if missing != [] do
-      {:error, module,
-       {:invalid_tool,
-        "#{inspect(module)} declares @behaviour CMDC.Tool but does not define " <>
-          Enum.join(missing, ", ")}}
-    else
-      probe(module, timeout)
-    end
-  end
-
-  defp probe(module, timeout) do
-    result =
-      Compiler.guarded(
-        fn ->
-          name = module.name()
-          description = module.description()
-
-          cond do
-            not is_binary(name) or name == "" ->
-              {:error, "name/0 must return a non-empty string, got #{inspect(name, limit: 5)}"}
-
-            not is_binary(description) ->
-              {:error,
-               "description/0 must return a string, got #{inspect(description, limit: 5)}"}
-
-            true ->
-              case Schema.for_module(module) do
-                {:ok, _} -> {:ok, name}
-                {:error, message} -> {:schema, message}
-              end
-          end
-        end,
-        timeout
-      )
-
-    case result do
-      {:ok, {:ok, name}} ->
-        %{module: module, name: name}
-
-      {:ok, {:error, message}} ->
-        {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
-
-      {:ok, {:schema, message}} ->
-        {:error, module, {:schema, "#{inspect(module)}: parameters/0: #{message}"}}
-
-      {:error, message} ->
-        {:error, module, {:invalid_tool, "#{inspect(module)}: #{message}"}}
-    end
-  end
-
-  defp load_script(_file, nil, _timeout), do: :script_not_loaded
-
-  defp load_script(file, loader, timeout) when is_function(loader, 1) do
-    result =
-      try do
-        loader.(file.real_path)
-      rescue
-        e -> {:error, Exception.message(e)}
-      catch
-        kind, reason -> {:error, "#{kind}: #{inspect(reason, limit: 10)}"}
-      end
-
-    case result do
-      {:ok, modules} when is_list(modules) and modules != [] ->
-        tools =
-          Enum.map(modules, fn module ->
-            Code.ensure_loaded(module)
-            check_tool(module, timeout)
-          end)
-
-        {:ok, %{modules: [], tools: tools}}
-
-      {:ok, _} ->
-        {:error, {:no_tool, "the script loader found no tool in it"}, %{modules: []}}
-
-      {:error, reason} ->
-        {:error, {:load, "the script loader refused it: #{format_reason(reason)}"},
-         %{modules: []}}
-
-      other ->
-        {:error,
-         {:load,
-          "the script loader returned #{inspect(other, limit: 5)}, expected " <>
-            "{:ok, [module]} or {:error, reason}"}, %{modules: []}}
-    end
-  end
-
-  defp format_reason(reason) when is_binary(reason), do: reason
-  defp format_reason(reason), do: inspect(reason, limit: 10)
-
-  # -------------------------------------------------------------------------------------------
-  # Assembling the report: metadata, disabled tools, conflicts.
-
-  defp assemble(scan_files, files, reserved) do
-    taken =
-      Enum.reduce(reserved, %{}, fn {kind, name, module}, acc ->
-        Map.put_new(acc, name, {kind, module})
-      end)
-
-    {tools, errors, ignored, _taken} =
-      Enum.reduce(scan_files, {[], [], [], taken}, fn file, {tools, errors, ignored, taken} ->
-        case files[file.real_path].result do
-          :script_not_loaded ->
-            note =
-              entry(
-                file,
-                :script,
-                "script, not loaded: no script loader is configured " <>
-                  "(the :script_loader option)"
-              )
-              |> Map.merge(%{kind: :script, status: "script, not loaded"})
-
-            {tools, errors, [note | ignored], taken}
-
-          {:error, {type, reason}, _} ->
-            {tools, [entry(file, type, reason) | errors], ignored, taken}
-
-          {:ok, %{tools: found}} ->
-            case candidates(file, found) do
-              {:error, reason} ->
-                {tools, [entry(file, :bad_metadata, reason) | errors], ignored, taken}
-
-              {:ok, cands, errs, disabled} ->
-                {tools, conflicts, taken} = claim(cands, tools, taken)
-                {tools, conflicts ++ errs ++ errors, disabled ++ ignored, taken}
-            end
-        end
-      end)
-
-    {Enum.reverse(tools), Enum.reverse(errors), Enum.reverse(ignored)}
-  end
-
-  defp claim(cands, tools, taken) do
-    Enum.reduce(cands, {tools, [], taken}, fn tool, {tools, conflicts, taken} ->
-      case taken[tool.name] do
-        nil -> {[tool | tools], conflicts, Map.put(taken, tool.name, {:tool, tool})}
-        winner -> {tools, [conflict(tool, winner) | conflicts], taken}
-      end
-    end)
-  end
-
-  defp conflict(tool, winner) do
-    {winner_text, winner_term} =
-      case winner do
-        {:tool, w} ->
-          {"#{w.path} (#{w.source}, #{w.provider})",
-           %{path: w.path, source: w.source, provider: w.provider, module: w.module}}
-
-        {:reserved, module} ->
-          {"a built-in tool#{if module, do: " (#{inspect(module)})", else: ""}", :reserved}
-
-        {:registry, _name, module} ->
-          {"#{inspect(module)}, already in the registry", :registry}
-
-        {:registry, module} ->
-          {"#{inspect(module)}, already in the registry", :registry}
-      end
-
-    reason =
-      "tool #{inspect(tool.name)} from #{tool.path} refused: the name is taken by " <>
-        "#{winner_text}, which wins (built-ins and registered tools first, then explicit " <>
-        "paths, project, user, plugins). Rename or disable one in its metadata " <>
-        ~s[(#{meta_hint(tool.path)}: {"name": "other_name"} or {"disabled": true}).]
-
-    tool
-    |> Map.take([:source, :provider, :path, :name])
-    |> Map.merge(%{type: :conflict, reason: reason, winner: winner_term, module: tool.module})
-  end
-
-  defp meta_hint(path), do: Path.rootname(path) <> ".json"
-
-  # The tools a file contributes after its metadata: `{:ok, tools, errors, disabled}`.
-  defp candidates(file, found) do
-    meta = file.meta || %{name: nil, description: nil, disabled: false, settings: %{}, tools: %{}}
-    good = for %{module: _} = t <- found, do: t
-
-    errors =
-      for {:error, module, {type, reason}} <- found,
-          do: entry(file, type, reason) |> Map.put(:module, module)
-
-    if meta.name && length(good) + length(errors) > 1 do
-      {:error,
-       "its metadata #{file.meta_path} renames the file's tool (\"name\"), but the file defines " <>
-         "#{length(good) + length(errors)} tools; rename one in \"tools\": {\"<tool>\": {\"name\": …}}"}
-    else
-      single? = length(found) == 1
-
-      {tools, disabled} =
-        Enum.reduce(good, {[], []}, fn %{module: module, name: name}, {tools, disabled} ->
-          own = Map.get(meta.tools, name, %{})
-          new_name = own[:name] || meta.name || name
-          description = own[:description] || meta.description || (single? && file.doc) || nil
-          settings = Map.merge(meta.settings, Map.get(own, :settings, %{}))
-
-          if Map.get(own, :disabled, meta.disabled) do
-            note =
-              entry(
-                file,
-                :disabled,
-                "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
-              )
-              |> Map.merge(%{name: name, module: module})
-
-            {tools, [note | disabled]}
-          else
-            served =
-              if new_name != name or description,
-                do: wrap(module, new_name, description),
-                else: module
-
-            tool =
-              %{
-                name: new_name,
-                module: served,
-                source: file.source,
-                provider: file.provider,
-                path: file.path,
-                real_path: file.real_path,
-                kind: file.kind,
-                settings: settings,
-                plugin: file.plugin && Map.take(file.plugin, [:name, :version]),
-                metadata: Enum.reject([file.meta_path, file.doc_path], &is_nil/1)
-              }
-              |> then(fn t ->
-                if new_name != name, do: Map.put(t, :original_name, name), else: t
-              end)
-
-            {[tool | tools], disabled}
-          end
-        end)
-
-      {:ok, Enum.reverse(tools), errors, Enum.reverse(disabled)}
-    end
-  end
-
-  # A module serving `module` under another name or description.
-  defp wrap(module, name, description) do
-    hash =
-      :erlang.phash2({module, module.module_info(:md5), name, description}, 4_294_967_296)
-      |> Integer.to_string(16)
-
-    wrapper = Module.concat([CMDC.Tool.Discovery.Wrapped, "#{name}_#{hash}"])
-
-    unless Code.ensure_loaded?(wrapper) do
-      Module.create(wrapper, wrapper_body(module, name, description), Macro.Env.location(__ENV__))
-    end
-
-    wrapper
-  end
-
-  defp wrapper_body(module, name, description) do
-    describe =
-      if description do
-        quote do
-          @impl true
-          def description, do: unquote(description)
-        end
-      else
-        quote do
-          @impl true
-          def description, do: unquote(module).description()
-        end
-      end
-
-    describe_in_context =
-      if description == nil and function_exported?(module, :description, 1) do
-        quote do
-          @impl true
-          def description(context), do: unquote(module).description(context)
-        end
-      end
-
-    meta =
-      if function_exported?(module, :meta, 1) do
-        quote do
-          @impl true
-          def meta(args), do: unquote(module).meta(args)
-        end
-      end
-
-    quote do
-      @moduledoc false
-      @behaviour CMDC.Tool
-      @impl true
-      def name, do: unquote(name)
-      unquote(describe)
-      unquote(describe_in_context)
-      @impl true
-      def parameters, do: unquote(module).parameters()
-      @impl true
-      def execute(args, context), do: unquote(module).execute(args, context)
-      unquote(meta)
-      @doc false
-      def __discovery_target__, do: unquote(module)
-    end
-  end
-
-  defp entry(file, type, reason) do
-    %{type: type, source: file.source, provider: file.provider, path: file.path, reason: reason}
   end
 
   # -------------------------------------------------------------------------------------------

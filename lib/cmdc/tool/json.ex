@@ -3,21 +3,28 @@ defmodule CMDC.Tool.JSON do
   JSON text, natively (mirrors `native/cmdc_tool_nif/src/json.rs`).
 
   Decoding builds terms straight from the Rust parser: objects become maps with string keys,
-  arrays lists, `null` becomes `nil`. Integers outside 64 bits decode as floats.
+  arrays lists, `null` becomes `nil`, integers of any size integers.
 
   Encoding follows the library's term rules: maps with string or atom keys, lists, UTF-8 binaries,
-  integers (any size), floats, `true`/`false`/`nil`; other atoms encode as their name. Tuples,
-  pids, references, functions, non-UTF-8 binaries, improper lists and a key given twice (`:a` and
-  `"a"`) are errors that name their path. Nesting is limited to 128 levels.
+  integers (any size), floats, `true`/`false`/`nil`; other atoms encode as their name (UTF-8, any
+  script). Tuples, pids, references, functions, non-UTF-8 binaries, improper lists and a key given
+  twice (`:a` and `"a"`) are errors that name their path.
 
-  Inputs larger than a normal scheduler should handle (16 KiB of text, ~3,000 nodes) are
-  processed on a dirty CPU scheduler.
+  Whatever `encode/2` writes, `decode/1` reads back to an equal term (atoms come back as strings):
+  both accept 128 nested arrays/objects and refuse 129, and both convert big integers at the same
+  cost (an integer of about a million digits is over the limit of one call either way).
+
+  Inputs larger than a normal scheduler should handle (16 KiB of text, ~3,000 nodes, integers
+  beyond ~300 digits) are processed on a dirty CPU scheduler, decided before the work is done.
 
       iex> CMDC.Tool.JSON.decode(~s({"a": [1, 2.5, null, true]}))
       {:ok, %{"a" => [1, 2.5, nil, true]}}
 
       iex> CMDC.Tool.JSON.encode(%{name: "read", args: [1, nil]})
       {:ok, ~s({"args":[1,null],"name":"read"})}
+
+      iex> CMDC.Tool.JSON.decode("123456789012345678901234567890")
+      {:ok, 123_456_789_012_345_678_901_234_567_890}
   """
 
   alias CMDC.Tool.Native

@@ -16,12 +16,11 @@ use std::os::raw::c_int;
 
 use cmdc_tool_core::tape::{is_ascii, Beam, Item, Tape};
 use rustler::sys::{
-    enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_list_length, enif_get_map_size,
-    enif_get_uint64, enif_inspect_binary, enif_map_iterator_create, enif_map_iterator_destroy,
+    enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size, enif_get_uint64,
+    enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
     enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifEnv, ErlNifMapIterator,
     ErlNifMapIteratorEntry, ErlNifTerm,
 };
-use rustler::types::BigInt;
 use rustler::{Env, Term};
 
 use crate::layout::{self, Layout, Shape};
@@ -154,9 +153,6 @@ impl<'a> Walker<'a> {
     /// Reads `term` into `slot`.
     fn value(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
         self.spend(1)?;
-        if depth > MAX_DEPTH {
-            return Err(Stop::Bad);
-        }
         let env = self.env;
         if let Some(layout) = self.layout {
             match layout.shape(term) {
@@ -222,10 +218,33 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
+    /// The stop for work over the budget.
+    #[inline]
+    fn over(&self) -> Stop {
+        if self.dirty {
+            Stop::TooBig
+        } else {
+            Stop::Yield
+        }
+    }
+
+    /// A container with `depth` ancestors and `size` children: refused as the 129th level, and
+    /// over the budget before any slot is reserved for its children.
+    #[inline]
+    fn enter(&mut self, depth: usize, size: usize) -> Result<(), Stop> {
+        if depth >= MAX_DEPTH {
+            return Err(Stop::Bad);
+        }
+        if size as i64 > self.remaining {
+            return Err(self.over());
+        }
+        Ok(())
+    }
+
     /// Checked text of a binary, and whether it is all ASCII.
     #[inline(always)]
     fn text(&mut self, bytes: &'a [u8]) -> Result<(&'a str, bool), Stop> {
-        self.spend((bytes.len() >> 8) as i64)?;
+        self.spend((bytes.len() >> 7) as i64)?;
         if is_ascii(bytes) {
             // SAFETY: ASCII is UTF-8.
             return Ok((unsafe { std::str::from_utf8_unchecked(bytes) }, true));
@@ -243,12 +262,16 @@ impl<'a> Walker<'a> {
         slot: usize,
         depth: usize,
     ) -> Result<(), Stop> {
+        // Counted only as far as the budget reaches: a long list yields after its first cells.
         let mut len = 0usize;
         let mut cell = term;
         loop {
             match layout.shape(cell) {
                 Shape::Cons(_, tail) => {
                     len += 1;
+                    if len as i64 > self.remaining {
+                        return Err(self.over());
+                    }
                     cell = layout::term(tail);
                 }
                 Shape::Nil => break,
@@ -256,6 +279,7 @@ impl<'a> Walker<'a> {
                 _ => return Err(Stop::Bad),
             }
         }
+        self.enter(depth, len)?;
         let start = self.tape.reserve(len);
         let mut cell = term;
         for i in start..start + len {
@@ -278,6 +302,7 @@ impl<'a> Walker<'a> {
         depth: usize,
     ) -> Result<(), Stop> {
         let size = keys.len();
+        self.enter(depth, size)?;
         let start = self.tape.reserve(size);
         let (mut atom_keys, mut binary_keys) = (false, false);
         for (i, (&key, &value)) in (start..).zip(keys.iter().zip(values)) {
@@ -334,34 +359,49 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Integers beyond 64 bits (rare: kept out of `value`'s frame).
+    /// Integers beyond 64 bits (rare: kept out of `value`'s frame), their decimal conversion
+    /// charged first (`term::read_big`).
     #[cold]
     #[inline(never)]
     fn big(&mut self, term: ErlNifTerm) -> Result<Item, Stop> {
         let term = unsafe { Term::new(self.term_env, term) };
-        let big: BigInt = term.decode().map_err(|_| Stop::Bad)?;
-        Ok(self.tape.big(big.to_string()))
+        let mut budget = Budget::with(self.remaining, self.dirty);
+        let big = term::read_big(term, &mut budget);
+        self.remaining = budget.remaining;
+        match big {
+            Ok(big) => Ok(self.tape.big(big.to_string())),
+            Err(TermError::Yield) => Err(Stop::Yield),
+            Err(_) => Err(Stop::TooBig),
+        }
     }
 
     #[inline(never)]
     fn atom_name(&mut self, term: ErlNifTerm) -> Result<String, Stop> {
-        let term = unsafe { Term::new(self.term_env, term) };
-        term.atom_to_string().map_err(|_| Stop::Bad)
+        term::atom_name(unsafe { Term::new(self.term_env, term) }).ok_or(Stop::Bad)
     }
 
     #[inline(never)]
     fn list(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
         let env = self.env;
-        let mut len: std::os::raw::c_uint = 0;
-        // Fails for an improper list.
-        if unsafe { enif_get_list_length(env, term, &mut len) } == 0 {
-            return Err(Stop::Bad);
-        }
-        let len = len as usize;
-        let start = self.tape.reserve(len);
+        // Counted cell by cell only as far as the budget reaches (`enif_get_list_length`
+        // would count a 2M-element list whole).
+        let mut len = 0usize;
         let mut cell = term;
         let mut head = MaybeUninit::<ErlNifTerm>::uninit();
         let mut tail = MaybeUninit::<ErlNifTerm>::uninit();
+        while unsafe { enif_get_list_cell(env, cell, head.as_mut_ptr(), tail.as_mut_ptr()) } != 0 {
+            len += 1;
+            if len as i64 > self.remaining {
+                return Err(self.over());
+            }
+            cell = unsafe { tail.assume_init() };
+        }
+        if unsafe { enif_is_empty_list(env, cell) } == 0 {
+            return Err(Stop::Bad);
+        }
+        self.enter(depth, len)?;
+        let start = self.tape.reserve(len);
+        let mut cell = term;
         for i in start..start + len {
             unsafe { enif_get_list_cell(env, cell, head.as_mut_ptr(), tail.as_mut_ptr()) };
             self.value(unsafe { head.assume_init() }, i, depth + 1)?;
@@ -378,6 +418,7 @@ impl<'a> Walker<'a> {
         if unsafe { enif_get_map_size(env, term, &mut size) } == 0 {
             return Err(Stop::Bad);
         }
+        self.enter(depth, size)?;
         let start = self.tape.reserve(size);
         let mut iter = MaybeUninit::<ErlNifMapIterator>::uninit();
         // The iterator is used where the C side wrote it (moving it measured as a stall).

@@ -1,90 +1,34 @@
-//! JSON text <-> terms, natively: decoding builds terms straight from the parser (no intermediate
+//! JSON text <-> terms, natively: decoding builds terms straight from the text (no intermediate
 //! `Value`), encoding walks the term and writes bytes.
+//!
+//! Both directions follow one set of rules, so whatever `encode` writes `decode` reads back to
+//! an equal term: integers of any size stay integers (a big one costs its conversion in work
+//! units on either side), at most [`term::MAX_DEPTH`] nested containers either way.
+#![allow(unsafe_code)]
 
-use std::fmt;
+use std::mem::MaybeUninit;
+use std::str::FromStr;
 
-use rustler::types::{ListIterator, MapIterator};
+use rustler::sys::{
+    enif_make_list_from_array, enif_make_map_from_arrays, enif_make_map_put, enif_make_new_binary,
+    enif_make_new_map, ErlNifEnv, ErlNifTerm,
+};
+use rustler::types::{BigInt, MapIterator};
 use rustler::{Binary, Encoder, Env, NewBinary, Term, TermType};
-use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::atoms;
-use crate::term::{self, Budget, Key, Scalar, Seg, TermError};
+use crate::term::{self, Budget, Cells, Key, Scalar, Seg, TermError};
 
 /// Bytes of JSON text a normal scheduler decodes; larger input goes to a dirty scheduler.
 pub const NORMAL_DECODE_BYTES: usize = 16 * 1024;
 
-struct TermSeed<'a> {
-    env: Env<'a>,
-}
-
-impl<'de, 'a> DeserializeSeed<'de> for TermSeed<'a> {
-    type Value = Term<'a>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Term<'a>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de, 'a> Visitor<'de> for TermSeed<'a> {
-    type Value = Term<'a>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Term<'a>, E> {
-        Ok(v.encode(self.env))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Term<'a>, E> {
-        Ok(v.encode(self.env))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Term<'a>, E> {
-        Ok(v.encode(self.env))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Term<'a>, E> {
-        Ok(v.encode(self.env))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Term<'a>, E> {
-        Ok(binary(self.env, v.as_bytes()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Term<'a>, E> {
-        Ok(rustler::types::atom::nil().encode(self.env))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Term<'a>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(TermSeed { env: self.env })? {
-            items.push(item);
-        }
-        Ok(items.encode(self.env))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Term<'a>, A::Error> {
-        let mut keys = Vec::new();
-        let mut values = Vec::new();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            keys.push(binary(self.env, key.as_bytes()));
-            values.push(map.next_value_seed(TermSeed { env: self.env })?);
-        }
-        match Term::map_from_term_arrays(self.env, &keys, &values) {
-            Ok(term) => Ok(term),
-            // Duplicate keys: the last one wins, as in JavaScript and serde_json.
-            Err(_) => {
-                let mut acc = rustler::types::map::map_new(self.env);
-                for (k, v) in keys.into_iter().zip(values) {
-                    acc = acc.map_put(k, v).map_err(|_| {
-                        serde::de::Error::custom("could not build a map from this object")
-                    })?;
-                }
-                Ok(acc)
-            }
-        }
-    }
+/// Why decoding stopped.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// Over a normal scheduler's budget (a big integer): retry on a dirty one.
+    Yield,
+    /// Not JSON, or over the dirty budget: the message says what and where.
+    Invalid(String),
 }
 
 pub fn binary<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
@@ -93,29 +37,442 @@ pub fn binary<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
     Binary::from(out).to_term(env)
 }
 
-/// Decodes JSON text into a term: `{:ok, term}` or `{:error, message}`.
-pub fn decode<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>, String> {
-    let mut de = serde_json::Deserializer::from_slice(text);
-    let term = TermSeed { env }
-        .deserialize(&mut de)
-        .map_err(|e| decode_error(&e, text))?;
-    de.end().map_err(|e| decode_error(&e, text))?;
-    Ok(term)
+/// Decodes JSON text into a term. Object keys become binaries; a key given twice keeps its
+/// last value (as in JavaScript).
+pub fn decode<'a>(env: Env<'a>, text: &[u8], budget: &mut Budget) -> Result<Term<'a>, DecodeError> {
+    if text.is_empty() {
+        return Err(DecodeError::Invalid(
+            "invalid JSON: the input is empty".into(),
+        ));
+    }
+    let mut parser = Parser {
+        env,
+        raw: env.as_c_arg(),
+        text,
+        pos: 0,
+        depth: 0,
+        budget,
+        values: Vec::new(),
+        keys: Vec::new(),
+        scratch: Vec::new(),
+    };
+    if let Err(e) = std::str::from_utf8(text) {
+        parser.pos = e.valid_up_to();
+        return Err(parser.message(Fail::At("invalid UTF-8")));
+    }
+    let parsed = parser.value().and_then(|term| {
+        parser.skip_ws();
+        if parser.pos < text.len() {
+            Err(Fail::At("trailing characters"))
+        } else {
+            Ok(term)
+        }
+    });
+    match parsed {
+        Ok(term) => Ok(unsafe { Term::new(env, term) }),
+        Err(fail) => Err(parser.message(fail)),
+    }
 }
 
-pub fn decode_error(e: &serde_json::Error, text: &[u8]) -> String {
-    if text.is_empty() {
-        return "invalid JSON: the input is empty".into();
-    }
-    let mut msg = format!("invalid JSON: {e}");
-    if msg.contains("recursion limit") {
-        msg = format!(
-            "invalid JSON: nested deeper than {} levels ({e})",
-            term::MAX_DEPTH
-        );
-    }
-    msg
+/// A parse failure; the position is the parser's.
+enum Fail {
+    /// At the byte under the cursor.
+    At(&'static str),
+    /// At the end of the text.
+    Eof(&'static str),
+    Deep,
+    Budget(TermError),
 }
+
+struct Parser<'t, 'b, 'a> {
+    env: Env<'a>,
+    raw: *mut ErlNifEnv,
+    text: &'t [u8],
+    pos: usize,
+    depth: usize,
+    budget: &'b mut Budget,
+    /// Elements and member values of the containers being read (each container's are on top).
+    values: Vec<ErlNifTerm>,
+    keys: Vec<ErlNifTerm>,
+    /// An escaped string's bytes.
+    scratch: Vec<u8>,
+}
+
+impl Parser<'_, '_, '_> {
+    fn message(&self, fail: Fail) -> DecodeError {
+        let what = match fail {
+            Fail::Budget(TermError::Yield) => return DecodeError::Yield,
+            Fail::Budget(e) => {
+                return DecodeError::Invalid(format!("invalid JSON: {}", e.message()))
+            }
+            Fail::At(what) | Fail::Eof(what) => what.to_owned(),
+            Fail::Deep => format!("nested deeper than {} levels", term::MAX_DEPTH),
+        };
+        let at = self.pos.min(self.text.len());
+        let before = &self.text[..at];
+        let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        // Like serde_json: the column of the offending byte, or of the last one at the end.
+        let column = if at < self.text.len() {
+            at - line_start + 1
+        } else {
+            at - line_start
+        };
+        DecodeError::Invalid(format!(
+            "invalid JSON: {what} at line {line} column {column}"
+        ))
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.pos).copied()
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self) -> Result<ErlNifTerm, Fail> {
+        self.skip_ws();
+        match self.peek() {
+            None => Err(Fail::Eof("EOF while parsing a value")),
+            Some(b'{') => self.object(),
+            Some(b'[') => self.array(),
+            Some(b'"') => {
+                self.pos += 1;
+                self.string()
+            }
+            Some(b't') => self.literal(b"true", rustler::types::atom::true_().as_c_arg()),
+            Some(b'f') => self.literal(b"false", rustler::types::atom::false_().as_c_arg()),
+            Some(b'n') => self.literal(b"null", rustler::types::atom::nil().as_c_arg()),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(Fail::At("expected value")),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], term: ErlNifTerm) -> Result<ErlNifTerm, Fail> {
+        for &expected in word {
+            match self.peek() {
+                None => return Err(Fail::Eof("EOF while parsing a value")),
+                Some(b) if b == expected => self.pos += 1,
+                Some(_) => return Err(Fail::At("expected ident")),
+            }
+        }
+        Ok(term)
+    }
+
+    fn enter(&mut self) -> Result<(), Fail> {
+        self.depth += 1;
+        if self.depth > term::MAX_DEPTH {
+            return Err(Fail::Deep);
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn array(&mut self) -> Result<ErlNifTerm, Fail> {
+        self.enter()?;
+        let base = self.values.len();
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+        } else {
+            loop {
+                let item = self.value()?;
+                self.values.push(item);
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        self.skip_ws();
+                        if self.peek() == Some(b']') {
+                            return Err(Fail::At("trailing comma"));
+                        }
+                    }
+                    Some(b']') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    None => return Err(Fail::Eof("EOF while parsing a list")),
+                    Some(_) => return Err(Fail::At("expected `,` or `]`")),
+                }
+            }
+        }
+        let items = &self.values[base..];
+        let list =
+            unsafe { enif_make_list_from_array(self.raw, items.as_ptr(), items.len() as u32) };
+        self.values.truncate(base);
+        self.depth -= 1;
+        Ok(list)
+    }
+
+    fn object(&mut self) -> Result<ErlNifTerm, Fail> {
+        self.enter()?;
+        let base = self.values.len();
+        let key_base = self.keys.len();
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.skip_ws();
+                match self.peek() {
+                    Some(b'"') => self.pos += 1,
+                    Some(b'}') => return Err(Fail::At("trailing comma")),
+                    None => return Err(Fail::Eof("EOF while parsing an object")),
+                    Some(_) => return Err(Fail::At("key must be a string")),
+                }
+                let key = self.string()?;
+                self.keys.push(key);
+                self.skip_ws();
+                match self.peek() {
+                    Some(b':') => self.pos += 1,
+                    None => return Err(Fail::Eof("EOF while parsing an object")),
+                    Some(_) => return Err(Fail::At("expected `:`")),
+                }
+                let value = self.value()?;
+                self.values.push(value);
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    None => return Err(Fail::Eof("EOF while parsing an object")),
+                    Some(_) => return Err(Fail::At("expected `,` or `}`")),
+                }
+            }
+        }
+        let map = self.make_map(&self.keys[key_base..], &self.values[base..]);
+        self.values.truncate(base);
+        self.keys.truncate(key_base);
+        self.depth -= 1;
+        Ok(map)
+    }
+
+    fn make_map(&self, keys: &[ErlNifTerm], values: &[ErlNifTerm]) -> ErlNifTerm {
+        let mut map = MaybeUninit::<ErlNifTerm>::uninit();
+        let made = unsafe {
+            enif_make_map_from_arrays(
+                self.raw,
+                keys.as_ptr(),
+                values.as_ptr(),
+                keys.len(),
+                map.as_mut_ptr(),
+            )
+        };
+        if made != 0 {
+            return unsafe { map.assume_init() };
+        }
+        // A key given twice: the last one wins.
+        let mut acc = unsafe { enif_make_new_map(self.raw) };
+        for (&k, &v) in keys.iter().zip(values) {
+            let mut next = MaybeUninit::<ErlNifTerm>::uninit();
+            if unsafe { enif_make_map_put(self.raw, acc, k, v, next.as_mut_ptr()) } != 0 {
+                acc = unsafe { next.assume_init() };
+            }
+        }
+        acc
+    }
+
+    fn make_binary(&self, bytes: &[u8]) -> ErlNifTerm {
+        let mut term = MaybeUninit::<ErlNifTerm>::uninit();
+        unsafe {
+            let data = enif_make_new_binary(self.raw, bytes.len(), term.as_mut_ptr());
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
+            term.assume_init()
+        }
+    }
+
+    /// A string after its opening quote (the text is known to be UTF-8).
+    fn string(&mut self) -> Result<ErlNifTerm, Fail> {
+        let start = self.pos;
+        loop {
+            match self.peek() {
+                None => return Err(Fail::Eof("EOF while parsing a string")),
+                Some(b'"') => {
+                    let term = self.make_binary(&self.text[start..self.pos]);
+                    self.pos += 1;
+                    return Ok(term);
+                }
+                Some(b'\\') => break,
+                Some(0..=0x1F) => return Err(Fail::At(CONTROL)),
+                Some(_) => self.pos += 1,
+            }
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        out.extend_from_slice(&self.text[start..self.pos]);
+        let ended = self.escaped(&mut out);
+        let term = ended.map(|()| self.make_binary(&out));
+        self.scratch = out;
+        term
+    }
+
+    /// The rest of a string holding escapes, into `out`.
+    fn escaped(&mut self, out: &mut Vec<u8>) -> Result<(), Fail> {
+        loop {
+            match self.peek() {
+                None => return Err(Fail::Eof("EOF while parsing a string")),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    let Some(kind) = self.peek() else {
+                        return Err(Fail::Eof("EOF while parsing a string"));
+                    };
+                    self.pos += 1;
+                    let byte = match kind {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => {
+                            let c = self.unicode_escape()?;
+                            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                            continue;
+                        }
+                        _ => {
+                            self.pos -= 1;
+                            return Err(Fail::At("invalid escape"));
+                        }
+                    };
+                    out.push(byte);
+                }
+                Some(0..=0x1F) => return Err(Fail::At(CONTROL)),
+                Some(b) => {
+                    out.push(b);
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, Fail> {
+        let mut n = 0;
+        for _ in 0..4 {
+            let digit = match self.peek() {
+                None => return Err(Fail::Eof("EOF while parsing a string")),
+                Some(b) => (b as char).to_digit(16).ok_or(Fail::At("invalid escape"))?,
+            };
+            n = n * 16 + digit;
+            self.pos += 1;
+        }
+        Ok(n)
+    }
+
+    /// `\uXXXX` (after the `u`), with a surrogate pair's second half.
+    fn unicode_escape(&mut self) -> Result<char, Fail> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if self.text.get(self.pos..self.pos + 2) != Some(&b"\\u"[..]) {
+                    return Err(Fail::At("lone leading surrogate in hex escape"));
+                }
+                self.pos += 2;
+                let second = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return Err(Fail::At("lone leading surrogate in hex escape"));
+                }
+                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(Fail::At("lone trailing surrogate in hex escape")),
+            code => code,
+        };
+        char::from_u32(code).ok_or(Fail::At("invalid unicode code point"))
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<ErlNifTerm, Fail> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            None => return Err(Fail::Eof("EOF while parsing a value")),
+            Some(_) => return Err(Fail::At("invalid number")),
+        }
+        let mut float = false;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            float = true;
+            if self.digits() == 0 {
+                return Err(self.number_end());
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            float = true;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.number_end());
+            }
+        }
+        // SAFETY: only ASCII digits, signs, '.', 'e' were consumed.
+        let text = unsafe { std::str::from_utf8_unchecked(&self.text[start..self.pos]) };
+        let env = self.env;
+        if float {
+            let f = f64::from_str(text).unwrap_or(f64::INFINITY);
+            if !f.is_finite() {
+                self.pos = start;
+                return Err(Fail::At("number out of range"));
+            }
+            return Ok(f.encode(env).as_c_arg());
+        }
+        if let Ok(i) = i64::from_str(text) {
+            return Ok(i.encode(env).as_c_arg());
+        }
+        if let Ok(u) = u64::from_str(text) {
+            return Ok(u.encode(env).as_c_arg());
+        }
+        // An integer beyond 64 bits: ~19.3 digits a word, charged before it is converted.
+        let words = text.len() * 10 / 193 + 1;
+        if !self.budget.is_dirty() && words > term::NORMAL_BIG_WORDS {
+            return Err(Fail::Budget(TermError::Yield));
+        }
+        self.budget
+            .spend(term::bignum_units(words))
+            .map_err(Fail::Budget)?;
+        let big = BigInt::from_str(text).map_err(|_| Fail::At("invalid number"))?;
+        Ok(big.encode(env).as_c_arg())
+    }
+
+    fn number_end(&self) -> Fail {
+        if self.pos >= self.text.len() {
+            Fail::Eof("EOF while parsing a value")
+        } else {
+            Fail::At("invalid number")
+        }
+    }
+}
+
+const CONTROL: &str = "control character (\\u0000-\\u001F) found while parsing a string";
 
 /// Encodes a term as JSON text; `pretty` indents by two spaces.
 pub fn encode(term: Term, pretty: bool, budget: &mut Budget) -> Result<Vec<u8>, TermError> {
@@ -152,16 +509,11 @@ impl Writer<'_> {
 
     fn value<'a>(&mut self, term: Term<'a>, path: &mut Vec<Seg<'a>>) -> Result<(), TermError> {
         self.budget.spend(1)?;
-        if path.len() > term::MAX_DEPTH {
-            return Err(TermError::TooDeep {
-                path: term::pointer(path),
-            });
-        }
         match term.get_type() {
             TermType::Map => self.map(term, path),
             TermType::List => self.list(term, path),
             _ => {
-                match term::read_scalar(term, path)? {
+                match term::read_scalar(term, path, self.budget)? {
                     Scalar::Null => self.out.extend_from_slice(b"null"),
                     Scalar::Bool(true) => self.out.extend_from_slice(b"true"),
                     Scalar::Bool(false) => self.out.extend_from_slice(b"false"),
@@ -172,6 +524,7 @@ impl Writer<'_> {
                     Scalar::AtomStr(s) => self.string(&s),
                     Scalar::Int(i) => self.out.extend_from_slice(i.to_string().as_bytes()),
                     Scalar::UInt(u) => self.out.extend_from_slice(u.to_string().as_bytes()),
+                    // Its conversion was charged by `read_scalar`.
                     Scalar::Big(b) => self.out.extend_from_slice(b.to_string().as_bytes()),
                     Scalar::Float(f) => {
                         serde_json::to_writer(&mut self.out, &f).expect("finite float")
@@ -183,6 +536,7 @@ impl Writer<'_> {
     }
 
     fn map<'a>(&mut self, term: Term<'a>, path: &mut Vec<Seg<'a>>) -> Result<(), TermError> {
+        term::enter(path)?;
         let iter = MapIterator::new(term).ok_or_else(|| term::not_json(term, path))?;
         let mut seen_atom = false;
         let mut seen_binary = false;
@@ -216,6 +570,7 @@ impl Writer<'_> {
             }
             first = false;
             self.newline();
+            self.budget.spend_bytes(name.as_str().len())?;
             self.string(name.as_str());
             self.out.push(b':');
             if self.pretty {
@@ -233,15 +588,14 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Cell by cell, never counting the list first: a long list yields after its first cells.
     fn list<'a>(&mut self, term: Term<'a>, path: &mut Vec<Seg<'a>>) -> Result<(), TermError> {
-        if term.list_length().is_err() {
-            return Err(term::not_json(term, path));
-        }
-        let iter: ListIterator = term.decode().map_err(|_| term::not_json(term, path))?;
+        term::enter(path)?;
         self.out.push(b'[');
         self.indent += 1;
         let mut first = true;
-        for (i, item) in iter.enumerate() {
+        for (i, cell) in Cells::new(term).enumerate() {
+            let item = cell.ok_or_else(|| term::not_json(term, path))?;
             if !first {
                 self.out.push(b',');
             }
@@ -269,10 +623,12 @@ pub fn encode_result<'a>(env: Env<'a>, result: Result<Vec<u8>, TermError>) -> Te
     }
 }
 
-pub fn decode_result<'a>(env: Env<'a>, text: &[u8]) -> Term<'a> {
-    match decode(env, text) {
+/// `{:ok, term}`, `{:error, message}` or `:yield`.
+pub fn decode_result<'a>(env: Env<'a>, text: &[u8], budget: &mut Budget) -> Term<'a> {
+    match decode(env, text, budget) {
         Ok(term) => (atoms::ok(), term).encode(env),
-        Err(msg) => (atoms::error(), msg).encode(env),
+        Err(DecodeError::Yield) => atoms::r#yield().encode(env),
+        Err(DecodeError::Invalid(msg)) => (atoms::error(), msg).encode(env),
     }
 }
 
@@ -281,17 +637,22 @@ fn json_decode<'a>(env: Env<'a>, text: Binary<'a>) -> Term<'a> {
     if text.len() > NORMAL_DECODE_BYTES {
         return atoms::r#yield().encode(env);
     }
-    decode_result(env, text.as_slice())
+    // ~10 ns a byte of text, reported as work units of ~100 ns.
+    term::report_units(env, (text.len() / 10) as i64);
+    decode_result(env, text.as_slice(), &mut Budget::normal())
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
 fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Term<'a> {
-    decode_result(env, text.as_slice())
+    decode_result(env, text.as_slice(), &mut Budget::dirty())
 }
 
 #[rustler::nif]
 fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Term<'a> {
-    encode_result(env, encode(term, pretty, &mut Budget::normal()))
+    let mut budget = Budget::normal();
+    let result = encode(term, pretty, &mut budget);
+    term::report_units(env, budget.spent());
+    encode_result(env, result)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]

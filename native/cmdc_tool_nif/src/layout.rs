@@ -32,6 +32,16 @@ pub struct Layout {
     heap_binary_tag: usize,
     /// `[]`.
     nil: usize,
+    /// The low 6 bits of a positive and of a negative big integer's header (the rest is its
+    /// size in words): the cost of converting one is known before converting it.
+    big_tags: [usize; 2],
+}
+
+/// The size in 64-bit words of a big integer (`None` when `term` is not one or the layout is
+/// unknown): what converting it will cost, read without converting it.
+#[inline]
+pub fn big_words(term: ErlNifTerm) -> Option<usize> {
+    get()?.big_words(term)
 }
 
 /// One term as the walker sees it.
@@ -86,6 +96,20 @@ pub fn get() -> Option<Layout> {
 }
 
 impl Layout {
+    /// See [`big_words`].
+    #[inline]
+    pub fn big_words(self, term: ErlNifTerm) -> Option<usize> {
+        let t = word(term);
+        if t & TAG_MASK != TAG_BOXED {
+            return None;
+        }
+        // SAFETY: a boxed term points at its header word.
+        let header = unsafe { *((t - TAG_BOXED) as *const usize) };
+        self.big_tags
+            .contains(&(header & HEADER_TAG_MASK))
+            .then_some(header >> 6)
+    }
+
     /// Classifies `term`, a valid term alive for `'t` (the NIF call).
     #[inline]
     pub fn shape<'t>(self, term: ErlNifTerm) -> Shape<'t> {
@@ -149,10 +173,20 @@ fn probe(env: Env) -> Option<Layout> {
         let map = sample_map(raw, &keys, &values)?;
         let map1 = sample_map(raw, &keys[..1], &values[..1])?;
         let flatmap_header = boxed_header(map)?;
+        // Big integers of one and two words, both signs: 2^64 - 1, -2^63, 2^64 + 1 (external
+        // format, SMALL_BIG_EXT with nine bytes).
+        let pos1 = word(rustler::sys::enif_make_uint64(raw, u64::MAX));
+        let neg1 = word(enif_make_int64(raw, i64::MIN));
+        let pos2 = sample_etf(raw, &[131, 110, 9, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1])?;
+        let big_tags = [
+            boxed_header(pos1)? & HEADER_TAG_MASK,
+            boxed_header(neg1)? & HEADER_TAG_MASK,
+        ];
         let layout = Layout {
             flatmap_header,
             heap_binary_tag,
             nil,
+            big_tags,
         };
         let checks = [
             boxed_header(map1) == Some(flatmap_header),
@@ -166,6 +200,13 @@ fn probe(env: Env) -> Option<Layout> {
             bytes_agree(raw, &layout, long),
             map_agrees(raw, &layout, map),
             map_agrees(raw, &layout, map1),
+            big_tags[0] != big_tags[1],
+            layout.big_words(term(pos1)) == Some(1),
+            layout.big_words(term(neg1)) == Some(1),
+            layout.big_words(term(pos2)) == Some(2),
+            layout.big_words(term(small)).is_none(),
+            layout.big_words(term(one)).is_none(),
+            layout.big_words(term(map)).is_none(),
         ];
         checks.iter().all(|ok| *ok).then_some(layout)
     }
@@ -179,6 +220,13 @@ unsafe fn sample_binary(env: *mut ErlNifEnv, bytes: &[u8]) -> Option<usize> {
     }
     std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
     Some(word(term.assume_init()))
+}
+
+unsafe fn sample_etf(env: *mut ErlNifEnv, etf: &[u8]) -> Option<usize> {
+    let mut term = MaybeUninit::<ErlNifTerm>::uninit();
+    let read =
+        rustler::sys::enif_binary_to_term(env, etf.as_ptr(), etf.len(), term.as_mut_ptr(), 0);
+    (read == etf.len()).then(|| word(term.assume_init()))
 }
 
 unsafe fn sample_map(env: *mut ErlNifEnv, keys: &[usize], values: &[usize]) -> Option<usize> {

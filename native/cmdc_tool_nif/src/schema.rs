@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::atoms;
 use crate::beam;
+use crate::json::DecodeError;
 use crate::term::{self, Budget, TermError};
 use cmdc_tool_core::tape::{Beam, Tape};
 
@@ -126,10 +127,16 @@ fn validate_converted<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Term
     }
 }
 
+/// Decodes and validates JSON text, under the budget of the scheduler it runs on: `:yield`
+/// on a normal scheduler when the text holds more work than it may do (a big integer).
 pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
-    let args = match crate::json::decode(env, text) {
+    let mut budget = Budget::here();
+    let args = match crate::json::decode(env, text, &mut budget) {
         Ok(term) => term,
-        Err(message) => return failures_term(env, &[Failure::json("", message)]),
+        Err(DecodeError::Yield) => return atoms::r#yield().encode(env),
+        Err(DecodeError::Invalid(message)) => {
+            return failures_term(env, &[Failure::json("", message)])
+        }
     };
     match beam::build(args, &mut Budget::dirty()) {
         Err(e) => failures_term(env, &[not_json(&e)]),

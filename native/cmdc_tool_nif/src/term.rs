@@ -8,17 +8,27 @@
 //!
 //! The walker works under a [`Budget`]: on a normal scheduler it stops early with
 //! [`TermError::Yield`] so the caller can re-run the work on a dirty scheduler, and on a dirty one
-//! it stops at hard size limits instead of exhausting memory.
+//! it stops at hard size limits instead of exhausting memory. Work is charged *before* it is done
+//! and in units of its real cost (~100 ns): a node, a run of string bytes, a big integer by the
+//! square of its size (decimal conversion is quadratic), a list cell while it is counted.
+#![allow(unsafe_code)]
 
-use rustler::types::{BigInt, ListIterator, MapIterator};
+use std::fmt::Write as _;
+use std::mem::MaybeUninit;
+
+use rustler::sys::{enif_get_list_cell, ErlNifTerm};
+use rustler::types::{BigInt, MapIterator};
 use rustler::{Encoder, Env, Term, TermType};
 use serde_json::{Map, Number, Value};
 
-/// Deepest nesting accepted anywhere (serde_json uses the same limit for JSON text).
+/// Most containers nested in one another, in every direction: encode, decode and validation
+/// accept 128 nested arrays/objects (a scalar may sit inside the 128th) and refuse 129.
 pub const MAX_DEPTH: usize = 128;
-/// Work units a normal-scheduler call may spend (~1 unit per node, 1 per 256 string bytes):
-/// about 0.3 ms of conversion, so no call holds a normal scheduler near 1 ms.
+/// Work units a normal-scheduler call may spend (~100 ns each): about 0.3 ms, so no call holds
+/// a normal scheduler near 1 ms.
 pub const NORMAL_BUDGET: i64 = 3_000;
+/// A normal scheduler converts big integers of at most this many 64-bit words (~300 digits).
+pub const NORMAL_BIG_WORDS: usize = 16;
 /// Hard cap on work units for one call on a dirty scheduler (hostile inputs end here).
 pub const DIRTY_BUDGET: i64 = 64 * 1024 * 1024;
 
@@ -47,7 +57,11 @@ impl TermError {
             TermError::Yield => "input too large for a normal scheduler".into(),
             TermError::NotJson { reason, .. } => reason.clone(),
             TermError::TooDeep { .. } => format!("value nested deeper than {MAX_DEPTH} levels"),
-            TermError::TooBig => "value too large (over 64M nodes)".into(),
+            TermError::TooBig => {
+                "value too large (over the work limit of one call: 64M nodes, or an integer of \
+                 about a million digits)"
+                    .into()
+            }
         }
     }
 }
@@ -66,11 +80,45 @@ impl Budget {
         }
     }
 
+    /// A budget with `remaining` units left (a walker's own copy, written back).
+    pub fn with(remaining: i64, dirty: bool) -> Self {
+        Budget { remaining, dirty }
+    }
+
     pub fn dirty() -> Self {
         Budget {
             remaining: DIRTY_BUDGET,
             dirty: true,
         }
+    }
+
+    /// The budget of the scheduler this thread is: dirty work on a dirty scheduler (or any
+    /// thread that is not a normal scheduler), the short one on a normal scheduler.
+    pub fn here() -> Self {
+        if on_normal_scheduler() {
+            Budget::normal()
+        } else {
+            Budget::dirty()
+        }
+    }
+
+    /// The error for work over this budget: `Yield` on a normal scheduler, `TooBig` on a dirty one.
+    pub fn over(&self) -> TermError {
+        if self.dirty {
+            TermError::TooBig
+        } else {
+            TermError::Yield
+        }
+    }
+
+    /// Units spent so far.
+    pub fn spent(&self) -> i64 {
+        let start = if self.dirty {
+            DIRTY_BUDGET
+        } else {
+            NORMAL_BUDGET
+        };
+        start - self.remaining
     }
 
     pub fn is_dirty(&self) -> bool {
@@ -89,9 +137,115 @@ impl Budget {
         }
     }
 
+    /// Bytes copied or escaped (~3 ns a byte).
     #[inline]
     pub fn spend_bytes(&mut self, len: usize) -> Result<(), TermError> {
-        self.spend(1 + (len >> 8) as i64)
+        self.spend(1 + (len >> 5) as i64)
+    }
+}
+
+/// Whether this thread is a normal scheduler (not dirty, not a thread of ours).
+pub fn on_normal_scheduler() -> bool {
+    unsafe { rustler::sys::enif_thread_type() == rustler::sys::ERL_NIF_THR_NORMAL_SCHEDULER }
+}
+
+/// Tells the VM how much of a 1 ms time slice a call used, in work units (~100 ns each), so it
+/// schedules other processes sooner after a long call. Only on normal schedulers.
+pub fn report_units(env: Env, units: i64) {
+    if units >= 100 && on_normal_scheduler() {
+        let percent = (units / 100).clamp(1, 100) as i32;
+        unsafe { rustler::sys::enif_consume_timeslice(env.as_c_arg(), percent) };
+    }
+}
+
+/// Work units to convert a big integer of `words` 64-bit words to or from decimal digits:
+/// schoolbook conversion is quadratic (measured ~3 ns per word squared).
+pub fn bignum_units(words: usize) -> i64 {
+    (words + words * words / 32) as i64
+}
+
+/// Reads an integer beyond 64 bits, charging its conversion to `budget` first: a normal
+/// scheduler takes only small ones (its size known without copying it), a dirty one up to the
+/// budget.
+pub fn read_big(term: Term, budget: &mut Budget) -> Result<BigInt, TermError> {
+    if !budget.is_dirty() {
+        match crate::layout::big_words(term.as_c_arg()) {
+            Some(words) if words <= NORMAL_BIG_WORDS => budget.spend(bignum_units(words))?,
+            _ => return Err(TermError::Yield),
+        }
+        return term.decode::<BigInt>().map_err(|_| TermError::Yield);
+    }
+    let big: BigInt = term.decode().map_err(|_| budget.over())?;
+    budget.spend(bignum_units(big.bits() as usize / 64 + 1))?;
+    Ok(big)
+}
+
+/// An atom's name as UTF-8 text, for every atom: the NIF API of OTP 25 reads names only as
+/// Latin-1, so other names are read from the atom's external format (`ATOM_UTF8_EXT`).
+pub fn atom_name(term: Term) -> Option<String> {
+    if let Ok(name) = term.atom_to_string() {
+        return Some(name);
+    }
+    if term.get_type() != TermType::Atom {
+        return None;
+    }
+    let etf = term.to_binary();
+    let bytes = etf.as_slice();
+    // 131, then ATOM_UTF8_EXT (118, 2-byte length) or SMALL_ATOM_UTF8_EXT (119, 1-byte).
+    let (len, at) = match bytes.get(1)? {
+        118 | 100 => (
+            u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]) as usize,
+            4,
+        ),
+        119 | 115 => (*bytes.get(2)? as usize, 3),
+        _ => return None,
+    };
+    let name = bytes.get(at..at + len)?;
+    match bytes[1] {
+        118 | 119 => std::str::from_utf8(name).ok().map(str::to_owned),
+        _ => Some(name.iter().map(|&b| b as char).collect()),
+    }
+}
+
+/// The cells of a proper list, read without counting it first (counting a long list is itself
+/// long work): `None` marks an improper tail.
+pub struct Cells<'a> {
+    term: Term<'a>,
+}
+
+impl<'a> Cells<'a> {
+    pub fn new(term: Term<'a>) -> Self {
+        Cells { term }
+    }
+}
+
+impl<'a> Iterator for Cells<'a> {
+    type Item = Option<Term<'a>>;
+
+    fn next(&mut self) -> Option<Option<Term<'a>>> {
+        if self.term.is_empty_list() {
+            return None;
+        }
+        let env = self.term.get_env();
+        let mut head = MaybeUninit::<ErlNifTerm>::uninit();
+        let mut tail = MaybeUninit::<ErlNifTerm>::uninit();
+        let ok = unsafe {
+            enif_get_list_cell(
+                env.as_c_arg(),
+                self.term.as_c_arg(),
+                head.as_mut_ptr(),
+                tail.as_mut_ptr(),
+            )
+        };
+        if ok == 0 {
+            // Not a cell and not `[]`: an improper tail. End the iteration after saying so.
+            self.term = Vec::<Term>::new().encode(env);
+            return Some(None);
+        }
+        unsafe {
+            self.term = Term::new(env, tail.assume_init());
+            Some(Some(Term::new(env, head.assume_init())))
+        }
     }
 }
 
@@ -110,7 +264,7 @@ pub fn pointer(path: &[Seg]) -> String {
         match seg {
             Seg::Index(i) => out.push_str(&i.to_string()),
             Seg::Key(term) => {
-                let name = key_name(*term).unwrap_or_else(|| format!("{term:?}"));
+                let name = key_name(*term).unwrap_or_else(|| shown(*term));
                 out.push_str(&name.replace('~', "~0").replace('/', "~1"));
             }
         }
@@ -124,10 +278,13 @@ fn key_name(term: Term) -> Option<String> {
             .decode_as_binary()
             .ok()
             .map(|b| String::from_utf8_lossy(b.as_slice()).into_owned()),
-        TermType::Atom => term.atom_to_string().ok(),
+        TermType::Atom => atom_name(term),
         _ => None,
     }
 }
+
+/// Characters of a term shown in an error message.
+const SHOWN: usize = 60;
 
 /// What a term is, in words a person reads in an error.
 pub fn describe(term: Term) -> String {
@@ -141,16 +298,130 @@ pub fn describe(term: Term) -> String {
         TermType::List => "an improper list",
         _ => "a term",
     };
-    let mut shown = format!("{term:?}");
-    if shown.len() > 60 {
-        let mut cut = 57;
-        while !shown.is_char_boundary(cut) {
+    format!("{kind} ({}) is not a JSON value", shown(term))
+}
+
+/// The start of a term in Erlang syntax, at most [`SHOWN`] characters: only that prefix is
+/// formatted (a 300k-element tuple costs as much as a small one).
+pub fn shown(term: Term) -> String {
+    let mut out = String::new();
+    show(term, &mut out, 0);
+    if out.len() > SHOWN {
+        let mut cut = SHOWN - 3;
+        while !out.is_char_boundary(cut) {
             cut -= 1;
         }
-        shown.truncate(cut);
-        shown.push_str("...");
+        out.truncate(cut);
+        out.push_str("...");
     }
-    format!("{kind} ({shown}) is not a JSON value")
+    out
+}
+
+/// Appends `term` to `out` until `out` is longer than [`SHOWN`].
+fn show(term: Term, out: &mut String, depth: usize) {
+    if out.len() > SHOWN || depth > 8 {
+        out.push_str("...");
+        return;
+    }
+    match term.get_type() {
+        TermType::Tuple => {
+            let mut arity = 0;
+            let mut items = std::ptr::null();
+            unsafe {
+                rustler::sys::enif_get_tuple(
+                    term.get_env().as_c_arg(),
+                    term.as_c_arg(),
+                    &mut arity,
+                    &mut items,
+                )
+            };
+            out.push('{');
+            for i in 0..arity as usize {
+                if out.len() > SHOWN {
+                    out.push_str("...");
+                    break;
+                }
+                if i > 0 {
+                    out.push(',');
+                }
+                let item = unsafe { Term::new(term.get_env(), *items.add(i)) };
+                show(item, out, depth + 1);
+            }
+            out.push('}');
+        }
+        TermType::List => {
+            out.push('[');
+            let mut rest = term;
+            let mut first = true;
+            while !rest.is_empty_list() {
+                if out.len() > SHOWN {
+                    out.push_str("...");
+                    break;
+                }
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                match rest.list_get_cell() {
+                    Ok((head, tail)) => {
+                        show(head, out, depth + 1);
+                        rest = tail;
+                    }
+                    Err(_) => {
+                        out.push('|');
+                        show(rest, out, depth + 1);
+                        break;
+                    }
+                }
+            }
+            out.push(']');
+        }
+        TermType::Map => {
+            out.push_str("#{");
+            for (i, (k, v)) in MapIterator::new(term).into_iter().flatten().enumerate() {
+                if out.len() > SHOWN {
+                    out.push_str("...");
+                    break;
+                }
+                if i > 0 {
+                    out.push(',');
+                }
+                show(k, out, depth + 1);
+                out.push_str(" => ");
+                show(v, out, depth + 1);
+            }
+            out.push('}');
+        }
+        TermType::Binary => match term.decode_as_binary() {
+            Ok(bin) => {
+                let bytes = bin.as_slice();
+                out.push_str("<<");
+                for (i, b) in bytes.iter().take(SHOWN / 2).enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let _ = write!(out, "{b}");
+                }
+                if bytes.len() > SHOWN / 2 {
+                    out.push_str(",...");
+                }
+                out.push_str(">>");
+            }
+            // A bitstring.
+            Err(_) => out.push_str("<<...>>"),
+        },
+        TermType::Atom => out.push_str(&atom_name(term).unwrap_or_default()),
+        TermType::Integer => match term.decode::<i64>() {
+            Ok(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Err(_) => out.push_str("<big integer>"),
+        },
+        // Floats, pids, ports, references and functions print in a few dozen characters.
+        _ => {
+            let _ = write!(out, "{term:?}");
+        }
+    }
 }
 
 pub fn not_json(term: Term, path: &[Seg]) -> TermError {
@@ -187,7 +458,9 @@ pub fn read_key<'a>(key: Term<'a>, path: &[Seg<'a>]) -> Result<Key<'a>, TermErro
                 }),
             }
         }
-        TermType::Atom => Ok(Key::Atom(key.atom_to_string().unwrap_or_default())),
+        TermType::Atom => atom_name(key)
+            .map(Key::Atom)
+            .ok_or_else(|| not_json(key, path)),
         _ => Err(TermError::NotJson {
             path: pointer(path),
             reason: format!(
@@ -210,10 +483,14 @@ pub enum Scalar<'a> {
     Float(f64),
 }
 
-pub fn read_scalar<'a>(term: Term<'a>, path: &[Seg<'a>]) -> Result<Scalar<'a>, TermError> {
+pub fn read_scalar<'a>(
+    term: Term<'a>,
+    path: &[Seg<'a>],
+    budget: &mut Budget,
+) -> Result<Scalar<'a>, TermError> {
     match term.get_type() {
         TermType::Atom => {
-            let name = term.atom_to_string().unwrap_or_default();
+            let name = atom_name(term).ok_or_else(|| not_json(term, path))?;
             Ok(match name.as_str() {
                 "true" => Scalar::Bool(true),
                 "false" => Scalar::Bool(false),
@@ -233,9 +510,7 @@ pub fn read_scalar<'a>(term: Term<'a>, path: &[Seg<'a>]) -> Result<Scalar<'a>, T
             } else if let Ok(u) = term.decode::<u64>() {
                 Ok(Scalar::UInt(u))
             } else {
-                term.decode::<BigInt>()
-                    .map(Scalar::Big)
-                    .map_err(|_| not_json(term, path))
+                read_big(term, budget).map(Scalar::Big)
             }
         }
         TermType::Float => term
@@ -258,13 +533,11 @@ fn convert<'a>(
     path: &mut Vec<Seg<'a>>,
 ) -> Result<Value, TermError> {
     budget.spend(1)?;
-    if path.len() > MAX_DEPTH {
-        return Err(TermError::TooDeep {
-            path: pointer(path),
-        });
-    }
     match term.get_type() {
         TermType::Map => {
+            enter(path)?;
+            let size = term.map_size().map_err(|_| not_json(term, path))?;
+            budget.spend(size as i64)?;
             let mut map = Map::new();
             for (key, value) in MapIterator::new(term).ok_or_else(|| not_json(term, path))? {
                 let name = read_key(key, path)?;
@@ -284,18 +557,17 @@ fn convert<'a>(
             Ok(Value::Object(map))
         }
         TermType::List => {
-            // ListIterator panics on an improper tail: check the shape first.
-            let len = term.list_length().map_err(|_| not_json(term, path))?;
-            let iter: ListIterator = term.decode().map_err(|_| not_json(term, path))?;
-            let mut items = Vec::with_capacity(len);
-            for (i, item) in iter.enumerate() {
+            enter(path)?;
+            let mut items = Vec::new();
+            for (i, cell) in Cells::new(term).enumerate() {
+                let item = cell.ok_or_else(|| not_json(term, path))?;
                 path.push(Seg::Index(i));
                 items.push(convert(item, budget, path)?);
                 path.pop();
             }
             Ok(Value::Array(items))
         }
-        _ => Ok(match read_scalar(term, path)? {
+        _ => Ok(match read_scalar(term, path, budget)? {
             Scalar::Null => Value::Null,
             Scalar::Bool(b) => Value::Bool(b),
             Scalar::Str(s) => {
@@ -316,10 +588,24 @@ fn convert<'a>(
     }
 }
 
+/// A container at `path` (its ancestors): refused when it would be the 129th level.
+#[inline]
+pub fn enter(path: &[Seg]) -> Result<(), TermError> {
+    if path.len() >= MAX_DEPTH {
+        Err(TermError::TooDeep {
+            path: pointer(path),
+        })
+    } else {
+        Ok(())
+    }
+}
+
 pub fn duplicate_key(name: &str, path: &[Seg]) -> TermError {
     TermError::NotJson {
         path: pointer(path),
-        reason: format!("key \"{name}\" is given twice (as an atom and as a string)"),
+        reason: format!(
+            "key \"{name}\" is given twice (as an atom and as a string): keep one of them"
+        ),
     }
 }
 

@@ -1,0 +1,144 @@
+//! Plugins: folders under `<cmdc home>/plugins/` with a manifest (`cmdc-plugin.json`) naming
+//! their tool paths, which must stay inside the plugin folder.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::path::{Component, Path};
+
+use serde_json::Value;
+
+use super::roots::json_string;
+use super::walk::visit_root;
+use super::{Ctx, NoteKind, Plugin, Source, MANIFEST};
+
+/// Reads a plugin manifest: `name` and `version` (strings), optional `tools` (paths relative to
+/// the plugin folder, default `["tools"]`) and `disabled`.
+pub fn read_manifest(text: &[u8]) -> Result<(String, String, Vec<String>, bool), String> {
+    let value: Value = serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let map = value
+        .as_object()
+        .ok_or("expected a JSON object with \"name\", \"version\" and \"tools\"")?;
+    let name = match map.get("name") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        _ => return Err("\"name\" must be a non-empty string".into()),
+    };
+    let version = match map.get("version") {
+        Some(Value::String(s)) => s.clone(),
+        None => String::new(),
+        _ => return Err("\"version\" must be a string".into()),
+    };
+    let tools = match map.get("tools") {
+        None => vec!["tools".to_string()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                other => Err(format!(
+                    "\"tools\" must list paths (non-empty strings), got {other}"
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        _ => return Err("\"tools\" must be a list of paths relative to the plugin folder".into()),
+    };
+    let disabled = match map.get("disabled") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        _ => return Err("\"disabled\" must be true or false".into()),
+    };
+    Ok((name, version, tools, disabled))
+}
+
+pub(super) fn scan_plugins(cx: &mut Ctx, plugins_dir: &Path) {
+    let mut dirs = match fs::read_dir(plugins_dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect::<Vec<_>>(),
+        Err(_) => return,
+    };
+    dirs.sort();
+    for dir in dirs {
+        let hidden = dir
+            .file_name()
+            .and_then(OsStr::to_str)
+            .is_some_and(|n| n.starts_with('.'));
+        if hidden {
+            continue;
+        }
+        cx.enter(Source::Plugin, "plugin", &dir, None);
+        let manifest = dir.join(MANIFEST);
+        let text = match fs::read(&manifest) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                cx.note(
+                    &dir,
+                    NoteKind::NoManifest,
+                    format!("plugin folder {} has no {MANIFEST}; skipped", dir.display()),
+                );
+                continue;
+            }
+            Err(e) => {
+                cx.note(
+                    &manifest,
+                    NoteKind::BadManifest,
+                    format!("cannot read {}: {e}", manifest.display()),
+                );
+                continue;
+            }
+        };
+        let (name, version, tools, disabled) = match read_manifest(&text) {
+            Ok(m) => m,
+            Err(e) => {
+                cx.note(
+                    &manifest,
+                    NoteKind::BadManifest,
+                    format!("plugin manifest {} refused: {e}", manifest.display()),
+                );
+                continue;
+            }
+        };
+        let provider = format!("plugin:{name}");
+        cx.enter(Source::Plugin, &provider, &dir, None);
+        if disabled {
+            cx.note(
+                &dir,
+                NoteKind::PluginDisabled,
+                format!("plugin {name} is disabled in {}", manifest.display()),
+            );
+            continue;
+        }
+        let real_dir = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        let plugin = Plugin {
+            name: name.clone(),
+            version,
+            dir: dir.clone(),
+        };
+        for rel in tools {
+            let rel_path = Path::new(&rel);
+            let target = dir.join(rel_path);
+            cx.enter(Source::Plugin, &provider, &target, Some(plugin.clone()));
+            let escapes = rel_path.is_absolute()
+                || rel.starts_with('~')
+                || rel_path
+                    .components()
+                    .any(|c| matches!(c, Component::ParentDir))
+                || fs::canonicalize(&target).is_ok_and(|real| !real.starts_with(&real_dir));
+            if escapes {
+                cx.note(
+                    &target,
+                    NoteKind::BadManifest,
+                    format!(
+                        "plugin {name}: tool path {} leaves the plugin folder {}; refused",
+                        json_string(&rel),
+                        dir.display()
+                    ),
+                );
+                continue;
+            }
+            visit_root(cx, &target, true);
+        }
+    }
+}

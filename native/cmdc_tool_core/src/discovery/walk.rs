@@ -1,0 +1,335 @@
+//! Walking a root: listing folders, classifying files, resolving real paths (a file reached
+//! twice is kept once) and attaching the metadata found next to each tool file.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use super::metadata::{markdown_body, parse_meta, read_small};
+use super::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH};
+
+enum Class {
+    Tool(Kind),
+    Metadata,
+    Other,
+}
+
+fn classify(name: &str) -> Class {
+    let ext = match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
+        _ => return Class::Other,
+    };
+    match ext.as_str() {
+        "ex" | "exs" => Class::Tool(Kind::Elixir),
+        "py" | "ps1" => Class::Tool(Kind::Script),
+        "md" | "json" => Class::Metadata,
+        _ => Class::Other,
+    }
+}
+
+/// Visits a root (a folder, or a file given explicitly). A missing root is an error only when
+/// `required` (explicit paths, plugin tool paths); provider folders are optional.
+pub(super) fn visit_root(cx: &mut Ctx, root: &Path, required: bool) {
+    match fs::metadata(root) {
+        Ok(md) if md.is_dir() => {
+            let mut visited = HashSet::new();
+            walk_dir(cx, root, 0, &mut visited);
+        }
+        Ok(md) => visit_file(cx, root, &md),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if required {
+                let what = if fs::symlink_metadata(root).is_ok() {
+                    "is a broken symlink"
+                } else {
+                    "does not exist"
+                };
+                cx.note(
+                    root,
+                    NoteKind::NotFound,
+                    format!("{} {what}", root.display()),
+                );
+            }
+        }
+        Err(e) => cx.note(
+            root,
+            NoteKind::Unreadable,
+            format!("cannot read {}: {e}", root.display()),
+        ),
+    }
+}
+
+fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBuf>) {
+    let real_dir = match fs::canonicalize(dir) {
+        Ok(r) => r,
+        Err(e) => {
+            cx.note(
+                dir,
+                NoteKind::Unreadable,
+                format!("cannot read {}: {e}", dir.display()),
+            );
+            return;
+        }
+    };
+    if !visited.insert(real_dir.clone()) {
+        return; // a symlink cycle, or a folder reached twice under the same root
+    }
+    let read = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            cx.note(
+                dir,
+                NoteKind::Unreadable,
+                format!("cannot read folder {}: {e}", dir.display()),
+            );
+            return;
+        }
+    };
+    let mut entries: Vec<(String, fs::FileType, fs::DirEntry)> = Vec::new();
+    for entry in read.flatten() {
+        let Ok(ft) = entry.file_type() else { continue };
+        match entry.file_name().into_string() {
+            Ok(name) => entries.push((name, ft, entry)),
+            Err(raw) => {
+                let path = dir.join(&raw);
+                cx.note(
+                    &path,
+                    NoteKind::Unsupported,
+                    format!("{}: the file name is not UTF-8", path.display()),
+                );
+            }
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let names: HashSet<&str> = entries.iter().map(|(n, _, _)| n.as_str()).collect();
+
+    let mut subdirs = Vec::new();
+    for (name, ft, entry) in &entries {
+        let path = dir.join(name);
+        if name.starts_with('.') {
+            cx.note(
+                &path,
+                NoteKind::Hidden,
+                format!("{} is hidden (its name starts with a dot)", path.display()),
+            );
+            continue;
+        }
+        if ft.is_dir() {
+            subdirs.push(path);
+            continue;
+        }
+        if ft.is_symlink() {
+            match fs::metadata(&path) {
+                Ok(md) if md.is_dir() => subdirs.push(path),
+                Ok(md) => {
+                    let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                    visit_classified(cx, &path, real, &md, Some((&names, &real_dir)));
+                }
+                Err(_) => cx.note(
+                    &path,
+                    NoteKind::Unreadable,
+                    format!("{} is a broken symlink", path.display()),
+                ),
+            }
+            continue;
+        }
+        // A plain file: its real path is the real folder plus its name, and its metadata is
+        // read relative to the open folder (no path walk).
+        if let Class::Tool(_) = classify(name) {
+            match entry.metadata() {
+                Ok(md) => {
+                    let real = real_dir.join(name);
+                    visit_classified(cx, &path, real, &md, Some((&names, &real_dir)));
+                }
+                Err(e) => cx.note(
+                    &path,
+                    NoteKind::Unreadable,
+                    format!("cannot read {}: {e}", path.display()),
+                ),
+            }
+        } else {
+            classify_other(cx, &path, name, false);
+        }
+    }
+    for sub in subdirs {
+        if depth + 1 >= MAX_DEPTH {
+            cx.note(
+                &sub,
+                NoteKind::Unsupported,
+                format!(
+                    "{} is nested deeper than {MAX_DEPTH} folders; not walked",
+                    sub.display()
+                ),
+            );
+            continue;
+        }
+        walk_dir(cx, &sub, depth + 1, visited);
+    }
+}
+
+fn visit_file(cx: &mut Ctx, path: &Path, md: &fs::Metadata) {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Class::Tool(_) = classify(&name) {
+        let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        visit_classified(cx, path, real, md, None);
+    } else {
+        classify_other(cx, path, &name, true);
+    }
+}
+
+fn classify_other(cx: &mut Ctx, path: &Path, name: &str, explicit: bool) {
+    match classify(name) {
+        Class::Metadata => {
+            // Metadata next to a tool file is read with it; on its own it is not listed,
+            // unless it was named explicitly.
+            if explicit {
+                cx.note(
+                    path,
+                    NoteKind::Metadata,
+                    format!(
+                        "{} is metadata (.md/.json), never executed as a tool",
+                        path.display()
+                    ),
+                );
+            }
+        }
+        _ => cx.note(
+            path,
+            NoteKind::Unsupported,
+            format!(
+                "{}: not a tool file (tools are .ex, .exs, .py or .ps1; .md and .json are \
+                 metadata)",
+                path.display()
+            ),
+        ),
+    }
+}
+
+fn visit_classified(
+    cx: &mut Ctx,
+    path: &Path,
+    real: PathBuf,
+    md: &fs::Metadata,
+    listing: Option<(&HashSet<&str>, &Path)>,
+) {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kind = match classify(&name) {
+        Class::Tool(k) => k,
+        _ => return classify_other(cx, path, &name, listing.is_none()),
+    };
+    if !md.is_file() {
+        cx.note(
+            path,
+            NoteKind::Unsupported,
+            format!("{} is not a regular file", path.display()),
+        );
+        return;
+    }
+    if !cx.seen.insert(real.clone()) {
+        let first = cx
+            .seen_from
+            .iter()
+            .find(|(r, _)| *r == real)
+            .map(|(_, p)| p.display().to_string())
+            .unwrap_or_default();
+        cx.note(
+            path,
+            NoteKind::Duplicate,
+            format!(
+                "{} is the same file as {first} (real path {}), which is loaded once",
+                path.display(),
+                real.display()
+            ),
+        );
+        return;
+    }
+    cx.seen_from.push((real.clone(), path.to_path_buf()));
+
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(&name);
+    let exists = |file: &str| match listing {
+        Some((names, _)) => names.contains(file),
+        None => dir.join(file).is_file(),
+    };
+
+    let mut tool = ToolFile {
+        source: cx.source,
+        provider: cx.provider.clone(),
+        root: cx.root.clone(),
+        path: path.to_path_buf(),
+        real_path: real,
+        kind,
+        mtime_ns: mtime_ns(md),
+        size: md.len(),
+        meta: None,
+        meta_path: None,
+        doc: None,
+        doc_path: None,
+        cache_path: None,
+        plugin: cx.plugin.clone(),
+    };
+
+    let meta_name = format!("{stem}.json");
+    if exists(&meta_name) {
+        let meta_path = dir.join(&meta_name);
+        match read_small(&meta_path).and_then(|t| parse_meta(&t)) {
+            Ok(meta) => {
+                tool.meta = Some(meta);
+                tool.meta_path = Some(meta_path);
+            }
+            Err(e) => {
+                let reason = format!(
+                    "{} not loaded: its metadata {} is invalid: {e}",
+                    path.display(),
+                    meta_path.display()
+                );
+                cx.note(path, NoteKind::BadMetadata, reason);
+                return;
+            }
+        }
+    }
+    let doc_name = format!("{stem}.md");
+    if exists(&doc_name) {
+        let doc_path = dir.join(&doc_name);
+        match read_small(&doc_path).and_then(|t| {
+            String::from_utf8(t).map_err(|_| "the file is not UTF-8 text".to_string())
+        }) {
+            Ok(text) => {
+                tool.doc = markdown_body(&text);
+                tool.doc_path = Some(doc_path);
+            }
+            Err(e) => {
+                let reason = format!(
+                    "{} not loaded: its metadata {} is unreadable: {e}",
+                    path.display(),
+                    doc_path.display()
+                );
+                cx.note(path, NoteKind::BadMetadata, reason);
+                return;
+            }
+        }
+    }
+    let cache_name = format!("{stem}.tool.json");
+    if kind == Kind::Script && exists(&cache_name) {
+        tool.cache_path = Some(dir.join(cache_name));
+    }
+    cx.scan.files.push(tool);
+}
+
+/// Nanoseconds since the Unix epoch (negative before it); 0 when the platform has no mtime.
+pub fn mtime_ns(md: &fs::Metadata) -> i64 {
+    match md.modified() {
+        Ok(t) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+        },
+        Err(_) => 0,
+    }
+}
