@@ -95,6 +95,8 @@ defmodule CMDC.Tool.Native do
   # round_trip.rs
   def schema_drop_nulls(_schema, _args), do: err()
   def tool_name_original(_registered, _called), do: err()
+  def tool_name_check(_name), do: err()
+  def tool_name_for(_name, _format), do: err()
 
   # scripts.rs
   def script_load(_paths, _opts), do: err()

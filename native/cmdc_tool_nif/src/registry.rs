@@ -422,7 +422,7 @@ fn format_of(format: Term) -> Option<Format> {
 fn bad_format<'a>(env: Env<'a>, format: Term<'a>) -> Term<'a> {
     let msg = format!(
         "unknown format {format:?}; expected one of :openai, :openai_responses, :anthropic, \
-         :gemini, :mcp"
+         :gemini, :gemini_json_schema, :mcp"
     );
     (atoms::error(), msg).encode(env)
 }

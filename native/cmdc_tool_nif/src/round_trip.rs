@@ -4,6 +4,7 @@
 
 use cmdc_tool_core::names;
 use cmdc_tool_core::providers::round_trip::{NullPlan, Plan, MAX_DEPTH};
+use cmdc_tool_core::providers::{tool_name, Format};
 use rustler::{Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
@@ -94,5 +95,23 @@ fn tool_name_original<'a>(env: Env<'a>, registered: Term<'a>, called: &str) -> T
     match names::original(names.iter().map(String::as_str), called) {
         Some(name) => (atoms::ok(), name).encode(env),
         None => atoms::error().encode(env),
+    }
+}
+
+/// `:ok` when `name` follows the one tool-name rule, else `{:error, message}`.
+#[rustler::nif]
+fn tool_name_check<'a>(env: Env<'a>, name: &str) -> Term<'a> {
+    match names::check(name) {
+        Ok(()) => atoms::ok().encode(env),
+        Err(message) => (atoms::error(), message).encode(env),
+    }
+}
+
+/// The name `format` is given for the tool `name`.
+#[rustler::nif]
+fn tool_name_for<'a>(env: Env<'a>, name: &str, format: Term<'a>) -> Term<'a> {
+    match Format::parse(&format.atom_to_string().unwrap_or_default()) {
+        Some(format) => tool_name(name, format).encode(env),
+        None => (atoms::error(), "unknown format").encode(env),
     }
 }

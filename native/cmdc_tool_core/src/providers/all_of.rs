@@ -6,7 +6,7 @@ use super::format::Format;
 use super::warn::{Cx, Effect};
 
 /// `allOf` whose parts use disjoint keywords (and disjoint property names) is merged into the
-/// schema: that loses nothing. Otherwise it is dropped with a warning.
+/// schema: the same meaning. Otherwise it is dropped with a warning saying what that changes.
 pub(super) fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> Map<String, Value> {
     let Some(all_of) = m.get("allOf") else {
         return m.clone();

@@ -4,7 +4,8 @@ use serde_json::{json, Map, Value};
 
 use super::all_of::merge_all_of;
 use super::pointer::{at, child, resolve};
-use super::strict::types_of;
+use super::round_trip::accepts_null;
+use super::strict::{nullable_ignored, types_of};
 use super::warn::Cx;
 
 const GEMINI_KEEPS: &[&str] = &[
@@ -107,7 +108,8 @@ impl Node {
         types.retain(|t| t != "null");
         Node {
             out: Map::new(),
-            nullable: null_type || m.get("nullable") == Some(&Value::Bool(true)),
+            // `nullable` is OpenAPI, not JSON Schema: the original refuses null (see keyword()).
+            nullable: null_type,
             types,
         }
     }
@@ -201,7 +203,14 @@ impl Walk<'_, '_> {
     ) {
         let here = child(path, key);
         match key {
-            "type" | "nullable" | "allOf" => {}
+            "type" | "allOf" => {}
+            "nullable" => {
+                if value == &Value::Bool(true)
+                    && !accepts_null(self.root, &Value::Object(m.clone()), 0)
+                {
+                    nullable_ignored(self.cx, path);
+                }
+            }
             "const" => const_keyword(self.cx, node, m, value, path),
             "enum" => enum_keyword(self.cx, node, value, path),
             "properties" => self.properties(node, value, &here),

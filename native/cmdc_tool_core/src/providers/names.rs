@@ -11,7 +11,7 @@ impl Format {
     pub fn name_rule(self) -> Rule {
         match self {
             Format::OpenAI | Format::OpenAIResponses | Format::Anthropic => Rule::OpenAI,
-            Format::Gemini => Rule::Gemini,
+            Format::Gemini | Format::GeminiJsonSchema => Rule::Gemini,
             Format::Mcp => Rule::Mcp,
         }
     }

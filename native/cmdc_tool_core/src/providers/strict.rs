@@ -237,6 +237,14 @@ impl Strict<'_, '_> {
         self.cx.format != Format::Anthropic
     }
 
+    /// A `$ref` as this format writes it: Anthropic's definitions live under `$defs`.
+    fn reference(&self, r: &str) -> String {
+        match r.strip_prefix("#/definitions/") {
+            Some(rest) if !self.openai() => format!("#/$defs/{rest}"),
+            _ => r.to_owned(),
+        }
+    }
+
     /// "Any value" in this format.
     fn any(&mut self, path: &str) -> Value {
         if self.openai() {
@@ -285,7 +293,7 @@ impl Strict<'_, '_> {
                 refs: vec![r.clone()],
                 ..Plan::default()
             };
-            return (json!({ "$ref": r }), plan);
+            return (json!({ "$ref": self.reference(r) }), plan);
         }
         let merged = merge_all_of(self.cx, m, path);
         let m = &draft4_bounds(self.cx, merged, path);
@@ -346,7 +354,7 @@ impl Strict<'_, '_> {
                 refs: vec![r.to_owned()],
                 ..Plan::default()
             };
-            return (json!({ "$ref": r }), plan);
+            return (json!({ "$ref": self.reference(r) }), plan);
         };
         let mut merged = target.clone();
         for (k, v) in m {
@@ -427,16 +435,7 @@ impl Strict<'_, '_> {
                 if value == &Value::Bool(true)
                     && !accepts_null(self.root, &Value::Object(m.clone()), 0)
                 {
-                    self.cx.warn(
-                        path,
-                        "nullable",
-                        format!(
-                            "`nullable` at {} dropped: it is OpenAPI, not JSON Schema, so the \
-                             original refuses null here and so does the result (write \
-                             \"type\": [\"T\", \"null\"] to accept null)",
-                            at(path)
-                        ),
-                    );
+                    nullable_ignored(self.cx, path);
                 }
             }
             "const" if openai => {
@@ -458,7 +457,14 @@ impl Strict<'_, '_> {
             "anyOf" | "oneOf" => self.branches(node, key, value, path, &here, depth),
             "$defs" | "definitions" => {
                 let defs = self.defs_keyword(value, &here, depth);
-                node.out.insert(key.into(), defs);
+                // Anthropic reads `$defs` only (`definitions` would go into the description).
+                let key = if openai { key } else { "$defs" };
+                match (node.out.get_mut(key), defs) {
+                    (Some(Value::Object(have)), Value::Object(more)) => have.extend(more),
+                    (_, defs) => {
+                        node.out.insert(key.into(), defs);
+                    }
+                }
             }
             "format" => {
                 let (allowed, string) = if openai {
@@ -700,8 +706,18 @@ impl Strict<'_, '_> {
                 props.insert(name.clone(), any);
             }
         }
+        let open = !m.contains_key("properties") && !path.is_empty();
         match m.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(false)) => {}
+            None if open => self.cx.changed(
+                path,
+                "properties",
+                "closed",
+                "an object schema without properties becomes one that takes no property, as \
+                 strict mode closes every object",
+                Effect::Less,
+            ),
+            None => {}
             Some(_) => self.cx.changed(
                 path,
                 "additionalProperties",
@@ -761,6 +777,20 @@ impl Strict<'_, '_> {
         };
         node.out.insert("description".into(), json!(description));
     }
+}
+
+/// OpenAPI's `nullable: true` means nothing in JSON Schema: the original refuses null there,
+/// and so does the result (said, since its author likely meant otherwise).
+pub(super) fn nullable_ignored(cx: &mut Cx, path: &str) {
+    cx.warn(
+        path,
+        "nullable",
+        format!(
+            "`nullable` at {} dropped: it is OpenAPI, not JSON Schema, so the original refuses \
+             null here and so does the result (write \"type\": [\"T\", \"null\"] to accept null)",
+            at(path)
+        ),
+    );
 }
 
 /// The types a schema's `type` names (none when it has no `type`).

@@ -120,6 +120,7 @@ impl Cx<'_> {
             Format::OpenAI | Format::OpenAIResponses => "OpenAI strict mode",
             Format::Anthropic => "Anthropic strict tool use",
             Format::Gemini => "Gemini function declarations",
+            Format::GeminiJsonSchema => "Gemini parametersJsonSchema",
             Format::Mcp => "MCP",
         }
     }

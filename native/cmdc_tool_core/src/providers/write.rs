@@ -40,8 +40,8 @@ pub fn wrap(
 /// The `tools` value from wrapped tools (Gemini nests them in one `functionDeclarations`).
 pub fn wrap_list(format: Format, tools: Vec<Value>) -> Value {
     match format {
-        Format::Gemini if tools.is_empty() => Value::Array(vec![]),
-        Format::Gemini => json!([{ "functionDeclarations": tools }]),
+        _ if format.is_gemini() && tools.is_empty() => Value::Array(vec![]),
+        _ if format.is_gemini() => json!([{ "functionDeclarations": tools }]),
         _ => Value::Array(tools),
     }
 }
@@ -127,7 +127,7 @@ pub fn write_tool_etf(
 /// write the tools, then [`end_list_etf`].
 pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
     out.push(etf::VERSION);
-    if format == Format::Gemini && n > 0 {
+    if format.is_gemini() && n > 0 {
         etf::list_header(out, 1);
         etf::map_header(out, 1);
         etf::binary(out, b"functionDeclarations");
@@ -137,7 +137,7 @@ pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
 
 pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
     etf::list_end(out);
-    if format == Format::Gemini && n > 0 {
+    if format.is_gemini() && n > 0 {
         etf::list_end(out);
     }
 }
@@ -145,8 +145,8 @@ pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
 /// The start and end of the `tools` JSON array for `format` (with `n` tools).
 pub fn list_json_delimiters(format: Format, n: usize) -> (&'static [u8], &'static [u8]) {
     match format {
-        Format::Gemini if n == 0 => (b"[", b"]"),
-        Format::Gemini => (br#"[{"functionDeclarations":["#, b"]}]"),
+        _ if format.is_gemini() && n == 0 => (b"[", b"]"),
+        _ if format.is_gemini() => (br#"[{"functionDeclarations":["#, b"]}]"),
         _ => (b"[", b"]"),
     }
 }
