@@ -115,6 +115,17 @@ defmodule CMDC.Tool.StrictRoundTripTest do
     assert unknown.is_error and unknown.reason == :unknown_tool
   end
 
+  test "the cluster validates where the call starts and hands on what the original means" do
+    scope = :"strict_round_trip_#{System.unique_integer([:positive])}"
+    {:ok, pid} = CMDC.Tool.Cluster.publish([Booking], scope: scope)
+
+    call = %{id: "c", name: "fs.book", arguments: CMDC.Tool.JSON.encode!(@sent)}
+    result = CMDC.Tool.Cluster.run(call, CMDC.Context.new(), scope: scope)
+    refute result.is_error, result.content
+    assert CMDC.Tool.JSON.decode!(result.content) == @meant
+    CMDC.Tool.Cluster.unpublish(pid)
+  end
+
   test "two names a provider would be given as one are refused with a clear error" do
     a = CMDC.Tool.Test.Factory.tool("fs.read")
     b = CMDC.Tool.Test.Factory.tool("fs_read")

@@ -479,8 +479,15 @@ impl Strict<'_, '_> {
                     Some(f) if string && allowed.contains(&f) => {
                         node.out.insert(key.into(), value.clone());
                     }
-                    // `format` only annotates (the validator does not assert it): no meaning lost.
-                    _ => {}
+                    // The validator asserts `format`: without it the result accepts more.
+                    _ if openai => self.cx.changed(
+                        path,
+                        key,
+                        "dropped",
+                        &format!("format {value} is not supported"),
+                        Effect::More,
+                    ),
+                    _ => node.moved.push((key.into(), value.clone())),
                 }
             }
             "exclusiveMinimum" | "exclusiveMaximum" if openai && value.is_number() => {
