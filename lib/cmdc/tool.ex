@@ -29,7 +29,9 @@ defmodule CMDC.Tool do
 
   Optional callbacks: `c:description/1` receives a `t:tool_context/0` and returns a
   context-aware description (`description/2` falls back to `c:description/0`); `c:meta/1`
-  returns a short human-readable summary of one call (`meta/2` falls back to `c:name/0`).
+  returns a short human-readable summary of one call (`meta/2` falls back to `c:name/0`);
+  `c:title/0`, `c:annotations/0` and `c:output_schema/0` describe the tool further for MCP
+  clients and give it structured output (see `CMDC.Tool.Structured`).
 
   ## Results
 
@@ -81,7 +83,23 @@ defmodule CMDC.Tool do
   @doc ~S|A short human-readable summary of one call (optional), e.g. "read lib/cmdc.ex".|
   @callback meta(args :: map()) :: String.t()
 
-  @optional_callbacks description: 1, meta: 1
+  @doc "A human-readable display name (optional; MCP `title`). See `CMDC.Tool.Structured`."
+  @callback title() :: String.t()
+
+  @doc """
+  Hints about the tool's behaviour for clients (optional; MCP `annotations`), e.g.
+  `%{read_only_hint: true, open_world_hint: false}`. See `CMDC.Tool.Structured`.
+  """
+  @callback annotations() :: map() | keyword()
+
+  @doc """
+  The JSON Schema (an object schema) of the tool's structured output (optional; MCP
+  `outputSchema`). Such a tool returns `{:ok, json_text}` or `{:ok, map}`; the runner checks the
+  value against this schema. See `CMDC.Tool.Structured`.
+  """
+  @callback output_schema() :: map()
+
+  @optional_callbacks description: 1, meta: 1, title: 0, annotations: 0, output_schema: 0
 
   @doc """
   The tool's description: `c:description/1` with `context` when the module defines it, else

@@ -1176,8 +1176,73 @@ def run_serve(chan, path):
             chan.send(b"E", {"kind": "result", "message": safe_text(e), "log": out.take()})
 
 
+# ---------------------------------------------------------------------------------------------
+# process hygiene: nothing the script started outlives the worker
+
+
+def descendants(root):
+    """Pids whose chain of parents leads to `root`, read from /proc (empty elsewhere)."""
+    children = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[0] not in ("Z", "X"):
+            children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in out:
+                out.append(c)
+                todo.append(c)
+    return out
+
+
+def kill_descendants():
+    """Stops, then kills, every descendant (also those that called setsid), walked first."""
+    import signal
+    found = []
+    for _ in range(8):
+        fresh = [p for p in descendants(os.getpid()) if p not in found]
+        if not fresh:
+            break
+        for p in fresh:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                pass
+        found += fresh
+    for p in found:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def watch_parent():
+    """The VM that started this worker died (its pipes may stay open in a stray child): take
+    everything down rather than linger as an orphan."""
+    import time
+    parent = os.getppid()
+    while True:
+        time.sleep(0.2)
+        if os.getppid() != parent:
+            kill_descendants()
+            os._exit(1)
+
+
 def main():
     chan = Channel()
+    threading.Thread(target=watch_parent, name="cmdc-watch-parent", daemon=True).start()
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
     try:
         if mode == "describe":
@@ -1188,6 +1253,9 @@ def main():
             chan.send(b"E", {"kind": "usage", "message": "usage: cmdc_worker.py describe | serve SCRIPT"})
     except (BrokenPipeError, KeyboardInterrupt):
         pass
+    # The channel closed: the owner retired this worker or went away. What the script left
+    # running goes too.
+    kill_descendants()
     # Leave at once: atexit handlers and non-daemon threads of a script must not keep a worker.
     try:
         sys.stdout.flush()

@@ -2,6 +2,9 @@
 
 Usage: python mcp_client.py SERVER_COMMAND [ARGS...]
 Prints one JSON object with what it observed; exits non-zero on an unexpected failure.
+stdin may hold a JSON list of extra calls: [[tool_name, arguments], ...].
+`stream_errors` lists what the transport could not read (anything on stdout that is not a
+JSON-RPC message shows up there).
 """
 import asyncio
 import json
@@ -17,8 +20,14 @@ from mcp.client.stdio import stdio_client
 async def main() -> None:
     params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
     report: dict = {}
+    errors: list = []
+
+    async def on_message(message) -> None:
+        if isinstance(message, Exception):
+            errors.append(repr(message))
+
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             started = time.monotonic()
             init = await session.initialize()
             report["protocol_version"] = init.protocol_version
@@ -27,6 +36,16 @@ async def main() -> None:
             listed = await session.list_tools()
             report["list_time_ms"] = round((time.monotonic() - started) * 1000, 1)
             report["tools"] = sorted(t.name for t in listed.tools)
+            report["tool_meta"] = {
+                t.name: {
+                    "title": t.title,
+                    "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
+                    if t.annotations
+                    else None,
+                    "output_schema": t.output_schema,
+                }
+                for t in listed.tools
+            }
 
             ok = await session.call_tool("echo", {"text": "héllo"})
             report["echo"] = {"is_error": ok.is_error, "text": ok.content[0].text}
@@ -47,13 +66,18 @@ async def main() -> None:
                 async def on_progress(value, total, message, progress=progress):
                     progress.append(message)
 
-                result = await session.call_tool(name, args, progress_callback=on_progress)
+                try:
+                    result = await session.call_tool(name, args, progress_callback=on_progress)
+                except Exception as e:  # e.g. the SDK's own check of structuredContent
+                    report.setdefault("calls", []).append({"name": name, "exception": str(e)})
+                    continue
                 report.setdefault("calls", []).append(
                     {
                         "name": name,
                         "is_error": result.is_error,
                         "text": result.content[0].text if result.content else None,
                         "progress": progress,
+                        "structured": result.structured_content,
                     }
                 )
 
@@ -67,6 +91,7 @@ async def main() -> None:
                 again = await session.call_tool("echo", {"text": "still here"})
                 report["after_cancel"] = again.content[0].text
 
+    report["stream_errors"] = errors
     print(json.dumps(report))
 
 

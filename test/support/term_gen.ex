@@ -153,4 +153,88 @@ defmodule CMDC.Tool.TermGen do
 
     {%{"ok" => 1, "list" => [1, %{"deep" => bad}]}, "/list/1/deep"}
   end
+
+  @patterns ["^[a-z]+$", "^x", "\\d", "^[\\w.-]+/[\\w.-]+$", "é", "^.{2,4}$"]
+  @formats ["email", "date", "ipv4", "uri", "uuid"]
+  @types ~w(null boolean object array number integer string)
+
+  @doc """
+  A random JSON Schema of at most `depth` levels over the keywords tool schemas use (the ones
+  the compiled program implements) and a few it leaves to `jsonschema`, for `draft` ("7" or
+  "2020-12"). `$ref`s point at the root or at `$defs`.
+  """
+  def schema(draft, depth \\ 3) do
+    s = subschema(draft, depth)
+
+    if is_map(s) and :rand.uniform(4) == 1 do
+      Map.put(s, "$defs", %{"d" => subschema(draft, depth - 1)})
+    else
+      s
+    end
+  end
+
+  defp subschema(draft, depth) do
+    case :rand.uniform(12) do
+      1 ->
+        Enum.random([true, false, %{}])
+
+      _ ->
+        Map.new(
+          Enum.take_random(keywords(draft, depth), :rand.uniform(4)),
+          &{elem(&1, 0), elem(&1, 1).()}
+        )
+    end
+  end
+
+  defp keywords(draft, depth) do
+    sub = fn -> subschema(draft, max(depth - 1, 0)) end
+    subs = fn -> for _ <- 1..:rand.uniform(3), do: sub.() end
+    number = fn -> Enum.random([0, 1, 2, -3, 2.5, 1.0, 100, 0.5, 9_007_199_254_740_992]) end
+    count = fn -> Enum.random([0, 1, 2, 3]) end
+
+    base = [
+      {"type",
+       fn ->
+         if :rand.uniform(3) == 1, do: Enum.take_random(@types, 2), else: Enum.random(@types)
+       end},
+      {"enum", fn -> for _ <- 1..:rand.uniform(3), do: json(1) end},
+      {"const", fn -> json(1) end},
+      {"minLength", count},
+      {"maxLength", count},
+      {"pattern", fn -> Enum.random(@patterns) end},
+      {"format", fn -> Enum.random(@formats) end},
+      {"minimum", number},
+      {"maximum", number},
+      {"exclusiveMinimum", number},
+      {"exclusiveMaximum", number},
+      {"multipleOf", fn -> Enum.random([1, 2, 0.5, 1.5]) end},
+      {"required", fn -> Enum.take_random(@keys, :rand.uniform(3)) end},
+      {"minProperties", count},
+      {"maxProperties", count},
+      {"minItems", count},
+      {"maxItems", count},
+      {"uniqueItems", fn -> true end},
+      {"$ref", fn -> Enum.random(["#", "#/$defs/d"]) end}
+    ]
+
+    nested = [
+      {"properties", fn -> Map.new(Enum.take_random(@keys, :rand.uniform(4)), &{&1, sub.()}) end},
+      {"additionalProperties", sub},
+      {"items", sub},
+      {"anyOf", subs},
+      {"oneOf", subs},
+      {"allOf", subs},
+      {"not", sub},
+      {"if", sub},
+      {"then", sub},
+      {"else", sub}
+    ]
+
+    by_draft =
+      if draft == "2020-12",
+        do: [{"prefixItems", subs}],
+        else: [{"items", subs}, {"additionalItems", sub}]
+
+    if depth > 0, do: base ++ nested ++ by_draft, else: base
+  end
 end

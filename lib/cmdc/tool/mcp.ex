@@ -4,10 +4,16 @@ defmodule CMDC.Tool.MCP do
   replies and effects out. `CMDC.Tool.MCP.Server` runs it over stdio.
 
   Protocol versions `2025-06-18` and `2025-11-25` are negotiated at `initialize` (a client asking
-  for another version gets the newest one, as the specification says). Supported: `initialize`,
-  `ping`, `tools/list` (cursor pagination), `tools/call`, `notifications/initialized`,
-  `notifications/cancelled`; the server sends `notifications/progress` and
-  `notifications/tools/list_changed`.
+  for another version gets the newest one, as the specification says; see
+  `CMDC.Tool.MCP.Protocol`). Supported: `initialize`, `ping`, `tools/list` (cursor pagination),
+  `tools/call`, `notifications/initialized`, `notifications/cancelled`; the server sends
+  `notifications/progress`, and `notifications/tools/list_changed` when started with
+  `list_changed: true` (only then is `listChanged` advertised). Requests other than `ping` before
+  `initialize` get an Invalid Request error (-32600) saying so.
+
+  Tools list their optional `title`, `annotations` and `outputSchema` (see
+  `CMDC.Tool.Structured`); a tool with an output schema answers with `structuredContent` (checked
+  against that schema by the runner) and the same JSON as text content.
 
   Validation failures and tool errors are tool *results* with `isError: true` (SEP-1303), so the
   model can read them; unknown tools and malformed requests are JSON-RPC errors.
@@ -19,16 +25,14 @@ defmodule CMDC.Tool.MCP do
       %{"jsonrpc" => "2.0", "id" => 1, "result" => %{}}
   """
 
-  @versions ["2025-11-25", "2025-06-18"]
-  @latest hd(@versions)
+  alias CMDC.Tool.MCP.Protocol
 
-  # JSON-RPC error codes
-  @parse_error -32_700
-  @invalid_request -32_600
-  @method_not_found -32_601
-  @invalid_params -32_602
-
-  defstruct tools: [], page_size: 50, initialized?: false, version: nil, server_name: "cmdc_tool"
+  defstruct tools: [],
+            page_size: 50,
+            initialized?: false,
+            version: nil,
+            server_name: "cmdc_tool",
+            list_changed: false
 
   @type t :: %__MODULE__{}
 
@@ -40,14 +44,17 @@ defmodule CMDC.Tool.MCP do
           {:call, id :: term(), module(), args :: map(), progress_token :: term() | nil}
           | {:cancel, id :: term()}
 
-  @doc "A protocol state serving `tools` (a list of tool modules)."
+  @doc """
+  A protocol state serving `tools` (a list of tool modules). Options: `:page_size`,
+  `:server_name`, `:list_changed` (the server will send `notifications/tools/list_changed`).
+  """
   @spec new([module()], keyword()) :: t()
   def new(tools, opts \\ []) do
     struct!(__MODULE__, Keyword.put(opts, :tools, tools))
   end
 
   @doc "The protocol versions this server speaks, newest first."
-  def versions, do: @versions
+  defdelegate versions, to: Protocol
 
   @doc """
   Handles one decoded message. Returns `{outgoing, state}` where `outgoing` holds JSON-RPC
@@ -57,7 +64,7 @@ defmodule CMDC.Tool.MCP do
   def handle(%{"jsonrpc" => "2.0", "method" => method} = msg, state) when is_binary(method) do
     case Map.fetch(msg, "id") do
       {:ok, id} when is_binary(id) or is_integer(id) -> request(method, id, params(msg), state)
-      {:ok, id} -> {[error(id, @invalid_request, "id must be a string or an integer")], state}
+      {:ok, id} -> {[error(id, :invalid_request, "id must be a string or an integer")], state}
       :error -> notification(method, params(msg), state)
     end
   end
@@ -69,16 +76,16 @@ defmodule CMDC.Tool.MCP do
   end
 
   def handle(list, state) when is_list(list) do
-    {[error(nil, @invalid_request, "batches are not supported (removed in MCP 2025-06-18)")],
+    {[error(nil, :invalid_request, "batches are not supported (removed in MCP 2025-06-18)")],
      state}
   end
 
   def handle(msg, state) do
-    {[error(id_of(msg), @invalid_request, "not a JSON-RPC 2.0 request")], state}
+    {[error(id_of(msg), :invalid_request, "not a JSON-RPC 2.0 request")], state}
   end
 
   @doc "The reply for a line that is not JSON."
-  def parse_error(message), do: error(nil, @parse_error, "Parse error: " <> message)
+  def parse_error(message), do: error(nil, :parse_error, "Parse error: " <> message)
 
   defp params(msg) do
     case msg["params"] do
@@ -90,13 +97,15 @@ defmodule CMDC.Tool.MCP do
   defp id_of(%{"id" => id}) when is_binary(id) or is_integer(id), do: id
   defp id_of(_), do: nil
 
+  @methods ~w(initialize ping tools/list tools/call)
+
   defp request("initialize", id, params, state) do
-    requested = params["protocolVersion"]
-    version = if requested in @versions, do: requested, else: @latest
+    version = Protocol.negotiate(params["protocolVersion"])
+    tools = if state.list_changed, do: %{"listChanged" => true}, else: %{}
 
     result = %{
       "protocolVersion" => version,
-      "capabilities" => %{"tools" => %{"listChanged" => true}},
+      "capabilities" => %{"tools" => tools},
       "serverInfo" => %{"name" => state.server_name, "version" => version()}
     }
 
@@ -104,6 +113,12 @@ defmodule CMDC.Tool.MCP do
   end
 
   defp request("ping", id, _params, state), do: {[reply(id, %{})], state}
+
+  # Known methods wait for initialize; unknown ones stay "not found" (clients probe with them).
+  defp request(method, id, _params, %{version: nil} = state) when method in @methods do
+    message = "Server not initialized: send initialize before #{method}"
+    {[error(id, :invalid_request, message)], state}
+  end
 
   defp request("tools/list", id, params, state) do
     tools = state.tools
@@ -118,7 +133,7 @@ defmodule CMDC.Tool.MCP do
 
       {[reply(id, result)], state}
     else
-      :error -> {[error(id, @invalid_params, "invalid cursor")], state}
+      :error -> {[error(id, :invalid_params, "invalid cursor")], state}
     end
   end
 
@@ -129,10 +144,10 @@ defmodule CMDC.Tool.MCP do
 
     cond do
       not is_binary(name) ->
-        {[error(id, @invalid_params, "tools/call needs a tool name")], state}
+        {[error(id, :invalid_params, "tools/call needs a tool name")], state}
 
       not is_map(args) ->
-        {[error(id, @invalid_params, "arguments must be an object")], state}
+        {[error(id, :invalid_params, "arguments must be an object")], state}
 
       true ->
         case CMDC.Tool.find(state.tools, name) do
@@ -140,14 +155,14 @@ defmodule CMDC.Tool.MCP do
             {[{:call, id, module, args, token}], state}
 
           {:error, :not_found} ->
-            {[error(id, @invalid_params, CMDC.Tool.unknown_tool_message(state.tools, name))],
+            {[error(id, :invalid_params, CMDC.Tool.unknown_tool_message(state.tools, name))],
              state}
         end
     end
   end
 
   defp request(method, id, _params, state) do
-    {[error(id, @method_not_found, "Method not found: #{method}")], state}
+    {[error(id, :method_not_found, "Method not found: #{method}")], state}
   end
 
   defp notification("notifications/initialized", _params, state),
@@ -158,7 +173,7 @@ defmodule CMDC.Tool.MCP do
 
   defp notification(_method, _params, state), do: {[], state}
 
-  @doc "A tool's entry in `tools/list`."
+  @doc "A tool's entry in `tools/list` (with `title`, `annotations`, `outputSchema` when set)."
   @spec describe(module()) :: map()
   def describe(module) do
     %{
@@ -166,12 +181,16 @@ defmodule CMDC.Tool.MCP do
       "description" => CMDC.Tool.description(module),
       "inputSchema" => module.parameters()
     }
+    |> Map.merge(CMDC.Tool.Structured.mcp_fields(module))
   end
 
   @doc "A `tools/call` result from a `CMDC.Tool.Result` (or a tool's own result tuple)."
   @spec call_result(CMDC.Tool.Result.t() | CMDC.Tool.result() | {:invalid, String.t()}) :: map()
   def call_result(%CMDC.Tool.Result{effect: effect}) when effect != nil,
     do: call_result({:effect, effect})
+
+  def call_result(%CMDC.Tool.Result{structured: %{} = structured, content: text}),
+    do: Map.put(text_result(text || "", false), "structuredContent", structured)
 
   def call_result(%CMDC.Tool.Result{content: text, is_error: error?}),
     do: text_result(text || "", error?)
@@ -193,23 +212,21 @@ defmodule CMDC.Tool.MCP do
 
   @doc "A `notifications/progress` message for a partial result."
   def progress(token, count, message) do
-    %{
-      "jsonrpc" => "2.0",
-      "method" => "notifications/progress",
-      "params" => %{"progressToken" => token, "progress" => count, "message" => message}
-    }
+    Protocol.notification("notifications/progress", %{
+      "progressToken" => token,
+      "progress" => count,
+      "message" => message
+    })
   end
 
   @doc "The `notifications/tools/list_changed` message."
-  def list_changed,
-    do: %{"jsonrpc" => "2.0", "method" => "notifications/tools/list_changed"}
+  def list_changed, do: Protocol.notification("notifications/tools/list_changed")
 
   @doc false
-  def reply(id, result), do: %{"jsonrpc" => "2.0", "id" => id, "result" => result}
+  defdelegate reply(id, result), to: Protocol
 
   @doc false
-  def error(id, code, message),
-    do: %{"jsonrpc" => "2.0", "id" => id, "error" => %{"code" => code, "message" => message}}
+  defdelegate error(id, code, message), to: Protocol
 
   defp encode_cursor(offset), do: Base.url_encode64("o:#{offset}", padding: false)
 

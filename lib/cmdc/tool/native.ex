@@ -64,6 +64,14 @@ defmodule CMDC.Tool.Native do
   def schema_validate_api(_schema, _args), do: err()
   def term_layout, do: err()
 
+  # compiled.rs
+  def schema_validate_compiled(_schema, _args, _api), do: err()
+  def bench_compiled_validate(_schema, _args, _iterations), do: err()
+
+  # bench.rs
+  def bench_rust_json(_text, _iterations), do: err()
+  def bench_rust_text_validate(_schema, _text, _iterations), do: err()
+
   # registry.rs
   def registry_new(_reserved), do: err()
   def registry_default, do: err()
@@ -105,4 +113,7 @@ defmodule CMDC.Tool.Native do
   def script_workers, do: err()
   def script_stop(_path), do: err()
   def script_describe_powershell(_source, _path), do: err()
+
+  # stdio.rs
+  def stdio_protocol_fd(_fd), do: err()
 end

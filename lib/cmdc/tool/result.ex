@@ -6,6 +6,8 @@ defmodule CMDC.Tool.Result do
     * `:is_error` - the call failed: unknown tool, invalid arguments, denied, timed out, crashed,
       or the tool returned `{:error, text}`. Map it to the provider's flag
       (Anthropic `is_error`, MCP `isError`).
+    * `:structured` - the structured output (a map) of a tool with an output schema, checked
+      against it (`CMDC.Tool.Structured`); `:content` then holds the same value as JSON text.
     * `:effect` - the term of an `{:effect, term}` result, passed through untouched.
     * `:abort` - the tool asked to abort the whole turn (`CMDC.Context.abort/2`), with a reason.
     * `:duration_us` - wall time of the call in microseconds.
@@ -14,6 +16,7 @@ defmodule CMDC.Tool.Result do
   defstruct id: nil,
             name: nil,
             content: nil,
+            structured: nil,
             is_error: false,
             effect: nil,
             abort: nil,
@@ -24,6 +27,7 @@ defmodule CMDC.Tool.Result do
           id: String.t() | nil,
           name: String.t() | nil,
           content: String.t() | nil,
+          structured: map() | nil,
           is_error: boolean(),
           effect: term(),
           abort: term(),

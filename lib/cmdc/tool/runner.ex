@@ -455,7 +455,8 @@ defmodule CMDC.Tool.Runner do
 
     {tool, mon} =
       spawn_monitor(fn ->
-        send(worker, {:result, ref, invoke(module, args, context)})
+        outcome = module |> invoke(args, context) |> CMDC.Tool.Structured.check(module)
+        send(worker, {:result, ref, outcome})
       end)
 
     deadline = System.monotonic_time(:millisecond) + timeout
@@ -494,9 +495,16 @@ defmodule CMDC.Tool.Runner do
   end
 
   defp kill(tool, mon) do
-    Process.demonitor(mon, [:flush])
-    # :kill cannot be trapped; processes linked to the tool receive :killed and die too.
+    # :kill cannot be trapped; processes linked to the tool receive :killed and die too. Waiting
+    # for the tool to be gone means its OS processes are already being killed (their handles
+    # watch it) when the caller hears "cancelled", e.g. just before the VM halts.
     Process.exit(tool, :kill)
+
+    receive do
+      {:DOWN, ^mon, :process, _, _} -> :ok
+    after
+      1_000 -> Process.demonitor(mon, [:flush])
+    end
   end
 
   defp invoke(module, args, context) do
@@ -515,6 +523,11 @@ defmodule CMDC.Tool.Runner do
     do: %Result{content: truncate(text, max), is_error: true, reason: :tool_error}
 
   defp normalize({:returned, {:effect, term}}, _max), do: %Result{effect: term}
+
+  defp normalize({:structured, text, value}, max),
+    do: %Result{content: truncate(text, max), structured: value}
+
+  defp normalize({:invalid_output, text}, _max), do: Result.error(text, :invalid_output)
 
   defp normalize({:returned, other}, _max) do
     Logger.error("cmdc_tool: execute/2 returned #{inspect(other, limit: 20)}")

@@ -134,13 +134,27 @@ defmodule CMDC.Tool.Schema do
   module version. A schema that does not compile gives `{:error, message}` (also cached).
   """
   @spec for_module(module()) :: {:ok, t()} | {:error, String.t()}
-  def for_module(module) when is_atom(module) do
-    key = {__MODULE__, module}
+  def for_module(module) when is_atom(module),
+    do: cached(module, {__MODULE__, module}, "parameters/0", fn -> module.parameters() end)
+
+  @doc """
+  The compiled validator for a tool module's output schema (`CMDC.Tool.Structured.output_schema/1`),
+  cached per module version like `for_module/1`; `{:error, message}` when it has none or it does
+  not compile.
+  """
+  @spec for_output(module()) :: {:ok, t()} | {:error, String.t()}
+  def for_output(module) when is_atom(module) do
+    cached(module, {__MODULE__, :output, module}, "output_schema/0", fn ->
+      CMDC.Tool.Structured.output_schema(module) || {:error, "no output schema"}
+    end)
+  end
+
+  defp cached(module, key, what, fetch) do
     md5 = module_md5(module)
 
     case :persistent_term.get(key, nil) do
       {^md5, result} when md5 != nil -> result
-      _ -> compile_module(module, key, md5)
+      _ -> compile_module(module, key, md5, what, fetch)
     end
   end
 
@@ -150,16 +164,19 @@ defmodule CMDC.Tool.Schema do
     UndefinedFunctionError -> nil
   end
 
-  defp compile_module(module, key, md5) do
+  defp compile_module(module, key, md5, what, fetch) do
     result =
       try do
-        compile(module.parameters())
+        case fetch.() do
+          {:error, _} = error -> error
+          schema -> compile(schema)
+        end
       rescue
         e in UndefinedFunctionError ->
           {:error, "#{inspect(module)} is not a tool: #{Exception.message(e)}"}
 
         e ->
-          {:error, "#{inspect(module)}.parameters/0 raised: #{Exception.message(e)}"}
+          {:error, "#{inspect(module)}.#{what} raised: #{Exception.message(e)}"}
       end
 
     result =

@@ -3,15 +3,12 @@ defmodule Mix.Tasks.Cmdc.Mcp do
   @moduledoc """
   Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout).
 
-      mix cmdc.mcp [--page-size N] [--watch MS] [PATH...]
+      mix cmdc.mcp [--watch MS] [--page-size N] [PATH...]
 
-  `--watch MS` looks for added, changed or removed tool files every MS milliseconds and sends
-  `notifications/tools/list_changed` when the tools changed.
+  The same command as `bin/cmdc-mcp` (see `CMDC.Tool.MCP.Main` and `--help`), inside Mix.
+  MCP clients should start `bin/cmdc-mcp`: it skips Mix entirely when the build is current.
 
-  stdout carries protocol frames only; build output and logs go to stderr. MCP clients should
-  start the server with `bin/cmdc-mcp` (it compiles first, quietly, then runs this task):
-
-      {"command": "/path/to/project/bin/cmdc-mcp"}
+  stdout carries protocol frames only; build output and logs go to stderr.
   """
   use Mix.Task
 
@@ -20,20 +17,11 @@ defmodule Mix.Tasks.Cmdc.Mcp do
     # Everything but protocol frames goes to stderr, starting with Mix's own output.
     Mix.shell(CMDC.Tool.StderrShell)
     Logger.configure_backend(:console, device: :standard_error)
-    Mix.Task.run("app.start")
+    if argv in [["--help"], ["-h"]], do: Mix.Task.run("compile"), else: Mix.Task.run("app.start")
 
-    {opts, paths} = OptionParser.parse!(argv, strict: [page_size: :integer, watch: :integer])
-    load = fn -> CMDC.Tool.CLI.tools(paths) end
-    if interval = opts[:watch], do: watch(interval)
-    CMDC.Tool.MCP.Server.serve(load.(), Keyword.take(opts, [:page_size]) ++ [refresh: load])
-  end
-
-  # Asks the server to reload every `interval` ms; it notifies the client only on a change.
-  defp watch(interval) do
-    server = self()
-
-    spawn_link(fn ->
-      Stream.interval(interval) |> Enum.each(fn _ -> CMDC.Tool.MCP.Server.refresh(server) end)
-    end)
+    case CMDC.Tool.MCP.Main.run(argv) do
+      :ok -> :ok
+      {:error, status} -> exit({:shutdown, status})
+    end
   end
 end

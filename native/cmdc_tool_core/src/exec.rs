@@ -236,6 +236,132 @@ pub fn kill_group(pgid: u32, signal: i32) {
     }
 }
 
+fn signal_pid(pid: u32, signal: i32) {
+    if pid > 1 {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(pid as libc::pid_t, signal);
+        }
+    }
+}
+
+/// Every live process whose chain of parents leads to `root` (not `root` itself), parents
+/// before children. Read from `/proc`; empty where there is none.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(ppid) = parent_of(pid) {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            if !out.contains(&c) {
+                out.push(c);
+                todo.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The parent of a live (not zombie) process, from `/proc/{pid}/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ')'.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    fields.next()?.parse().ok()
+}
+
+/// Kills `root`, its process group and every descendant, including those that left the group
+/// (`setsid`, `start_new_session=True`) and their groups. The tree is walked *before* anything
+/// is killed (a killed parent's children are re-parented and can no longer be found) and each
+/// process found is stopped first, so none can fork past the walk.
+pub fn kill_tree(root: u32) {
+    if root <= 1 {
+        return;
+    }
+    signal_pid(root, libc::SIGSTOP);
+    let mut found: Vec<u32> = Vec::new();
+    // Walk until a pass finds nothing new: a process may fork between a read and its stop.
+    for _ in 0..8 {
+        let fresh: Vec<u32> = descendants(root)
+            .into_iter()
+            .filter(|p| !found.contains(p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for &p in &fresh {
+            signal_pid(p, libc::SIGSTOP);
+        }
+        found.extend(fresh);
+    }
+    kill_group(root, libc::SIGKILL);
+    signal_pid(root, libc::SIGKILL);
+    for &p in &found {
+        // A descendant that leads its own group (setsid) may have started more in that group.
+        // SAFETY: getpgid has no memory-safety preconditions.
+        let pgid = unsafe { libc::getpgid(p as libc::pid_t) };
+        if pgid == p as libc::pid_t {
+            kill_group(p, libc::SIGKILL);
+        }
+        signal_pid(p, libc::SIGKILL);
+    }
+}
+
+/// Kills the tree of [`kill_tree`] when dropped: a started process cannot outlive the scope that
+/// owns it, whichever way that scope ends (result, error, time-out, cancel).
+pub struct TreeGuard(pub u32);
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        kill_tree(self.0);
+    }
+}
+
+/// Kills each process of a walked tree when dropped (after the grace period of a time-out).
+fn scopeguard(pids: Vec<u32>) -> impl Drop {
+    struct Strays(Vec<u32>);
+    impl Drop for Strays {
+        fn drop(&mut self) {
+            for &p in &self.0 {
+                signal_pid(p, libc::SIGKILL);
+            }
+        }
+    }
+    Strays(pids)
+}
+
+/// Starts `cmd` with stdin, stdout and stderr piped, in a group of its own ([`own_group`]).
+pub async fn spawn_piped(cmd: &mut Command) -> io::Result<tokio::process::Child> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    spawn(own_group(cmd)).await
+}
+
+/// What every process this crate starts gets: a process group of its own (led by the child, so
+/// `killpg` reaches what it starts) and a kill when the owning `Child` is dropped (tokio reaps it).
+pub fn own_group(cmd: &mut Command) -> &mut Command {
+    cmd.process_group(0).kill_on_drop(true)
+}
+
 fn build_command(spec: &Spec) -> Command {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args);
@@ -258,10 +384,7 @@ fn build_command(spec: &Spec) -> Command {
     });
     cmd.stdout(Stdio::piped());
     cmd.stderr(Stdio::piped());
-    // A new process group led by the child: killpg reaches everything it starts.
-    cmd.process_group(0);
-    // Should this future be dropped, the child is still killed and tokio reaps it.
-    cmd.kill_on_drop(true);
+    own_group(&mut cmd);
     #[cfg(target_os = "linux")]
     {
         // Should the whole VM die (SIGKILL, a crash), the kernel kills the program too. The
@@ -388,6 +511,10 @@ where
             }
         }
         if ending != Ending::Exited {
+            // Walked now: once the program dies, descendants that left its group (setsid) are
+            // re-parented and cannot be found any more.
+            let strays = descendants(pid);
+            let _strays = scopeguard(strays);
             // Not reaped yet, so the group id cannot have been reused.
             kill_group(pid, libc::SIGTERM);
             let grace = tokio::time::sleep(spec.kill_grace);
@@ -429,8 +556,37 @@ where
     })
 }
 
+/// Helpers for tests that check processes are gone.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::time::Duration;
+
+    /// Whether `pid` still runs, given up to 2 s to finish dying (a signal is delivered
+    /// asynchronously). A zombie is dead for our purposes (its parent may not be us).
+    pub fn alive(pid: u32) -> bool {
+        for _ in 0..200 {
+            if !running(pid) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    pub fn running(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                !state.starts_with('Z')
+            }
+            Err(_) => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::alive;
     use super::*;
 
     fn spec(program: &str, args: &[&str]) -> Spec {
@@ -487,28 +643,6 @@ mod tests {
         closer.join().unwrap();
         assert_eq!(out.stdout, b"started\n");
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// Whether `pid` still runs, given up to 2 s to finish dying (a signal is delivered
-    /// asynchronously). A zombie is dead for our purposes (its parent may not be us).
-    fn alive(pid: u32) -> bool {
-        for _ in 0..200 {
-            if !running(pid) {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        true
-    }
-
-    fn running(pid: u32) -> bool {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => {
-                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-                !state.starts_with('Z')
-            }
-            Err(_) => false,
-        }
     }
 
     #[test]
@@ -671,5 +805,43 @@ mod tests {
         let child: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
         assert!(!alive(child));
         assert!(o.duration < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_children_that_left_the_group() {
+        // `setsid` puts the sleeper in a session (and group) of its own: killpg misses it.
+        let mut s = spec("sh", &["-c", "setsid sleep 30 & echo $!; wait"]);
+        s.timeout = Some(Duration::from_millis(300));
+        let o = run_simple(s).await.unwrap();
+        assert_eq!(o.ending, Ending::TimedOut);
+        let child: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+        assert!(
+            !alive(child),
+            "the setsid child {child} outlived the time-out"
+        );
+    }
+
+    #[test]
+    fn kill_tree_reaches_every_descendant() {
+        // sh -> (setsid sh -> sleep), sh -> sleep: three levels, two sessions.
+        let mut root = std::process::Command::new("sh")
+            .args(["-c", "setsid sh -c 'sleep 30 & wait' & sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let pid = root.id();
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = descendants(pid);
+            if found.len() >= 4 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(found.len() >= 3, "descendants of {pid}: {found:?}");
+        kill_tree(pid);
+        let _ = root.wait();
+        for p in found {
+            assert!(!alive(p), "{p} survived kill_tree");
+        }
     }
 }

@@ -90,7 +90,7 @@ fn explain(term: Term, budget: &Budget) -> TermError {
 
 /// `enif_term_type`, read as a plain `int`: a future term type must not become an invalid enum.
 #[inline]
-fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
+pub(crate) fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
     type TermTypeFn = unsafe extern "C" fn(*mut ErlNifEnv, ErlNifTerm) -> c_int;
     // SAFETY: the C function returns an `int`; only the Rust-side return type differs.
     let f: TermTypeFn = unsafe {
@@ -100,13 +100,13 @@ fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
 }
 
 // `ErlNifTermType` values (erl_nif.h).
-const TYPE_ATOM: c_int = 1;
-const TYPE_FLOAT: c_int = 3;
-const TYPE_INTEGER: c_int = 5;
-const TYPE_LIST: c_int = 6;
-const TYPE_MAP: c_int = 7;
+pub(crate) const TYPE_ATOM: c_int = 1;
+pub(crate) const TYPE_FLOAT: c_int = 3;
+pub(crate) const TYPE_INTEGER: c_int = 5;
+pub(crate) const TYPE_LIST: c_int = 6;
+pub(crate) const TYPE_MAP: c_int = 7;
 
-mod atoms {
+pub(crate) mod atoms {
     rustler::atoms! { true_atom = "true", false_atom = "false", nil_atom = "nil" }
 }
 

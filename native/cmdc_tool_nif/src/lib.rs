@@ -3,6 +3,8 @@
 
 pub mod atoms;
 pub mod beam;
+pub mod bench;
+pub mod compiled;
 pub mod discovery;
 pub mod exec;
 pub mod json;
@@ -12,6 +14,7 @@ pub mod round_trip;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;
+pub mod stdio;
 pub mod term;
 
 rustler::init!("Elixir.CMDC.Tool.Native");

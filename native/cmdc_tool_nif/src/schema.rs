@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
     check, check_for, compile, compile_for, parse_draft, Documents, Failure,
 };
-use jsonschema::Validator;
+use jsonschema::{Draft, Validator};
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
@@ -30,6 +31,9 @@ pub struct Schema {
     /// check both paths agree and for the pure-Rust benchmark figure.
     pub converting: AssertUnwindSafe<Validator>,
     pub source: Value,
+    /// The schema compiled into checks that read terms directly (`compiled.rs`), when it uses
+    /// only the keywords that path implements; tried first, `validator` decides the rest.
+    pub compiled: Option<Program>,
     /// Provider conversions of `source` (see `crate::registry`), made on first use.
     pub converted: Mutex<ConversionCache>,
     /// Where strict mode's rewrite made nulls stand for absent keys (`crate::round_trip`).
@@ -40,10 +44,16 @@ pub struct Schema {
 pub type ConversionCache = HashMap<(Format, bool), (String, Arc<Converted>)>;
 
 impl Schema {
-    pub fn new(validator: Validator<Beam>, converting: Validator, source: Value) -> Self {
+    pub fn new(
+        validator: Validator<Beam>,
+        converting: Validator,
+        source: Value,
+        draft: Option<Draft>,
+    ) -> Self {
         Schema {
             validator: AssertUnwindSafe(validator),
             converting: AssertUnwindSafe(converting),
+            compiled: Program::compile(&source, resolved_draft(&source, draft)),
             source,
             converted: Mutex::new(HashMap::new()),
             null_plan: OnceLock::new(),
@@ -100,6 +110,14 @@ pub(crate) fn validate_term<'a>(
     args: Term<'a>,
     budget: Budget,
 ) -> Term<'a> {
+    if let Some(program) = &schema.compiled {
+        match crate::compiled::run(program, args, budget.is_dirty()) {
+            Ok(()) => return atoms::ok().encode(env),
+            Err(Stop::Yield) => return atoms::r#yield().encode(env),
+            // Invalid or undecided: the `jsonschema` path decides and names the errors.
+            Err(_) => {}
+        }
+    }
     validate_tape(env, schema, beam::build(args, &mut { budget }))
 }
 
@@ -138,6 +156,11 @@ pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> T
             return failures_term(env, &[Failure::json("", message)])
         }
     };
+    if let Some(program) = &schema.compiled {
+        if crate::compiled::run(program, args, true).is_ok() {
+            return (atoms::ok(), args).encode(env);
+        }
+    }
     match beam::build(args, &mut Budget::dirty()) {
         Err(e) => failures_term(env, &[not_json(&e)]),
         Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
@@ -192,7 +215,7 @@ fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a
     match compiled {
         Ok((validator, converting)) => (
             atoms::ok(),
-            ResourceArc::new(Schema::new(validator, converting, source)),
+            ResourceArc::new(Schema::new(validator, converting, source, draft)),
         )
             .encode(env),
         Err(msg) => (atoms::error(), msg).encode(env),
@@ -338,7 +361,7 @@ fn bench_noop<'a>(env: Env<'a>, _schema: &'a Schema, _input: Term<'a>) -> Term<'
 
 /// ns per call of `f`, best of five rounds of `n` calls: the round least disturbed by other work
 /// on the machine.
-fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
+pub(crate) fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
     (0..5)
         .map(|_| {
             let start = Instant::now();

@@ -80,6 +80,53 @@ defmodule CMDC.Tool.BeamTest do
     end
   end
 
+  test "the compiled program and the jsonschema path agree on random schemas and terms" do
+    TermGen.seed(ExUnit.configuration()[:seed])
+    tally = %{valid: 0, invalid: 0, fallback: 0, unsupported: 0}
+
+    tally =
+      Enum.reduce(1..300, tally, fn _, tally ->
+        draft = Enum.random(["7", "2020-12"])
+        source = TermGen.schema(draft)
+
+        case Schema.compile(source, draft: draft) do
+          # A generated schema can break its meta-schema (e.g. a `$ref` to a missing `$defs`).
+          {:error, _} ->
+            tally
+
+          {:ok, schema} ->
+            Enum.reduce(1..30, tally, fn _, tally ->
+              term = if :rand.uniform(3) == 1, do: TermGen.map(3), else: TermGen.json(3)
+              program = Native.schema_validate_compiled(schema, term, false)
+              reference = Native.schema_validate_api(schema, term)
+              why = "schema #{inspect(source)} (draft #{draft}) on #{inspect(term)}"
+              assert Native.schema_validate_compiled(schema, term, true) == program, why
+
+              case program do
+                :valid ->
+                  assert reference == :ok, "program valid, jsonschema not: " <> why
+
+                :invalid ->
+                  assert {:error, _} = reference, "program invalid, jsonschema ok: " <> why
+
+                _ ->
+                  :ok
+              end
+
+              assert normalize(Native.schema_validate_dirty(schema, term)) ==
+                       normalize(reference),
+                     why
+
+              Map.update!(tally, program, &(&1 + 1))
+            end)
+        end
+      end)
+
+    IO.puts("\ncompiled program vs jsonschema on random schemas: #{inspect(tally)}")
+    # Most generated schemas and terms stay on the program: the comparison is not vacuous.
+    assert tally.valid > 300 and tally.invalid > 300
+  end
+
   test "non-JSON terms give the same error on both paths" do
     schema = Schema.compile!(%{"type" => "object"})
 
@@ -166,7 +213,7 @@ defmodule CMDC.Tool.BeamTest do
 
   test "a large map crosses from the normal to the dirty scheduler without a false error" do
     s = Schema.compile!(%{"type" => "object"})
-    files = Enum.map(1..2000, &%{"path" => "f#{&1}", "content" => String.duplicate("x", 300)})
+    files = Enum.map(1..6000, &%{"path" => "f#{&1}", "content" => String.duplicate("x", 300)})
     assert :yield = Native.schema_validate(s, %{"files" => files})
     assert {:ok, _} = Schema.validate(s, %{"files" => files})
   end

@@ -8,6 +8,11 @@ defmodule CMDC.Tool.MCPTest do
   defp req(id, method, params \\ %{}),
     do: %{"jsonrpc" => "2.0", "id" => id, "method" => method, "params" => params}
 
+  defp initialized(tools, opts \\ []) do
+    {[_], state} = MCP.handle(req(0, "initialize"), MCP.new(tools, opts))
+    state
+  end
+
   describe "protocol" do
     test "initialize negotiates 2025-06-18 and 2025-11-25, else offers the newest" do
       state = MCP.new([Echo])
@@ -20,12 +25,33 @@ defmodule CMDC.Tool.MCPTest do
           ] do
         {[reply], _} = MCP.handle(req(1, "initialize", %{"protocolVersion" => asked}), state)
         assert reply["result"]["protocolVersion"] == got
-        assert reply["result"]["capabilities"]["tools"]["listChanged"] == true
       end
     end
 
+    test "listChanged is advertised only when the server will send it" do
+      {[plain], _} = MCP.handle(req(1, "initialize"), MCP.new([Echo]))
+      assert plain["result"]["capabilities"]["tools"] == %{}
+      {[watching], _} = MCP.handle(req(1, "initialize"), MCP.new([Echo], list_changed: true))
+      assert watching["result"]["capabilities"]["tools"] == %{"listChanged" => true}
+    end
+
+    test "requests other than ping before initialize get Invalid Request; unknown stay unknown" do
+      state = MCP.new([Echo])
+
+      for method <- ["tools/list", "tools/call"] do
+        {[reply], ^state} = MCP.handle(req(1, method, %{"name" => "echo"}), state)
+        assert reply["error"]["code"] == -32_600
+        assert reply["error"]["message"] =~ "not initialized"
+      end
+
+      assert {[%{"result" => %{}}], _} = MCP.handle(req(2, "ping"), state)
+      # Clients probe with methods a server may not know (the Python SDK's server/discover).
+      assert {[%{"error" => %{"code" => -32_601}}], _} =
+               MCP.handle(req(3, "server/discover"), state)
+    end
+
     test "tools/list pages with an opaque cursor" do
-      state = MCP.new([Echo, ReadFile], page_size: 1)
+      state = initialized([Echo, ReadFile], page_size: 1)
       {[r1], _} = MCP.handle(req(1, "tools/list"), state)
       assert [%{"name" => "echo", "inputSchema" => %{"type" => "object"}}] = r1["result"]["tools"]
       cursor = r1["result"]["nextCursor"]
@@ -37,7 +63,7 @@ defmodule CMDC.Tool.MCPTest do
     end
 
     test "tools/call becomes a call effect; unknown tools are JSON-RPC errors with a hint" do
-      state = MCP.new([Echo])
+      state = initialized([Echo])
 
       params = %{
         "name" => "echo",
@@ -54,7 +80,7 @@ defmodule CMDC.Tool.MCPTest do
     end
 
     test "malformed requests get proper errors" do
-      state = MCP.new([Echo])
+      state = initialized([Echo])
       assert {[%{"error" => %{"code" => -32_601}}], _} = MCP.handle(req(1, "nope"), state)
       assert {[%{"error" => %{"code" => -32_600}}], _} = MCP.handle(%{"id" => 1}, state)
       assert {[%{"error" => %{"code" => -32_600}}], _} = MCP.handle([req(1, "ping")], state)
@@ -101,26 +127,24 @@ defmodule CMDC.Tool.MCPTest do
     feed_loop(rest)
   end
 
-  test "server: refresh sends list_changed only when the tools changed; malformed frames never stop it" do
+  test "server: new tool lists send list_changed only when the tools changed; malformed frames never stop it" do
     {:ok, out} = StringIO.open("")
     input = feeder()
-    tools = :counters.new(1, [])
-    load = fn -> if :counters.get(tools, 1) == 0, do: [Echo], else: [Echo, ReadFile] end
     me = self()
 
     server =
       spawn_link(fn ->
-        CMDC.Tool.MCP.Server.serve([Echo], input: input, output: out, refresh: load)
+        CMDC.Tool.MCP.Server.serve([Echo], input: input, output: out, list_changed: true)
         send(me, :stopped)
       end)
 
     send(input, {:feed, "not json\n"})
-    send(input, {:feed, ~s({"jsonrpc":"2.0","id":1,"method":"ping"}\n)})
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":1,"method":"initialize"}\n)})
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"ping"}\n)})
     Process.sleep(100)
-    send(server, :refresh)
-    :counters.add(tools, 1, 1)
-    send(server, :refresh)
-    send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"tools/list"}\n)})
+    CMDC.Tool.MCP.Server.refresh(server, [Echo])
+    CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":3,"method":"tools/list"}\n)})
     send(input, :eof)
     assert_receive :stopped, 5_000
 
@@ -131,10 +155,33 @@ defmodule CMDC.Tool.MCPTest do
       |> String.split("\n", trim: true)
       |> Enum.map(&CMDC.Tool.JSON.decode!/1)
 
-    assert [%{"error" => %{"code" => -32_700}}, %{"id" => 1, "result" => %{}}, changed, list] =
+    assert [%{"error" => %{"code" => -32_700}}, %{"id" => 1}, %{"id" => 2}, changed, list] =
              frames
 
     assert changed == %{"jsonrpc" => "2.0", "method" => "notifications/tools/list_changed"}
+    assert length(list["result"]["tools"]) == 2
+  end
+
+  test "server: without list_changed, a new tool list is served but never announced" do
+    {:ok, out} = StringIO.open("")
+    input = feeder()
+    me = self()
+
+    server =
+      spawn_link(fn ->
+        CMDC.Tool.MCP.Server.serve([Echo], input: input, output: out)
+        send(me, :stopped)
+      end)
+
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":1,"method":"initialize"}\n)})
+    Process.sleep(100)
+    CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
+    send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"tools/list"}\n)})
+    send(input, :eof)
+    assert_receive :stopped, 5_000
+    {_, text} = StringIO.contents(out)
+    frames = text |> String.split("\n", trim: true) |> Enum.map(&CMDC.Tool.JSON.decode!/1)
+    assert [%{"id" => 1}, %{"id" => 2} = list] = frames
     assert length(list["result"]["tools"]) == 2
   end
 

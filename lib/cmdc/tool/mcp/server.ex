@@ -2,52 +2,83 @@ defmodule CMDC.Tool.MCP.Server do
   @moduledoc """
   An MCP server over stdio: newline-delimited JSON-RPC 2.0 on stdin/stdout.
 
-  stdout carries protocol frames and nothing else: logging goes to stderr. Each `tools/call`
-  runs in its own process, so calls overlap, a cancelled call (`notifications/cancelled`) is
-  killed with everything it started, and partial results stream as `notifications/progress`
-  when the client sent a `progressToken`. A malformed line gets a JSON-RPC error and the server
-  reads on; end of input stops the server once running calls have answered.
+  stdout carries protocol frames and nothing else. Started by `CMDC.Tool.MCP.Main` (what
+  `bin/cmdc-mcp` and `mix cmdc.mcp` run), frames go to the real stdout through a dedicated
+  port while file descriptor 1 itself points at stderr (`CMDC.Tool.MCP.Stdio`), so output from
+  any process of the VM and from any program it starts lands on stderr. Within `serve/2` the
+  tool calls also run under a group leader that writes to stderr, so a tool's `IO.puts/1` never
+  reaches the protocol stream, whatever the output device.
 
-  Started by `mix cmdc.mcp`; `serve/2` can run it in any process that owns stdio.
+  Each `tools/call` runs through `CMDC.Tool.Runner`, so calls overlap, a cancelled call
+  (`notifications/cancelled`) is killed with everything it started, and partial results stream
+  as `notifications/progress` when the client sent a `progressToken`. A malformed line gets a
+  JSON-RPC error and the server reads on. At end of input (the client is gone) the calls still
+  running are cancelled — tools and their OS processes killed — and `serve/2` returns.
+
+  `serve/2` can run in any process that owns stdio.
   """
 
   require Logger
 
-  alias CMDC.Tool.MCP
+  alias CMDC.Tool.{MCP, Runner}
+  alias CMDC.Tool.MCP.Protocol
+
+  # How long shutdown waits for cancelled calls to end (their tools are killed, not asked).
+  @shutdown_ms 800
 
   @doc """
   Serves `tools` until stdin closes. Options: `:page_size` (tools per `tools/list` page),
-  `:input`/`:output` (IO devices, stdio by default), `:refresh` (a zero-arity function returning
-  the current tool list, called on `refresh/1`), `:context` (the `CMDC.Context` for calls).
+  `:input` (an IO device, the caller's group leader by default), `:output` (an IO device or a
+  port from `CMDC.Tool.MCP.Stdio.open/0`; stdio by default), `:list_changed` (advertise and send
+  `notifications/tools/list_changed`: pass it when something calls `refresh/2`), `:context`
+  (the `CMDC.Context` for calls).
   """
   @spec serve([module()], keyword()) :: :ok
   def serve(tools, opts \\ []) do
-    input = Keyword.get(opts, :input, :stdio)
-    output = Keyword.get(opts, :output, :stdio)
-    # Raw bytes both ways: with the default unicode encoding, binread would transcode UTF-8
-    # input to Latin-1 and break every non-ASCII argument.
-    if input == :stdio, do: :io.setopts(:standard_io, binary: true, encoding: :latin1)
+    output = Keyword.get_lazy(opts, :output, &Process.group_leader/0)
+
+    input =
+      Keyword.get_lazy(opts, :input, fn ->
+        # Raw bytes: with the default unicode encoding, binread would transcode UTF-8 input to
+        # Latin-1 and break every non-ASCII argument.
+        :io.setopts(Process.group_leader(), binary: true, encoding: :latin1)
+        Process.group_leader()
+      end)
+
     server = self()
     {reader, ref} = spawn_monitor(fn -> read_loop(input, server) end)
-    unless Process.whereis(__MODULE__), do: Process.register(self(), __MODULE__)
+    registered? = Process.whereis(__MODULE__) == nil and Process.register(self(), __MODULE__)
+    # Everything the calls print goes to stderr (tools inherit the group leader).
+    leader = Process.group_leader()
+    Process.group_leader(self(), Process.whereis(:standard_error))
+    if is_port(output), do: Process.flag(:trap_exit, true)
 
     state = %{
-      mcp: MCP.new(tools, Keyword.take(opts, [:page_size, :server_name])),
+      mcp: MCP.new(tools, Keyword.take(opts, [:page_size, :server_name, :list_changed])),
       output: output,
       calls: %{},
       reader: {reader, ref},
-      eof?: false,
-      refresh: Keyword.get(opts, :refresh),
       context: Keyword.get_lazy(opts, :context, &default_context/0)
     }
 
-    loop(state)
-  after
-    if Process.whereis(__MODULE__) == self(), do: Process.unregister(__MODULE__)
+    try do
+      loop(state)
+    after
+      Process.group_leader(self(), leader)
+      if registered?, do: Process.unregister(__MODULE__)
+    end
   end
 
-  @doc "Asks a running server to reload its tools and notify the client (list_changed)."
-  def refresh(server \\ __MODULE__), do: send(server, :refresh)
+  @doc """
+  Gives a running server a new tool list (e.g. from a file watcher). It sends
+  `notifications/tools/list_changed` when the listed tools differ, and only when it was started
+  with `list_changed: true`.
+  """
+  @spec refresh(pid() | atom(), [module()]) :: :ok
+  def refresh(server \\ __MODULE__, tools) do
+    send(server, {:tools, tools})
+    :ok
+  end
 
   defp default_context do
     CMDC.Context.new(
@@ -70,78 +101,87 @@ defmodule CMDC.Tool.MCP.Server do
     end
   end
 
-  defp loop(%{eof?: true, calls: calls}) when map_size(calls) == 0, do: :ok
-
   defp loop(state) do
     receive do
-      {:line, line} -> state |> line(String.trim(line)) |> loop()
-      :eof -> loop(%{state | eof?: true})
-      {:read_error, reason} -> Logger.error("mcp: stdin: #{inspect(reason)}") && :ok
-      {:progress, id, text} -> state |> progress(id, text) |> loop()
-      {:done, id, result} -> state |> done(id, result) |> loop()
-      {:DOWN, ref, :process, _, reason} -> state |> down(ref, reason) |> loop()
-      :refresh -> state |> refresh_tools() |> loop()
+      {:line, line} ->
+        state |> line(line) |> loop()
+
+      {Runner, ref, {:update, payload}} ->
+        state |> progress(ref, payload) |> loop()
+
+      {Runner, ref, {:done, result}} ->
+        state |> done(ref, result) |> loop()
+
+      {:DOWN, ref, :process, _, reason} ->
+        down(state, ref, reason)
+
+      {:tools, tools} ->
+        state |> new_tools(tools) |> loop()
+
+      :eof ->
+        shutdown(state)
+
+      {:read_error, reason} ->
+        Logger.error("mcp: stdin: #{inspect(reason)}")
+        shutdown(state)
+
+      {:EXIT, port, reason} when port == state.output ->
+        # The client closed our stdout: nobody is listening any more.
+        Logger.error("mcp: stdout closed (#{inspect(reason)})")
+        shutdown(state)
+
+      {:EXIT, _pid, _reason} ->
+        loop(state)
     end
   end
 
-  defp line(state, ""), do: state
-
-  defp line(state, text) do
-    case CMDC.Tool.JSON.decode(text) do
+  defp line(state, line) do
+    case Protocol.decode_frame(line) do
       {:ok, msg} ->
         {outgoing, mcp} = MCP.handle(msg, state.mcp)
         Enum.reduce(outgoing, %{state | mcp: mcp}, &perform/2)
 
-      {:error, message} ->
-        write(state, MCP.parse_error(message))
+      :empty ->
+        state
+
+      {:error, reply} ->
+        write(state, reply)
     end
   end
 
   defp perform(%{} = msg, state), do: write(state, msg)
 
   defp perform({:call, id, module, args, token}, state) do
-    server = self()
-    context = state.context
-
-    tools = state.mcp.tools
-
-    {pid, ref} =
-      spawn_monitor(fn ->
-        on_update = fn payload -> send(server, {:progress, id, payload}) end
-        call = %{id: to_string(id), name: module.name(), arguments: args}
-
-        result =
-          CMDC.Tool.Runner.run(tools, call, %{context | tool_call_id: to_string(id)},
-            on_update: on_update
-          )
-
-        send(server, {:done, id, result})
-      end)
-
-    put_in(state.calls[id], %{pid: pid, ref: ref, token: token, count: 0})
+    call = %{id: to_string(id), name: module.name(), arguments: args}
+    context = %{state.context | tool_call_id: to_string(id)}
+    handle = Runner.async(state.mcp.tools, call, context)
+    mon = Process.monitor(handle.pid)
+    entry = %{id: id, handle: handle, mon: mon, token: token, count: 0}
+    put_in(state.calls[handle.ref], entry)
   end
 
   defp perform({:cancel, id}, state) do
-    case Map.pop(state.calls, id) do
-      {nil, _} ->
+    case Enum.find(state.calls, fn {_, call} -> call.id == id end) do
+      nil ->
         state
 
-      {%{pid: pid, ref: ref}, calls} ->
-        Process.demonitor(ref, [:flush])
-        Process.exit(pid, :kill)
-        # A cancelled request gets no response (MCP cancellation rules).
-        %{state | calls: calls}
+      {ref, call} ->
+        # A cancelled request gets no response (MCP cancellation rules); the runner kills the
+        # tool and what it started, then reports a result we drop.
+        Runner.cancel(call.handle)
+        Process.demonitor(call.mon, [:flush])
+        %{state | calls: Map.delete(state.calls, ref)}
     end
   end
 
-  defp progress(state, id, text) do
-    case state.calls[id] do
+  defp progress(state, ref, payload) do
+    case state.calls[ref] do
       %{token: nil} ->
         state
 
       %{token: token, count: count} = call ->
-        state = put_in(state.calls[id], %{call | count: count + 1})
-        write(state, MCP.progress(token, count + 1, progress_text(text)))
+        state = put_in(state.calls[ref], %{call | count: count + 1})
+        write(state, MCP.progress(token, count + 1, progress_text(payload)))
 
       nil ->
         state
@@ -157,56 +197,76 @@ defmodule CMDC.Tool.MCP.Server do
     end
   end
 
-  defp done(state, id, result) do
-    case Map.pop(state.calls, id) do
+  defp done(state, ref, result) do
+    case Map.pop(state.calls, ref) do
       {nil, _} ->
         state
 
-      {%{ref: ref}, calls} ->
-        Process.demonitor(ref, [:flush])
-        write(%{state | calls: calls}, MCP.reply(id, MCP.call_result(result)))
+      {call, calls} ->
+        Process.demonitor(call.mon, [:flush])
+        write(%{state | calls: calls}, MCP.reply(call.id, MCP.call_result(result)))
     end
   end
 
-  defp down(%{reader: {_, ref}} = state, ref, _reason), do: %{state | eof?: true}
+  defp down(%{reader: {_, ref}} = state, ref, _reason), do: shutdown(state)
 
   defp down(state, ref, reason) do
-    case Enum.find(state.calls, fn {_, call} -> call.ref == ref end) do
+    case Enum.find(state.calls, fn {_, call} -> call.mon == ref end) do
       nil ->
-        state
+        loop(state)
 
-      {id, _} ->
-        Logger.error("mcp: call #{inspect(id)} crashed: #{inspect(reason)}")
-        state = %{state | calls: Map.delete(state.calls, id)}
-        write(state, MCP.reply(id, MCP.call_result({:error, "the tool crashed"})))
+      {call_ref, call} ->
+        Logger.error("mcp: call #{inspect(call.id)} crashed: #{inspect(reason)}")
+        state = %{state | calls: Map.delete(state.calls, call_ref)}
+        loop(write(state, MCP.reply(call.id, MCP.call_result({:error, "the tool crashed"}))))
     end
   end
 
-  defp refresh_tools(%{refresh: nil} = state), do: state
+  defp new_tools(state, tools) do
+    changed? = describe(tools) != describe(state.mcp.tools)
+    state = %{state | mcp: %{state.mcp | tools: tools}}
 
-  defp refresh_tools(%{refresh: fun} = state) do
-    tools = fun.()
-
-    if describe(tools) == describe(state.mcp.tools) do
-      state
-    else
-      write(%{state | mcp: %{state.mcp | tools: tools}}, MCP.list_changed())
-    end
+    if changed? and state.mcp.list_changed and state.mcp.version != nil,
+      do: write(state, MCP.list_changed()),
+      else: state
   end
 
   defp describe(tools), do: Enum.map(tools, &MCP.describe/1)
 
-  defp write(state, msg) do
-    case CMDC.Tool.JSON.encode(msg) do
-      {:ok, json} ->
-        IO.binwrite(state.output, [json, "\n"])
+  # The client is gone: cancel what still runs and wait (briefly) until the runner has killed
+  # each tool, so no tool and no program it started outlives the server.
+  defp shutdown(state) do
+    Enum.each(state.calls, fn {_, call} -> Runner.cancel(call.handle) end)
+    deadline = System.monotonic_time(:millisecond) + @shutdown_ms
+    Enum.each(state.calls, fn {_, call} -> await_down(call.mon, deadline) end)
+    :ok
+  end
 
-      {:error, reason} ->
-        Logger.error("mcp: cannot encode a reply: #{reason}")
-        fallback = MCP.error(msg["id"], -32_603, "Internal error: reply not encodable")
-        IO.binwrite(state.output, [CMDC.Tool.JSON.encode!(fallback), "\n"])
+  defp await_down(mon, deadline) do
+    left = max(deadline - System.monotonic_time(:millisecond), 0)
+
+    receive do
+      {:DOWN, ^mon, :process, _, _} -> :ok
+    after
+      left -> :ok
+    end
+  end
+
+  defp write(state, msg) do
+    frame = Protocol.encode_frame(msg)
+
+    case state.output do
+      port when is_port(port) -> send_port(port, frame)
+      device -> IO.binwrite(device, frame)
     end
 
     state
+  end
+
+  defp send_port(port, frame) do
+    Port.command(port, frame)
+  rescue
+    # The port is closed (the client went away); the {:EXIT, port, _} message ends the loop.
+    ArgumentError -> :ok
   end
 end

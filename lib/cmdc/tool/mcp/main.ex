@@ -1,0 +1,116 @@
+defmodule CMDC.Tool.MCP.Main do
+  @moduledoc """
+  The `cmdc-mcp` command: serves the project's tools to MCP clients over stdio.
+
+  `bin/cmdc-mcp` starts it without Mix when the build is current (`mix compile` runs only after
+  a source file changed), and `mix cmdc.mcp` runs the same code inside Mix.
+  """
+
+  require Logger
+
+  alias CMDC.Tool.MCP.{Server, Stdio}
+
+  @usage """
+  Usage: cmdc-mcp [--watch MS] [--page-size N] [PATH...]
+
+  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout): the built-in
+  examples, the project's and the user's tool folders and plugins, and the files or folders
+  given as PATH (Elixir, Python and PowerShell tools).
+
+    --watch MS      look for added, changed or removed tool files every MS milliseconds and
+                    send notifications/tools/list_changed when the tools changed
+    --page-size N   tools per tools/list page (default 50)
+    -h, --help      print this help and exit
+
+  stdout carries protocol messages only; everything else goes to stderr. The server exits when
+  the client closes stdin. MCP client configuration:
+
+      {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
+  """
+
+  @doc "The usage text."
+  @spec usage() :: String.t()
+  def usage, do: @usage
+
+  @doc "Runs the command and halts the VM with its status (what `bin/cmdc-mcp` calls)."
+  @spec main([String.t()]) :: no_return()
+  def main(argv) do
+    case run(argv) do
+      :ok -> System.halt(0)
+      {:error, status} -> System.halt(status)
+    end
+  end
+
+  @doc """
+  Runs the command: `:ok` when the client went away (or help was printed), `{:error, status}`
+  for a usage error.
+  """
+  @spec run([String.t()]) :: :ok | {:error, pos_integer()}
+  def run(argv) do
+    case parse(argv) do
+      :help ->
+        IO.write(@usage)
+        :ok
+
+      {:error, message} ->
+        IO.write(:stderr, "cmdc-mcp: #{message}\n\n" <> @usage)
+        {:error, 2}
+
+      {:ok, opts, paths} ->
+        serve(opts, paths)
+    end
+  end
+
+  @doc false
+  def parse(argv) do
+    switches = [page_size: :integer, watch: :integer, help: :boolean]
+
+    case OptionParser.parse(argv, strict: switches, aliases: [h: :help]) do
+      {opts, paths, []} ->
+        cond do
+          opts[:help] -> :help
+          Keyword.get(opts, :watch, 1) < 1 -> {:error, "--watch needs a positive interval (ms)"}
+          Keyword.get(opts, :page_size, 1) < 1 -> {:error, "--page-size needs a positive number"}
+          true -> {:ok, opts, paths}
+        end
+
+      {_, _, [{switch, nil} | _]} ->
+        {:error, "unknown option #{switch}"}
+
+      {_, _, [{switch, value} | _]} ->
+        {:error, "invalid value for #{switch}: #{value}"}
+    end
+  end
+
+  defp serve(opts, paths) do
+    output =
+      case Stdio.open() do
+        {:ok, port} ->
+          port
+
+        {:error, reason} ->
+          Logger.warning("mcp: stdout not detached (#{reason}); serving on the standard device")
+          :stdio
+      end
+
+    Logger.configure_backend(:console, device: :standard_error)
+    {:ok, _} = Application.ensure_all_started(:cmdc_tool)
+    watch = opts[:watch]
+    load = fn -> CMDC.Tool.CLI.tools(paths) end
+    tools = load.()
+    server = self()
+    if watch, do: spawn_link(fn -> watch_loop(server, load, watch) end)
+
+    Server.serve(tools,
+      page_size: Keyword.get(opts, :page_size, 50),
+      output: output,
+      list_changed: watch != nil
+    )
+  end
+
+  defp watch_loop(server, load, interval) do
+    Process.sleep(interval)
+    Server.refresh(server, load.())
+    watch_loop(server, load, interval)
+  end
+end

@@ -1,0 +1,228 @@
+//! Reading script descriptions: the `{name}.tool.json` cache when it is current, else the
+//! Python worker's `describe` mode (one interpreter for many scripts, a time limit per script)
+//! or the native PowerShell reader; the cache is rewritten.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+
+use super::cache::{self, Cached};
+use super::interpreter::{self, Kind};
+use super::powershell;
+use super::protocol::{self, read_frame};
+use super::worker::{spawn_python, Worker};
+
+/// How long an interpreter may take to start a describer.
+const STARTUP_LIMIT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone)]
+pub struct LoadOpts {
+    pub worker: String,
+    pub python: Option<String>,
+    /// Time limit for reading one script.
+    pub describe_timeout: Duration,
+    /// `false`: ignore and do not write `{name}.tool.json`.
+    pub cache: bool,
+    pub path_env: Option<String>,
+}
+
+/// One script's description: `Ok(status, json_text)` with status `cached | parsed | stale |
+/// rebuilt`, or why it could not be read.
+#[derive(Debug)]
+pub enum Loaded {
+    Ok(&'static str, String),
+    Err(String),
+}
+
+fn cache_pass(path: &Path, use_cache: bool) -> Result<Option<String>, (&'static str, String)> {
+    if !use_cache {
+        return Err(("parsed", String::new()));
+    }
+    match cache::read_cache(path) {
+        Ok(Cached::Fresh(text)) => Ok(Some(text)),
+        Ok(Cached::Missing) => Err(("parsed", String::new())),
+        Ok(Cached::Stale) => Err(("stale", String::new())),
+        Ok(Cached::Corrupt(why)) => Err(("rebuilt", why)),
+        Err(m) => Err(("error", m)),
+    }
+}
+
+/// Writes the cache (when enabled) and answers the description. The caller knows the script's
+/// absolute path, so `scriptPath` is left as written (relative in the cache).
+fn store(path: &Path, description: &[u8], status: &'static str, use_cache: bool) -> Loaded {
+    if use_cache {
+        if let Ok(text) = cache::write_cache(path, description) {
+            return Loaded::Ok(status, text);
+        }
+    }
+    match std::str::from_utf8(description) {
+        Ok(text) => Loaded::Ok(status, text.to_owned()),
+        Err(_) => Loaded::Err("the description is not UTF-8".into()),
+    }
+}
+
+/// Starts a describer and waits for it to be ready (interpreter start-up is not a script's time).
+async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<Worker, String> {
+    let describe = [OsStr::new("describe")];
+    let mut w = spawn_python(
+        interp,
+        &opts.worker,
+        &describe,
+        dir,
+        opts.path_env.as_deref(),
+    )
+    .await?;
+    match tokio::time::timeout(STARTUP_LIMIT, read_frame(&mut w.stdout)).await {
+        Ok(Ok(Some((protocol::READY, _)))) => Ok(w),
+        _ => {
+            let status = w.exit_status().await;
+            let tail = w.final_tail().await;
+            Err(format!(
+                "the Python describer did not start ({status}): {tail}"
+            ))
+        }
+    }
+}
+
+/// Reads Python scripts with one describer per interpreter; a script that takes longer than the
+/// limit kills the describer, which restarts for the rest.
+async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<Loaded>]) {
+    let mut groups: HashMap<PathBuf, Vec<(usize, PathBuf, &'static str)>> = HashMap::new();
+    for (i, path, status) in todo {
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        match interpreter::python_for(&dir, opts.python.as_deref(), opts.path_env.as_deref()).await
+        {
+            Ok(interp) => groups.entry(interp).or_default().push((i, path, status)),
+            Err(m) => results[i] = Some(Loaded::Err(m)),
+        }
+    }
+    let limit = opts.describe_timeout.max(Duration::from_millis(1));
+    for (interp, items) in groups {
+        let mut describer: Option<Worker> = None;
+        for (i, path, status) in items {
+            let w = match describer.as_mut() {
+                Some(w) => w,
+                None => {
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    match start_describer(&interp, dir, opts).await {
+                        Ok(w) => describer.insert(w),
+                        Err(m) => {
+                            results[i] = Some(Loaded::Err(m));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let frame =
+                protocol::encode_frame(protocol::DESCRIBE, path.to_string_lossy().as_bytes());
+            let exchange = async {
+                w.stdin.write_all(&frame).await.map_err(|e| e.to_string())?;
+                w.stdin.flush().await.map_err(|e| e.to_string())?;
+                read_frame(&mut w.stdout).await
+            };
+            let answer = tokio::time::timeout(limit, exchange).await;
+            results[i] = Some(match answer {
+                Ok(Ok(Some((protocol::DESCRIBED, payload)))) => {
+                    let use_cache = opts.cache;
+                    let p = path.clone();
+                    tokio::task::spawn_blocking(move || store(&p, &payload, status, use_cache))
+                        .await
+                        .unwrap_or_else(|_| Loaded::Err("writing the cache failed".into()))
+                }
+                Ok(Ok(Some((protocol::ERROR, payload)))) => {
+                    Loaded::Err(protocol::error_message(&payload))
+                }
+                Ok(Ok(_)) | Ok(Err(_)) => {
+                    let status = w.exit_status().await;
+                    let tail = w.final_tail().await;
+                    describer = None;
+                    Loaded::Err(format!(
+                        "the Python describer exited while reading the script ({status}): {tail}"
+                    ))
+                }
+                Err(_) => {
+                    describer = None; // dropping it kills it
+                    Loaded::Err(format!(
+                        "reading the script took longer than {} ms",
+                        limit.as_millis()
+                    ))
+                }
+            });
+        }
+    }
+}
+
+/// Python scripts still to describe: `(index, path, cache status)`.
+type Pending = Vec<(usize, PathBuf, &'static str)>;
+
+/// The cache pass and the PowerShell reading, for every path: file work (run it off the async
+/// threads). Returns the results so far and the Python scripts still to describe.
+fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
+    let mut results: Vec<Option<Loaded>> = (0..paths.len()).map(|_| None).collect();
+    let mut python = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let path = PathBuf::from(p);
+        let kind = match Kind::of(&path) {
+            Ok(k) => k,
+            Err(m) => {
+                results[i] = Some(Loaded::Err(m));
+                continue;
+            }
+        };
+        let status = match cache_pass(&path, use_cache) {
+            Ok(Some(text)) => {
+                results[i] = Some(Loaded::Ok("cached", text));
+                continue;
+            }
+            Ok(None) => "parsed",
+            Err(("error", m)) => {
+                results[i] = Some(Loaded::Err(m));
+                continue;
+            }
+            Err((status, _)) => status,
+        };
+        match kind {
+            Kind::Python => python.push((i, path, status)),
+            Kind::PowerShell => {
+                results[i] = Some(match std::fs::read(&path) {
+                    Ok(bytes) => {
+                        let source = String::from_utf8_lossy(&bytes);
+                        let source = source.trim_start_matches('\u{feff}');
+                        let doc = powershell::describe(source, &path.to_string_lossy());
+                        let text = serde_json::to_vec(&doc).unwrap_or_default();
+                        store(&path, &text, status, use_cache)
+                    }
+                    Err(e) => Loaded::Err(format!("cannot read {}: {e}", path.display())),
+                });
+            }
+        }
+    }
+    (results, python)
+}
+
+/// Reads every script in `paths`; one broken script never affects the others.
+pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
+    let use_cache = opts.cache;
+    let scan_paths = paths.clone();
+    let scanned = tokio::task::spawn_blocking(move || scan(&scan_paths, use_cache)).await;
+    let (mut results, python) = match scanned {
+        Ok(x) => x,
+        Err(_) => {
+            return paths
+                .into_iter()
+                .map(|p| (p, Loaded::Err("the cache scan failed".into())))
+                .collect()
+        }
+    };
+    if !python.is_empty() {
+        describe_python(python, &opts, &mut results).await;
+    }
+    paths
+        .into_iter()
+        .zip(results)
+        .map(|(p, r)| (p, r.unwrap_or(Loaded::Err("not read".into()))))
+        .collect()
+}

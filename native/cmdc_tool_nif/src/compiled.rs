@@ -1,0 +1,430 @@
+//! BEAM terms as instances of a compiled schema program (`cmdc_tool_core::compiled`): the
+//! program reads the caller's term as it checks it, with no index in between.
+//!
+//! Common shapes (small integers, lists, small maps, heap binaries) are read straight from
+//! memory when `layout.rs` verified this emulator's layout, everything else through `enif_*`.
+//! Anything the program does not decide (invalid, not JSON, big integers, atoms with non-ASCII
+//! names, a map naming one key as atom and string) goes to the `jsonschema` path in `schema.rs`,
+//! which reports errors: this file has no error path of its own.
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+use std::os::raw::{c_char, c_uint};
+
+use cmdc_tool_core::compiled::{Budget, Instance, Kind, Program, Stop};
+use cmdc_tool_core::tape::is_ascii;
+use rustler::sys::{
+    enif_get_atom, enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size,
+    enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
+    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifCharEncoding,
+    ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
+};
+use rustler::{Encoder, Env, ResourceArc, Term};
+
+use crate::beam::{atoms, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP};
+use crate::layout::{self, Layout, Shape};
+use crate::schema::Schema;
+use crate::term::{DIRTY_BUDGET, NORMAL_BUDGET};
+
+/// Work units of the program on a normal scheduler. A unit here (one value checked in place)
+/// costs a few ns where the index walk's costs tens, so the same ~0.3 ms allows more of them.
+pub const NORMAL_UNITS: i64 = NORMAL_BUDGET * 4;
+
+/// Longest key read here (heap binaries are at most 64 bytes; longer keys are rare).
+const MAX_KEY_BYTES: usize = 4096;
+/// Members of a map mixing atom and binary keys checked here for a name given twice.
+const MAX_MIXED_KEYS: usize = 64;
+
+/// The program's answer for a term: `Ok(())` valid, else why it did not decide.
+pub fn run(program: &Program, term: Term, dirty: bool) -> Result<(), Stop> {
+    run_with(program, term, dirty, layout::get())
+}
+
+/// `run` through the `enif_*` API only (the tests compare both).
+pub fn run_api(program: &Program, term: Term, dirty: bool) -> Result<(), Stop> {
+    run_with(program, term, dirty, None)
+}
+
+fn run_with(
+    program: &Program,
+    term: Term,
+    dirty: bool,
+    layout: Option<Layout>,
+) -> Result<(), Stop> {
+    let reader = Reader {
+        env: term.get_env().as_c_arg(),
+        layout,
+    };
+    let mut budget = Budget {
+        remaining: if dirty { DIRTY_BUDGET } else { NORMAL_UNITS },
+        dirty,
+    };
+    program.validate(
+        Raw {
+            term: term.as_c_arg(),
+            reader: &reader,
+        },
+        &mut budget,
+    )
+}
+
+struct Reader {
+    env: *mut ErlNifEnv,
+    layout: Option<Layout>,
+}
+
+/// One term of the caller's, alive for the NIF call.
+#[derive(Clone, Copy)]
+struct Raw<'r> {
+    term: ErlNifTerm,
+    reader: &'r Reader,
+}
+
+#[inline(always)]
+fn text(bytes: &[u8]) -> Option<&str> {
+    if is_ascii(bytes) {
+        // SAFETY: ASCII is UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
+impl<'r> Raw<'r> {
+    #[inline(always)]
+    fn at(self, term: ErlNifTerm) -> Raw<'r> {
+        Raw {
+            term,
+            reader: self.reader,
+        }
+    }
+
+    /// A binary's bytes through the API. The binary belongs to the caller's term, alive for the
+    /// whole NIF call, which outlives every use of the slice.
+    #[inline]
+    fn bytes(self) -> Option<&'static [u8]> {
+        let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
+        if unsafe { enif_inspect_binary(self.reader.env, self.term, bin.as_mut_ptr()) } == 0 {
+            return None;
+        }
+        Some(unsafe {
+            let bin = bin.assume_init();
+            std::slice::from_raw_parts(bin.data, bin.size)
+        })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn api_kind(self) -> Kind<'static> {
+        if let Some(bytes) = self.bytes() {
+            return Kind::Str(bytes);
+        }
+        let env = self.reader.env;
+        match term_type(env, self.term) {
+            TYPE_INTEGER => {
+                let mut i = 0i64;
+                if unsafe { enif_get_int64(env, self.term, &mut i) } != 0 {
+                    Kind::Int(i)
+                } else {
+                    // Past i64: the `jsonschema` path reads these.
+                    Kind::Other
+                }
+            }
+            TYPE_FLOAT => {
+                let mut f = 0f64;
+                if unsafe { enif_get_double(env, self.term, &mut f) } != 0 {
+                    Kind::Float(f)
+                } else {
+                    Kind::Other
+                }
+            }
+            TYPE_ATOM => {
+                if self.term == atoms::true_atom().as_c_arg() {
+                    Kind::Bool(true)
+                } else if self.term == atoms::false_atom().as_c_arg() {
+                    Kind::Bool(false)
+                } else if self.term == atoms::nil_atom().as_c_arg() {
+                    Kind::Null
+                } else {
+                    Kind::Name
+                }
+            }
+            TYPE_LIST => Kind::Array,
+            TYPE_MAP => Kind::Object,
+            _ => Kind::Other,
+        }
+    }
+
+    /// A member name that is not a heap binary: a binary's checked text, or an atom's name
+    /// written into `buf`; `None` for anything else (the other path names the problem).
+    #[inline(never)]
+    fn other_key(self, buf: &mut [u8; 256]) -> Option<(&str, bool)> {
+        if let Some(bytes) = self.bytes() {
+            // Keys are short; a long one goes to the other path, which charges its bytes.
+            if bytes.len() > MAX_KEY_BYTES {
+                return None;
+            }
+            return text(bytes).map(|s| (s, false));
+        }
+        if term_type(self.reader.env, self.term) != TYPE_ATOM {
+            return None;
+        }
+        self.name(buf).map(|s| (s, true))
+    }
+
+    fn api_members<F: FnMut(&str, Self) -> Result<(), Stop>>(self, f: F) -> Result<(), Stop> {
+        let kinds = self.api_members_unchecked(f)?;
+        self.unique_names(kinds)
+    }
+
+    /// The members through the map iterator; which kinds of keys it met.
+    fn api_members_unchecked<F: FnMut(&str, Self) -> Result<(), Stop>>(
+        self,
+        mut f: F,
+    ) -> Result<KeyKinds, Stop> {
+        let env = self.reader.env;
+        let mut iter = MaybeUninit::<ErlNifMapIterator>::uninit();
+        // The iterator is used where the C side wrote it.
+        let iter = iter.as_mut_ptr();
+        let created = unsafe {
+            enif_map_iterator_create(
+                env,
+                self.term,
+                iter,
+                ErlNifMapIteratorEntry::ERL_NIF_MAP_ITERATOR_HEAD,
+            )
+        };
+        if created == 0 {
+            return Err(Stop::Fallback);
+        }
+        let mut kinds = KeyKinds::default();
+        let result = (|| {
+            let (mut k, mut v) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+            while unsafe { enif_map_iterator_get_pair(env, iter, k.as_mut_ptr(), v.as_mut_ptr()) }
+                != 0
+            {
+                let (key, value) = unsafe { (k.assume_init(), v.assume_init()) };
+                self.member(key, value, &mut kinds, &mut f)?;
+                unsafe { enif_map_iterator_next(env, iter) };
+            }
+            Ok(())
+        })();
+        unsafe { enif_map_iterator_destroy(env, iter) };
+        result.map(|()| kinds)
+    }
+
+    /// Only a map mixing atom and binary keys can name one key twice (rare: checked after the
+    /// members, allocating); such a map is not JSON and goes to the other path.
+    #[inline]
+    fn unique_names(self, kinds: KeyKinds) -> Result<(), Stop> {
+        if !(kinds.atom && kinds.binary) {
+            return Ok(());
+        }
+        self.names_differ()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn names_differ(self) -> Result<(), Stop> {
+        if self.object_len() > MAX_MIXED_KEYS {
+            return Err(Stop::Fallback);
+        }
+        let mut names: Vec<String> = Vec::with_capacity(self.object_len());
+        self.api_members_unchecked(|name, _| {
+            names.push(name.to_owned());
+            Ok(())
+        })?;
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            Err(Stop::Fallback)
+        } else {
+            Ok(())
+        }
+    }
+
+    #[inline(always)]
+    fn member<F: FnMut(&str, Self) -> Result<(), Stop>>(
+        self,
+        key: ErlNifTerm,
+        value: ErlNifTerm,
+        kinds: &mut KeyKinds,
+        f: &mut F,
+    ) -> Result<(), Stop> {
+        if let Some(layout) = self.reader.layout {
+            if let Shape::Bytes(bytes) = layout.shape(key) {
+                kinds.binary = true;
+                return f(text(bytes).ok_or(Stop::Fallback)?, self.at(value));
+            }
+        }
+        self.other_member(key, value, kinds, f)
+    }
+
+    /// A member whose key is not a heap binary: another binary, or an atom.
+    #[inline(never)]
+    fn other_member<F: FnMut(&str, Self) -> Result<(), Stop>>(
+        self,
+        key: ErlNifTerm,
+        value: ErlNifTerm,
+        kinds: &mut KeyKinds,
+        f: &mut F,
+    ) -> Result<(), Stop> {
+        let mut buf = [0u8; 256];
+        let (name, atom) = self.at(key).other_key(&mut buf).ok_or(Stop::Fallback)?;
+        kinds.atom |= atom;
+        kinds.binary |= !atom;
+        f(name, self.at(value))
+    }
+
+    fn api_elements<F: FnMut(usize, Self) -> Result<(), Stop>>(
+        self,
+        mut f: F,
+    ) -> Result<usize, Stop> {
+        let env = self.reader.env;
+        let mut cell = self.term;
+        let (mut head, mut tail) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        let mut i = 0;
+        while unsafe { enif_get_list_cell(env, cell, head.as_mut_ptr(), tail.as_mut_ptr()) } != 0 {
+            let (h, t) = unsafe { (head.assume_init(), tail.assume_init()) };
+            f(i, self.at(h))?;
+            cell = t;
+            i += 1;
+        }
+        if unsafe { enif_is_empty_list(env, cell) } == 0 {
+            return Err(Stop::Fallback);
+        }
+        Ok(i)
+    }
+}
+
+#[derive(Default)]
+struct KeyKinds {
+    atom: bool,
+    binary: bool,
+}
+
+impl<'r> Instance<'r> for Raw<'r> {
+    #[inline(always)]
+    fn kind(self) -> Kind<'r> {
+        if let Some(layout) = self.reader.layout {
+            match layout.shape(self.term) {
+                Shape::Bytes(bytes) => return Kind::Str(bytes),
+                Shape::Small(i) => return Kind::Int(i),
+                Shape::Map(..) => return Kind::Object,
+                Shape::Cons(..) | Shape::Nil => return Kind::Array,
+                Shape::Other => {}
+            }
+        }
+        self.api_kind()
+    }
+
+    fn name(self, buf: &mut [u8; 256]) -> Option<&str> {
+        let n = unsafe {
+            enif_get_atom(
+                self.reader.env,
+                self.term,
+                buf.as_mut_ptr() as *mut c_char,
+                buf.len() as c_uint,
+                ErlNifCharEncoding::ERL_NIF_LATIN1,
+            )
+        };
+        // `n` counts the terminating NUL. Names beyond ASCII are left to the other path.
+        let bytes = buf.get(..(n as usize).checked_sub(1)?)?;
+        bytes.is_ascii().then(|| {
+            // SAFETY: ASCII is UTF-8.
+            unsafe { std::str::from_utf8_unchecked(bytes) }
+        })
+    }
+
+    fn object_len(self) -> usize {
+        if let Some(layout) = self.reader.layout {
+            if let Shape::Map(keys, _) = layout.shape(self.term) {
+                return keys.len();
+            }
+        }
+        let mut size = 0usize;
+        unsafe { enif_get_map_size(self.reader.env, self.term, &mut size) };
+        size
+    }
+
+    #[inline]
+    fn members<F: FnMut(&str, Self) -> Result<(), Stop>>(self, mut f: F) -> Result<(), Stop> {
+        if let Some(layout) = self.reader.layout {
+            if let Shape::Map(keys, values) = layout.shape(self.term) {
+                let mut kinds = KeyKinds::default();
+                for (&k, &v) in keys.iter().zip(values) {
+                    self.member(layout::term(k), layout::term(v), &mut kinds, &mut f)?;
+                }
+                return self.unique_names(kinds);
+            }
+        }
+        self.api_members(f)
+    }
+
+    #[inline]
+    fn elements<F: FnMut(usize, Self) -> Result<(), Stop>>(self, mut f: F) -> Result<usize, Stop> {
+        let Some(layout) = self.reader.layout else {
+            return self.api_elements(f);
+        };
+        let mut cell = self.term;
+        let mut i = 0;
+        loop {
+            match layout.shape(cell) {
+                Shape::Cons(head, tail) => {
+                    f(i, self.at(layout::term(head)))?;
+                    cell = layout::term(tail);
+                    i += 1;
+                }
+                Shape::Nil => return Ok(i),
+                // An improper list.
+                _ => return Err(Stop::Fallback),
+            }
+        }
+    }
+}
+
+mod answers {
+    rustler::atoms! { valid, invalid, fallback, unsupported }
+}
+
+/// The program's own answer, for the tests comparing it with the `jsonschema` path:
+/// `:valid`, `:invalid`, `:fallback` (not decided there), or `:unsupported` (the schema did not
+/// compile into a program). `api` reads terms through `enif_*` only.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_compiled<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    input: Term<'a>,
+    api: bool,
+) -> Term<'a> {
+    let Some(program) = &schema.compiled else {
+        return answers::unsupported().encode(env);
+    };
+    let result = if api {
+        run_api(program, input, true)
+    } else {
+        run(program, input, true)
+    };
+    match result {
+        Ok(()) => answers::valid(),
+        Err(Stop::Invalid) => answers::invalid(),
+        Err(_) => answers::fallback(),
+    }
+    .encode(env)
+}
+
+/// Benchmark figure: ns per run of the program on the caller's term, looped inside one NIF call.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_compiled_validate<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    input: Term<'a>,
+    iterations: u64,
+) -> Term<'a> {
+    let Some(program) = &schema.compiled else {
+        return (crate::atoms::error(), "the schema has no compiled program").encode(env);
+    };
+    let ns = crate::schema::best_of_five(iterations.max(1), &|| {
+        run(program, std::hint::black_box(input), false).is_ok()
+    });
+    (crate::atoms::ok(), ns).encode(env)
+}

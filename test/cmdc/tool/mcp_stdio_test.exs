@@ -1,0 +1,137 @@
+defmodule CMDC.Tool.MCPStdioTest do
+  # bin/cmdc-mcp as MCP clients run it: a real subprocess, the official Python and TypeScript
+  # clients, tools that print, tools that start programs.
+  use ExUnit.Case, async: true
+
+  alias CMDC.Test.OsProc
+  alias CMDC.Tool.JSON
+
+  @moduletag timeout: 600_000
+  @root Path.expand("../../..", __DIR__)
+  @server Path.join(@root, "bin/cmdc-mcp")
+  @env [{"MIX_ENV", "test"}]
+
+  # The fixture tools in a folder of their own (script tools write their cache next to them).
+  defp fixtures do
+    dir = Path.join(System.tmp_dir!(), "cmdc_mcp_fixtures_#{System.unique_integer([:positive])}")
+    File.cp_r!(Path.join(@root, "test/fixtures/mcp_tools"), dir)
+    on_exit(fn -> File.rm_rf(dir) end)
+    dir
+  end
+
+  defp python do
+    {:ok, python} = CMDC.Tool.PythonEnv.python()
+    python
+  end
+
+  test "--help prints the usage on stdout and exits 0; an unknown option exits 2" do
+    {out, 0} = System.cmd(@server, ["--help"], env: @env, stderr_to_stdout: false)
+    assert out =~ "Usage: cmdc-mcp"
+    assert out =~ "--watch MS"
+    {_, status} = System.cmd(@server, ["--bogus"], env: @env, stderr_to_stdout: true)
+    assert status == 2
+  end
+
+  test "official Python client: stdout holds protocol messages only; structured tools" do
+    calls =
+      JSON.encode!([
+        ["noisy", %{}],
+        ["weather", %{"city" => "Oslo"}],
+        ["weather", %{"city" => "Rome", "as" => "text"}],
+        ["weather", %{"city" => "Oslo", "as" => "wrong"}],
+        ["weather", %{"city" => "Oslo", "as" => "not_json"}]
+      ])
+
+    input = Path.join(System.tmp_dir!(), "mcp_calls_#{System.unique_integer([:positive])}.json")
+    File.write!(input, calls)
+    on_exit(fn -> File.rm(input) end)
+    client = Path.join(@root, "test/support/mcp_client.py")
+    stderr = input <> ".stderr"
+    command = "#{python()} #{client} #{@server} #{fixtures()} < #{input} 2> #{stderr}"
+    {out, 0} = System.cmd("sh", ["-c", command], env: @env)
+    report = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+
+    # Every way of printing the noisy tool uses went to stderr: the client read no bad line.
+    assert report["stream_errors"] == []
+    noise = File.read!(stderr)
+    File.rm(stderr)
+
+    for source <- ["IO.puts", ":inspect", ":io.format", "IO.write", "(:user)", "spawned", "OS"] do
+      assert noise =~ source
+    end
+
+    assert [noisy, map, text, wrong, not_json] = report["calls"]
+    assert %{"text" => "quiet", "is_error" => false} = noisy
+
+    assert report["tool_meta"]["weather"] == %{
+             "title" => "Weather report",
+             "annotations" => %{"readOnlyHint" => true, "openWorldHint" => false},
+             "output_schema" => %{
+               "type" => "object",
+               "properties" => %{
+                 "city" => %{"type" => "string"},
+                 "celsius" => %{"type" => "number"}
+               },
+               "required" => ["city", "celsius"]
+             }
+           }
+
+    # The SDK checks structuredContent against the output schema itself.
+    assert map["structured"] == %{"city" => "Oslo", "celsius" => 21.5}
+    assert JSON.decode!(map["text"]) == map["structured"]
+    assert text["structured"] == %{"city" => "Rome", "celsius" => 19}
+    assert %{"is_error" => true, "structured" => nil} = wrong
+    assert wrong["text"] =~ ~s(at /celsius: "warm" is not of type "number")
+    assert %{"is_error" => true} = not_json
+    assert not_json["text"] =~ "not JSON"
+  end
+
+  test "official TypeScript SDK: stdout holds protocol messages only; structured tools" do
+    case CMDC.Tool.NodeEnv.sdk() do
+      {:error, reason} ->
+        IO.puts("\nskipped: TypeScript SDK unavailable: #{reason}")
+
+      {:ok, sdk} ->
+        client = Path.join(@root, "test/support/mcp_client.mjs")
+        command = "node #{client} #{sdk} #{@server} #{fixtures()} 2>/dev/null"
+        {out, 0} = System.cmd("sh", ["-c", command], env: @env)
+        report = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+        assert report["stream_errors"] == []
+        refute Map.has_key?(report["capabilities"]["tools"], "listChanged")
+        assert report["tools"]["weather"]["title"] == "Weather report"
+        assert report["tools"]["weather"]["annotations"]["readOnlyHint"] == true
+        assert %{"type" => "object"} = report["tools"]["weather"]["outputSchema"]
+        calls = report["calls"]
+        assert calls["noisy"] == %{"isError" => false, "text" => "quiet"}
+        assert calls["weather"]["structured"] == %{"city" => "Oslo", "celsius" => 21.5}
+        assert calls["weather_text"]["structured"] == %{"city" => "Rome", "celsius" => 19}
+        assert calls["weather_wrong"]["isError"] == true
+        assert calls["echo"]["text"] == "après"
+    end
+  end
+
+  defp lifecycle(mode, tool, dir) do
+    pid_file = Path.join(dir, "#{tool}_#{mode}.pid")
+    driver = Path.join(@root, "test/support/mcp_lifecycle.py")
+    args = [driver, to_string(mode), tool, pid_file, @server, dir]
+    {out, 0} = System.cmd(python(), args, env: @env)
+    report = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+    assert Enum.all?(report["stdout_json"]), inspect(report["stdout_lines"])
+    report
+  end
+
+  test "stdin closed during calls: the calls are cancelled, their programs killed, the server exits" do
+    dir = fixtures()
+
+    for tool <- ["hold", "hold_py"] do
+      report = lifecycle(:eof, tool, dir)
+      IO.puts("\n#{tool}: exit #{report["exit_ms"]} ms after stdin closed (a 30 s call running)")
+      # The 1 s target is measured in bench/mcp.exs; here: far sooner than the call would end.
+      assert report["exit_ms"] < 10_000
+
+      for pid <- report["pids"] do
+        assert OsProc.wait_dead(pid, 2_000), "#{tool}: process #{pid} outlived the server"
+      end
+    end
+  end
+end
