@@ -28,7 +28,6 @@ import sys
 import threading
 
 LOG_LIMIT = 64 * 1024
-DEFAULT_PERMISSIONS = {"executionPolicy": "ask-once", "resultApprovalPolicy": "never"}
 
 # ---------------------------------------------------------------------------------------------
 # frames
@@ -686,54 +685,22 @@ def doc_type_schema(text, types):
 # describe: permissions
 
 
-def norm_policy(value, allowed, legacy=None):
-    if isinstance(value, str):
-        key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-        for a in allowed:
-            if a.replace("-", "") == key:
-                return a
-        if legacy and key in legacy:
-            return legacy[key]
-    return None
+# Handed over raw: the one normalizer (cmdc_tool_core's permissions.rs) reads every spelling.
+PERMISSION_KEYS = {"executionPolicy", "resultApprovalPolicy", "permissionLevel", "requireExecutionApproval", "requireResultApproval"}
 
 
-EXEC = ["auto", "ask-once", "ask-always"]
-RESULT = ["never", "on-error", "always"]
-LEVELS = {"public": "auto", "moderate": "ask-once", "sensitive": "ask-always"}
-
-
-def permissions_from(attrs, base, warnings, where):
-    """Merges permission attributes (a dict of name -> literal value) into `base`."""
-    out = dict(base)
-    level = None
-    if "permissionLevel" in attrs:
-        level = norm_policy(attrs["permissionLevel"], [], LEVELS)
-        if level is None:
-            warnings.append("%s: permissionLevel %r is not public, moderate or sensitive" % (where, attrs["permissionLevel"]))
-        else:
-            out["executionPolicy"] = level
-    if "requireExecutionApproval" in attrs:
-        v = attrs["requireExecutionApproval"]
-        if v is False:
-            out["executionPolicy"] = "auto"
-        elif v is True and (level is None or level == "auto"):
-            out["executionPolicy"] = "ask-once" if level is None else "ask-once"
-    if "executionPolicy" in attrs:
-        p = norm_policy(attrs["executionPolicy"], EXEC)
-        if p is None:
-            warnings.append("%s: executionPolicy %r is not auto, ask-once or ask-always" % (where, attrs["executionPolicy"]))
-        else:
-            out["executionPolicy"] = p
-    if "resultApprovalPolicy" in attrs:
-        p = norm_policy(attrs["resultApprovalPolicy"], RESULT)
-        if p is None:
-            warnings.append("%s: resultApprovalPolicy %r is not never, on-error or always" % (where, attrs["resultApprovalPolicy"]))
-        else:
-            out["resultApprovalPolicy"] = p
-    return out
-
-
-PERMISSION_KEYS = {"executionPolicy", "resultApprovalPolicy", "permissionLevel", "requireExecutionApproval"}
+def literal_or_marker(value, warnings, where):
+    """A permission value as written; one that is not a literal is kept as a marker the
+    normalizer does not know, so it counts as the strictest setting (and it warns, naming the
+    file, the function and the setting)."""
+    try:
+        return ast.literal_eval(value)
+    except Exception:
+        try:
+            text = ast.unparse(value)
+        except Exception:
+            text = type(value).__name__
+        return "<not a literal: %s>" % text[:60]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,27 +727,23 @@ def describe_source(source, path):
         for t in targets:
             if isinstance(t, ast.Name):
                 if t.id in PERMISSION_KEYS:
-                    try:
-                        module_attrs[t.id] = ast.literal_eval(value)
-                    except Exception:
-                        warnings.append("module: %s is not a literal" % t.id)
+                    module_attrs[t.id] = literal_or_marker(value, warnings, "module: %s" % t.id)
                 elif t.id in ("defaultPermissions", "DEFAULT_PERMISSIONS", "default_permissions"):
                     try:
                         d = ast.literal_eval(value)
                         if isinstance(d, dict):
                             module_attrs.update({k: v for k, v in d.items() if k in PERMISSION_KEYS})
+                        else:
+                            raise ValueError("not a dict")
                     except Exception:
                         warnings.append("module: %s is not a literal dict" % t.id)
+                        module_attrs["TOOL_CONFIG"] = "<not a literal dict>"
             elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                 attrs = fn_attrs.setdefault(t.value.id, {})
                 if t.attr == "format":
                     attrs["format"] = value
                 elif t.attr in PERMISSION_KEYS:
-                    try:
-                        attrs[t.attr] = ast.literal_eval(value)
-                    except Exception:
-                        warnings.append("%s.%s is not a literal" % (t.value.id, t.attr))
-    defaults = permissions_from(module_attrs, DEFAULT_PERMISSIONS, warnings, "module")
+                    attrs[t.attr] = literal_or_marker(value, warnings, "%s.%s" % (t.value.id, t.attr))
     formatters = set()
     for attrs in fn_attrs.values():
         f = attrs.get("format")
@@ -795,7 +758,7 @@ def describe_source(source, path):
         tools.append({
             "type": "function",
             "function": spec,
-            "permissions": permissions_from(attrs, defaults, warnings, name),
+            "permissions": {k: v for k, v in attrs.items() if k in PERMISSION_KEYS},
             "format": "format" in attrs,
             "nullDefaults": nullable,
         })
@@ -807,7 +770,7 @@ def describe_source(source, path):
         "scriptPath": os.path.abspath(path),
         "tools": tools,
         "rulePrompt": doc.strip() if doc else "",
-        "defaultPermissions": defaults,
+        "defaultPermissions": module_attrs,
     }
     if warnings:
         out["warnings"] = warnings

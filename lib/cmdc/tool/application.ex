@@ -1,13 +1,14 @@
 defmodule CMDC.Tool.Application do
   @moduledoc false
   # Starts what must outlive any caller: the cluster's :pg scope (so every node's view is in
-  # sync from boot, not from the first lookup).
+  # sync from boot, not from the first lookup) and the owner of the approvals table.
   use Application
 
   @impl true
   def start(_type, _args) do
     children = [
-      %{id: :cmdc_tool_cluster_pg, start: {:pg, :start_link, [:cmdc_tool_cluster]}}
+      %{id: :cmdc_tool_cluster_pg, start: {:pg, :start_link, [:cmdc_tool_cluster]}},
+      CMDC.Tool.Approvals
     ]
 
     Supervisor.start_link(children, strategy: :one_for_one, name: CMDC.Tool.Supervisor)

@@ -145,7 +145,8 @@ defmodule CMDC.Tool.CLI do
     tools = tools(paths, opts)
     ctx = CMDC.Context.new(session_id: "cli", working_dir: File.cwd!())
     on_update = fn payload -> IO.puts(dim("… " <> update_text(payload))) end
-    run_opts = [on_update: on_update] ++ Keyword.take(opts, [:timeout])
+    approver = approver(tools, opts[:yes] == true, terminal?())
+    run_opts = [on_update: on_update, approver: approver] ++ Keyword.take(opts, [:timeout])
     started = System.monotonic_time(:microsecond)
     result = Runner.run(tools, %{id: "cli-1", name: name, arguments: json}, ctx, run_opts)
     ms = (System.monotonic_time(:microsecond) - started) / 1000
@@ -160,6 +161,76 @@ defmodule CMDC.Tool.CLI do
     status = if result.is_error, do: red("error"), else: green("ok")
     IO.puts(:stderr, "#{status} in #{:erlang.float_to_binary(ms, decimals: 1)} ms")
     if result.is_error, do: {:error, 1}, else: :ok
+  end
+
+  # Approval from the person at the terminal: the tool, its meta/1 summary and the arguments
+  # before a call (and the result, where result approval applies); --yes approves everything
+  # (scripted use); off a terminal without --yes nothing marked for approval runs or shows.
+  @doc false
+  def approver(_tools, true, _terminal?), do: fn _request -> :allow end
+
+  def approver(tools, false, true), do: &ask_terminal(tools, &1)
+
+  def approver(_tools, false, false) do
+    fn request ->
+      {:deny,
+       "#{if Map.has_key?(request, :result), do: "its result", else: "it"} needs approval and " <>
+         "this is not an interactive terminal; pass --yes to approve (e.g. in scripts)"}
+    end
+  end
+
+  defp ask_terminal(tools, request) do
+    summary =
+      case CMDC.Tool.find(tools, request.tool) do
+        {:ok, module} -> CMDC.Tool.meta(module, request.args)
+        _ -> request.tool
+      end
+
+    lines =
+      [
+        "",
+        bold("approval needed") <> " for " <> bold(request.tool) <> ": " <> summary,
+        "  arguments: " <> CMDC.Tool.JSON.encode!(request.args)
+      ] ++
+        case request do
+          %{result: result} ->
+            ["  result#{if result.is_error, do: " (error)"}: " <> preview(result)]
+
+          _ ->
+            []
+        end
+
+    IO.puts(Enum.join(lines, "\n"))
+
+    question =
+      if Map.has_key?(request, :result), do: "Show this result to the model?", else: "Run it?"
+
+    case IO.gets(question <> " [y/N] ") do
+      answer when is_binary(answer) ->
+        if String.downcase(String.trim(answer)) in ["y", "yes"],
+          do: :allow,
+          else: {:deny, "declined at the terminal"}
+
+      _ ->
+        {:deny, "no answer at the terminal"}
+    end
+  end
+
+  defp preview(%{content: content}) when is_binary(content) do
+    if String.length(content) > 2_000, do: String.slice(content, 0, 2_000) <> " …", else: content
+  end
+
+  defp preview(result), do: inspect(result.effect || result.content)
+
+  # Both stdin and stdout are a terminal (the BEAM's own descriptors).
+  defp terminal? do
+    Enum.all?([0, 1], fn fd ->
+      case File.read_link("/proc/self/fd/#{fd}") do
+        {:ok, "/dev/pts/" <> _} -> true
+        {:ok, "/dev/tty" <> _} -> true
+        _ -> false
+      end
+    end)
   end
 
   defp update_text(text) when is_binary(text), do: text

@@ -229,39 +229,17 @@ defmodule CMDC.Tool.Cluster do
         send(caller, {__MODULE__, ref, {:done, %{result | id: id, name: name}}})
       end)
 
-    %CMDC.Tool.Runner.Handle{ref: ref, pid: pid, id: id, name: name}
+    %CMDC.Tool.Runner.Handle{ref: ref, pid: pid, id: id, name: name, tag: __MODULE__}
   end
 
-  @doc "Waits for a cluster call's result, passing partial results to `:on_update`."
-  def await(%CMDC.Tool.Runner.Handle{ref: ref, pid: pid} = handle, opts \\ []) do
-    on_update = Keyword.get(opts, :on_update)
-    mon = Process.monitor(pid)
-
-    Stream.repeatedly(fn ->
-      receive do
-        {__MODULE__, ^ref, {:update, payload}} ->
-          if on_update, do: on_update.(payload)
-          :more
-
-        {__MODULE__, ^ref, {:done, result}} ->
-          Process.demonitor(mon, [:flush])
-          {:done, result}
-
-        {:DOWN, ^mon, :process, _, reason} ->
-          {:done,
-           %{
-             CMDC.Tool.Result.error("the call was stopped (#{inspect(reason)})", :cancelled)
-             | id: handle.id,
-               name: handle.name
-           }}
-      end
-    end)
-    |> Enum.find(&match?({:done, _}, &1))
-    |> elem(1)
-  end
+  @doc """
+  Waits for a cluster call's result, passing partial results to `:on_update`. The same as
+  `CMDC.Tool.Runner.await/2`, which accepts cluster handles too.
+  """
+  defdelegate await(handle, opts \\ []), to: CMDC.Tool.Runner
 
   @doc "Cancels a cluster call: the remote execution is killed."
-  def cancel(%CMDC.Tool.Runner.Handle{pid: pid}), do: send(pid, :cancel) && :ok
+  defdelegate cancel(handle), to: CMDC.Tool.Runner
 
   defp start(id, name, arguments, context, opts, caller, ref) do
     scope = Keyword.get(opts, :scope, :default)

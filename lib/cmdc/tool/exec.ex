@@ -29,6 +29,7 @@ defmodule CMDC.Tool.Exec do
   """
 
   alias CMDC.Tool.Native
+  require Native
 
   defmodule Result do
     @moduledoc """
@@ -146,14 +147,9 @@ defmodule CMDC.Tool.Exec do
         {nil, nil} -> nil
       end
 
-    # Copying a large stdin could hold a normal scheduler too long: use the dirty twin.
-    started =
-      if stdin != nil and byte_size(stdin) > 65_536,
-        do: Native.exec_start_dirty(native, stdin),
-        else: Native.exec_start(native, stdin)
-
-    case started do
-      {:ok, handle, id} ->
+    # Copying a large stdin could hold a normal scheduler too long: the NIF yields to its twin.
+    case Native.with_dirty(exec_start(native, stdin)) do
+      {:ok, {handle, id}} ->
         {:ok, %__MODULE__{id: id, handle: handle, owner: self(), on_line: on_line}}
 
       {:error, message} ->

@@ -28,6 +28,7 @@ defmodule CMDC.Tool.JSON do
   """
 
   alias CMDC.Tool.Native
+  require Native
 
   defmodule DecodeError do
     @moduledoc "Raised by `CMDC.Tool.JSON.decode!/1` for text that is not JSON."
@@ -47,10 +48,7 @@ defmodule CMDC.Tool.JSON do
   """
   @spec decode(iodata()) :: {:ok, term()} | {:error, String.t()}
   def decode(text) when is_binary(text) do
-    case Native.json_decode(text) do
-      :yield -> Native.json_decode_dirty(text)
-      result -> result
-    end
+    Native.with_dirty(json_decode(text))
   end
 
   def decode(text) when is_list(text) do
@@ -85,13 +83,7 @@ defmodule CMDC.Tool.JSON do
   def encode(term, opts \\ []) do
     pretty = Keyword.get(opts, :pretty, false)
 
-    result =
-      case Native.json_encode(term, pretty) do
-        :yield -> Native.json_encode_dirty(term, pretty)
-        result -> result
-      end
-
-    case result do
+    case Native.with_dirty(json_encode(term, pretty)) do
       {:ok, text} -> {:ok, text}
       {:error, {"", message}} -> {:error, message}
       {:error, {path, message}} -> {:error, "#{path}: #{message}"}

@@ -4,6 +4,10 @@ defmodule CMDC.Tool.Native do
   # stub mirrors a `#[rustler::nif]` in native/cmdc_tool_nif/src/ (same name and arity), and
   # `:erlang.load_nif/2` refuses the library if one is missing.
 
+  # Every fallible NIF answers `{:ok, value}` or `{:error, reason}`; the reasons are made in one
+  # place, native/cmdc_tool_nif/src/error.rs. A NIF over a normal scheduler's ~1 ms budget
+  # answers `{:error, :yield}`, and `with_dirty/1` calls its `_dirty` twin.
+
   @on_load :load_nif
   @lib "libcmdc_tool_nif"
 
@@ -24,6 +28,25 @@ defmodule CMDC.Tool.Native do
 
         # Returning :ok keeps the module loaded so every call gives the clear error below.
         :ok
+    end
+  end
+
+  @doc false
+  # `with_dirty(schema_validate(schema, args))`: calls the NIF and, when it answers
+  # `{:error, :yield}`, its `_dirty` twin with the same arguments (evaluated once). The one
+  # place of that rule; a macro so the hot path pays no `apply/3`.
+  defmacro with_dirty({name, _meta, args}) when is_atom(name) and is_list(args) do
+    dirty = :"#{name}_dirty"
+    vars = Macro.generate_arguments(length(args), __MODULE__)
+
+    quote do
+      case unquote(args) do
+        unquote(vars) ->
+          case CMDC.Tool.Native.unquote(name)(unquote_splicing(vars)) do
+            {:error, :yield} -> CMDC.Tool.Native.unquote(dirty)(unquote_splicing(vars))
+            result -> result
+          end
+      end
     end
   end
 
@@ -48,6 +71,9 @@ defmodule CMDC.Tool.Native do
   def json_decode_dirty(_text), do: err()
   def json_encode(_term, _pretty), do: err()
   def json_encode_dirty(_term, _pretty), do: err()
+
+  # permissions.rs
+  def permissions_resolve(_settings_json, _origin), do: err()
 
   # schema.rs
   def schema_compile(_schema, _opts), do: err()

@@ -109,7 +109,7 @@ defmodule CMDC.Tool.Providers do
         end)
 
       case Native.providers_convert(tools, format, strict) do
-        {:ok, tools_etf, warnings} -> {:erlang.binary_to_term(tools_etf), warnings}
+        {:ok, {tools_etf, warnings}} -> {:erlang.binary_to_term(tools_etf), warnings}
         {:error, message} -> raise ArgumentError, message
       end
     end
@@ -149,10 +149,10 @@ defmodule CMDC.Tool.Providers do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_cached_json(reg.ref, format, strict, key) do
-      {:ok, json} ->
+      {:ok, json} when is_binary(json) ->
         json
 
-      :miss ->
+      {:ok, nil} ->
         {json, _tools, _warnings} = build(reg, format, strict, context)
         json
     end
@@ -219,7 +219,7 @@ defmodule CMDC.Tool.Providers do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
-      {:ok, generation, tools_etf, warnings, json} ->
+      {:ok, {generation, tools_etf, warnings, json}} ->
         tools = :erlang.binary_to_term(tools_etf)
 
         store(
@@ -231,10 +231,10 @@ defmodule CMDC.Tool.Providers do
 
         {json, tools, warnings}
 
-      :stale when attempts < 100 ->
+      {:error, :stale} when attempts < 100 ->
         build(reg, format, strict, context, attempts + 1)
 
-      :stale ->
+      {:error, :stale} ->
         raise RuntimeError, "the registry changes faster than its tools list can be built"
 
       {:error, message} ->

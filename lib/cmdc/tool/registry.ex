@@ -34,6 +34,7 @@ defmodule CMDC.Tool.Registry do
   """
 
   alias CMDC.Tool.{Native, Schema}
+  require Native
 
   @enforce_keys [:ref, :id]
   defstruct [:ref, :id, :name]
@@ -120,7 +121,11 @@ defmodule CMDC.Tool.Registry do
   defp name_module({:error, {:invalid_tool, module, message}}),
     do: {:error, {:invalid_tool, module, "#{inspect(module)}: #{message}"}}
 
-  defp name_module(result), do: result
+  defp name_module(result), do: done(result)
+
+  # Writes answer `{:ok, generation}`; the API answers `:ok`.
+  defp done({:ok, _generation}), do: :ok
+  defp done({:error, _} = error), do: error
 
   @doc """
   Replaces the whole set of tools with `modules` in one atomic swap (e.g. when a tool server
@@ -152,7 +157,7 @@ defmodule CMDC.Tool.Registry do
   """
   @spec unregister(t(), String.t()) :: :ok | {:error, {:not_found, String.t(), [String.t()]}}
   def unregister(%__MODULE__{ref: ref}, name) do
-    Native.registry_unregister(ref, to_name(name))
+    done(Native.registry_unregister(ref, to_name(name)))
   end
 
   @doc """
@@ -165,10 +170,7 @@ defmodule CMDC.Tool.Registry do
   def fetch(%__MODULE__{ref: ref}, name) do
     name = to_name(name)
 
-    case Native.registry_fetch(ref, name) do
-      :yield -> Native.registry_fetch_dirty(ref, name)
-      result -> result
-    end
+    Native.with_dirty(registry_fetch(ref, name))
   end
 
   @doc """
@@ -221,7 +223,7 @@ defmodule CMDC.Tool.Registry do
   @spec put_settings(t(), String.t(), map()) ::
           :ok | {:error, {:not_found, String.t(), [String.t()]}}
   def put_settings(%__MODULE__{ref: ref}, name, settings) when is_map(settings) do
-    Native.registry_put_settings(ref, to_name(name), :erlang.term_to_binary(settings))
+    done(Native.registry_put_settings(ref, to_name(name), :erlang.term_to_binary(settings)))
   end
 
   @doc """
@@ -233,8 +235,8 @@ defmodule CMDC.Tool.Registry do
   @spec settings(t(), String.t()) :: map()
   def settings(%__MODULE__{ref: ref}, name) do
     case Native.registry_settings(ref, to_name(name)) do
-      {:ok, bytes} -> :erlang.binary_to_term(bytes)
-      _ -> %{}
+      {:ok, bytes} when is_binary(bytes) -> :erlang.binary_to_term(bytes)
+      _none_or_not_found -> %{}
     end
   end
 
@@ -247,14 +249,8 @@ defmodule CMDC.Tool.Registry do
   def validate(%__MODULE__{ref: ref} = reg, name, args) do
     name = to_name(name)
 
-    result =
-      case Native.registry_validate(ref, name, args) do
-        :yield -> Native.registry_validate_dirty(ref, name, args)
-        result -> result
-      end
-
-    case result do
-      :ok -> {:ok, args}
+    case Native.with_dirty(registry_validate(ref, name, args)) do
+      {:ok, _module_settings} -> {:ok, args}
       {:error, errors} when is_list(errors) -> round_trip(reg, name, args, errors)
       error -> error
     end
@@ -274,11 +270,7 @@ defmodule CMDC.Tool.Registry do
   def validate_json(%__MODULE__{ref: ref} = reg, name, text) when is_binary(text) do
     name = to_name(name)
 
-    result =
-      case Native.registry_validate_json(ref, name, text) do
-        :yield -> Native.registry_validate_json_dirty(ref, name, text)
-        result -> result
-      end
+    result = Native.with_dirty(registry_validate_json(ref, name, text))
 
     with {:error, errors} when is_list(errors) <- result,
          {:ok, module} <- find(reg, name),

@@ -18,7 +18,9 @@ defmodule CMDC.Tool.Runner do
     * `:max_output` - bytes of text kept; longer text is cut with a visible marker (100,000).
     * `:on_update` - `fn payload -> ... end` called with each partial result, in order.
     * `:approver` - `fn %{tool: name, args: args, call_id: id} -> :allow | :deny | {:deny, why} end`
-      consulted for `:ask_once`/`:ask_always` tools (also read from `ctx.private.approver`).
+      consulted for `:ask_once`/`:ask_always` tools (also read from `ctx.private.approver`),
+      and with a `:result` key for results of tools whose `result_approval` is `:on_error` /
+      `:always` (see `CMDC.Tool.Approval`: without an approver such results are withheld).
     * `:policies` - `%{tool_name => policy}` overrides (registries carry their own settings).
     * `:subscriber` - a pid receiving `{:cmdc_tool_event, :start | :update | :end, info}`.
 
@@ -47,8 +49,12 @@ defmodule CMDC.Tool.Runner do
   @default_max_output 100_000
 
   defmodule Handle do
-    @moduledoc "A running call: `CMDC.Tool.Runner.await/2` it or `CMDC.Tool.Runner.cancel/1` it."
-    defstruct [:ref, :pid, :id, :name]
+    @moduledoc """
+    A running call: `CMDC.Tool.Runner.await/2` it or `CMDC.Tool.Runner.cancel/1` it. `tag` is
+    the first element of the messages its worker sends (`CMDC.Tool.Runner`, or
+    `CMDC.Tool.Cluster` for a call run on the cluster), so one `await/2` serves both.
+    """
+    defstruct [:ref, :pid, :id, :name, tag: CMDC.Tool.Runner]
     @type t :: %__MODULE__{}
   end
 
@@ -95,19 +101,19 @@ defmodule CMDC.Tool.Runner do
     await_loop(handle, ref, mon, on_update, Keyword.get(opts, :await_timeout, :infinity))
   end
 
-  defp await_loop(handle, ref, mon, on_update, timeout) do
+  defp await_loop(%Handle{tag: tag} = handle, ref, mon, on_update, timeout) do
     receive do
-      {__MODULE__, ^ref, {:update, payload}} ->
+      {^tag, ^ref, {:update, payload}} ->
         if on_update, do: on_update.(payload)
         await_loop(handle, ref, mon, on_update, timeout)
 
-      {__MODULE__, ^ref, {:done, result}} ->
+      {^tag, ^ref, {:done, result}} ->
         Process.demonitor(mon, [:flush])
         result
 
       {:DOWN, ^mon, :process, _, reason} ->
         # The worker only dies abnormally when killed (cancel/1) or on a bug: still answer.
-        drain(ref, on_update)
+        drain(tag, ref, on_update)
 
         %{
           Result.error("the tool call was stopped (#{inspect(reason)})", :cancelled)
@@ -126,11 +132,11 @@ defmodule CMDC.Tool.Runner do
     end
   end
 
-  defp drain(ref, on_update) do
+  defp drain(tag, ref, on_update) do
     receive do
-      {__MODULE__, ^ref, {:update, payload}} ->
+      {^tag, ^ref, {:update, payload}} ->
         if on_update, do: on_update.(payload)
-        drain(ref, on_update)
+        drain(tag, ref, on_update)
     after
       0 -> :ok
     end
@@ -245,6 +251,7 @@ defmodule CMDC.Tool.Runner do
            settings = settings(tools, module, name),
            :ok <- permit(module, name, args, id, settings, context, opts) do
         supervise(module, args, context, opts, settings, {caller, ref, id})
+        |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
       else
         {:error, %Result{} = result} -> result
       end
@@ -324,26 +331,18 @@ defmodule CMDC.Tool.Runner do
         _ -> %{}
       end
 
-    own |> Map.merge(normalize_settings(registry)) |> normalize_settings()
-  end
+    own = Map.merge(normalize_settings(own), CMDC.Tool.Permissions.normalize(own, name))
 
-  @policies %{
-    "auto" => :auto,
-    "ask_once" => :ask_once,
-    "ask-once" => :ask_once,
-    "ask" => :ask_once,
-    "ask_always" => :ask_always,
-    "ask-always" => :ask_always,
-    "deny" => :deny
-  }
+    registry =
+      Map.merge(normalize_settings(registry), CMDC.Tool.Permissions.normalize(registry, name))
+
+    Map.merge(own, registry)
+  end
 
   defp normalize_settings(settings) do
     Enum.reduce(settings, %{}, fn
       {k, v}, acc when k in ["timeout", "timeout_ms", :timeout] and is_integer(v) ->
         Map.put(acc, :timeout_ms, v)
-
-      {k, v}, acc when k in ["policy", "permission", :permission] ->
-        Map.put(acc, :policy, Map.get(@policies, to_string(v), v))
 
       {"exclusive", v}, acc ->
         Map.put(acc, :exclusive, v == true)
@@ -399,44 +398,11 @@ defmodule CMDC.Tool.Runner do
     end
   end
 
-  @approvals :cmdc_tool_approvals
-
-  defp approved?(key) do
-    :ets.whereis(@approvals) != :undefined and :ets.member(@approvals, key)
-  end
-
-  defp remember(key) do
-    if :ets.whereis(@approvals) == :undefined do
-      # Owned by a process that outlives calls: the table holds approvals for the sessions.
-      :persistent_term.put({__MODULE__, :approvals_owner}, spawn(fn -> own_table() end))
-      wait_table(50)
-    end
-
-    :ets.insert(@approvals, {key, true})
-  end
-
-  defp own_table do
-    try do
-      :ets.new(@approvals, [:named_table, :public, :set])
-      Process.sleep(:infinity)
-    rescue
-      ArgumentError -> :ok
-    end
-  end
-
-  defp wait_table(0), do: :ok
-
-  defp wait_table(n) do
-    if :ets.whereis(@approvals) == :undefined, do: Process.sleep(1) && wait_table(n - 1)
-  end
+  defp approved?(key), do: CMDC.Tool.Approvals.approved?(key)
+  defp remember(key), do: CMDC.Tool.Approvals.remember(key)
 
   @doc "Forgets the `:ask_once` approvals of a session (e.g. when it ends)."
-  def forget_approvals(session_id) do
-    if :ets.whereis(@approvals) != :undefined,
-      do: :ets.match_delete(@approvals, {{session_id, :_}, :_})
-
-    :ok
-  end
+  def forget_approvals(session_id), do: CMDC.Tool.Approvals.forget(session_id)
 
   ## Execution under supervision
 

@@ -20,6 +20,7 @@ defmodule CMDC.Tool.Schema do
   """
 
   alias CMDC.Tool.Native
+  require Native
 
   @typedoc "A compiled schema: a reference to the native validator."
   @type t :: reference()
@@ -92,19 +93,7 @@ defmodule CMDC.Tool.Schema do
       {"/pid", "json"}
   """
   @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
-  def validate(schema, args) do
-    case validate_native(schema, args) do
-      :ok -> {:ok, args}
-      {:error, errors} -> {:error, errors}
-    end
-  end
-
-  defp validate_native(schema, args) do
-    case Native.schema_validate(schema, args) do
-      :yield -> Native.schema_validate_dirty(schema, args)
-      result -> result
-    end
-  end
+  def validate(schema, args), do: Native.with_dirty(schema_validate(schema, args))
 
   @doc """
   Decodes JSON text and validates it in one native call: `{:ok, decoded}` or `{:error, errors}`.
@@ -116,10 +105,7 @@ defmodule CMDC.Tool.Schema do
   """
   @spec validate_json(t(), String.t()) :: {:ok, term()} | {:error, [error()]}
   def validate_json(schema, text) when is_binary(text) do
-    case Native.schema_validate_json(schema, text) do
-      :yield -> Native.schema_validate_json_dirty(schema, text)
-      result -> result
-    end
+    Native.with_dirty(schema_validate_json(schema, text))
   end
 
   def validate_json(_schema, other) do

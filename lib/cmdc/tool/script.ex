@@ -45,13 +45,16 @@ defmodule CMDC.Tool.Script do
 
       %{policy: :ask_once, result_approval: :never, format: false}
 
-    * `:policy` - `:auto | :ask_once | :ask_always`, from the function's `executionPolicy`
-      attribute, else the module-level `executionPolicy` (or `defaultPermissions = {...}`), else
-      `:ask_once`. Legacy spellings are accepted: `permissionLevel` `public`/`moderate`/
-      `sensitive` map to `:auto`/`:ask_once`/`:ask_always`, and `requireExecutionApproval = False`
-      means `:auto` (`True` means at least `:ask_once`). `ask_once`, `askOnce`, `ASK-ONCE` all
-      read as `:ask_once`.
-    * `:result_approval` - `:never | :on_error | :always`, from `resultApprovalPolicy`.
+    * `:policy` - `:auto | :ask_once | :ask_always | :deny`, from the function's attributes
+      (`executionPolicy`, or the older `permissionLevel` / `requireExecutionApproval`), else the
+      module-level ones (or `defaultPermissions = {...}`), else `:ask_once`.
+    * `:result_approval` - `:never | :on_error | :always`, from `resultApprovalPolicy` or
+      `requireResultApproval`; the runner enforces it.
+
+  Every spelling goes through one fail-safe normalizer (`docs/PERMISSIONS.md` lists them all):
+  settings that disagree resolve to the stricter, an unknown value to the strictest, with a
+  warning naming the file, the function and the setting (logged, and in the group's
+  `:warnings`). A `.tool.json` written by sy-f-misc keeps its per-tool permissions.
     * `:format` - whether the function has a `format(result, args) -> str` attribute, which the
       worker applies to make the text the model sees.
 
@@ -113,6 +116,8 @@ defmodule CMDC.Tool.Script do
       iex> tool["function"]["parameters"]["required"]
       ["Zone"]
   """
+
+  require Logger
 
   alias CMDC.Tool.{JSON, Native}
   alias CMDC.Tool.Script.Gen
@@ -233,6 +238,7 @@ defmodule CMDC.Tool.Script do
 
   defp build(path, status, json, opts) do
     with {:ok, doc} <- JSON.decode(json) do
+      for warning <- doc["warnings"] || [], do: Logger.warning("cmdc_tool: #{warning}")
       kind = if doc["type"] == "PowerShellModule", do: :powershell, else: :python
       group = doc["name"] || Path.rootname(Path.basename(path))
       prefix = Module.concat([opts[:namespace], "S" <> hash(path), camelize(group)])
@@ -278,8 +284,10 @@ defmodule CMDC.Tool.Script do
 
   defp description(text, _name, _path), do: text
 
-  defp settings(tool, defaults) do
-    perms = Map.merge(defaults || %{}, tool["permissions"] || %{})
+  # The native loader normalized every spelling (see docs/PERMISSIONS.md): canonical values
+  # here. Anything else still fails safe.
+  defp settings(tool, _defaults) do
+    perms = tool["permissions"] || %{}
 
     %{
       policy: policy(perms["executionPolicy"]),
@@ -289,12 +297,13 @@ defmodule CMDC.Tool.Script do
   end
 
   defp policy("auto"), do: :auto
-  defp policy("ask-always"), do: :ask_always
-  defp policy(_), do: :ask_once
+  defp policy("ask-once"), do: :ask_once
+  defp policy("deny"), do: :deny
+  defp policy(_), do: :ask_always
 
+  defp result_approval("never"), do: :never
   defp result_approval("on-error"), do: :on_error
-  defp result_approval("always"), do: :always
-  defp result_approval(_), do: :never
+  defp result_approval(_), do: :always
 
   defp hash(path), do: Integer.to_string(:erlang.phash2(path, 4_294_967_296), 36)
 

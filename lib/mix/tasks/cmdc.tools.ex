@@ -6,19 +6,24 @@ defmodule Mix.Tasks.Cmdc.Tools do
       mix cmdc.tools list [PATH...]
       mix cmdc.tools schema [--format openai|openai_responses|anthropic|gemini|mcp] [--strict]
       mix cmdc.tools validate NAME JSON
-      mix cmdc.tools call NAME JSON [--timeout MS]
+      mix cmdc.tools call NAME JSON [--timeout MS] [--yes]
       mix cmdc.tools doctor
 
   Tools come from the built-in examples, `examples/tools/`, the project's and user's tool folders
   and the paths given (see `CMDC.Tool.Discovery`). `call` runs through `CMDC.Tool.Runner`: it
   prints partial results as they arrive, the result and the time taken, and exits with status 1
   on a tool error. Output is plain when not on a terminal.
+
+  A tool that asks for approval (its policy, or result approval for its result) asks the person
+  at the terminal: it shows the tool, its `meta/1` summary and the arguments (and the result),
+  and runs (or shows) only on `y`. `--yes` approves everything, for scripted use; off a terminal
+  without `--yes` such a tool is not run and the message names the flag.
   """
   use Mix.Task
 
   alias CMDC.Tool.CLI
 
-  @switches [format: :string, strict: :boolean, timeout: :integer, trust: :boolean]
+  @switches [format: :string, strict: :boolean, timeout: :integer, trust: :boolean, yes: :boolean]
 
   @impl true
   def run(argv) do

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use crate::error::{Error, Result};
+
 /// What to run and under which limits.
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -191,8 +193,8 @@ pub async fn spawn(cmd: &mut Command) -> io::Result<tokio::process::Child> {
     }
 }
 
-pub fn spawn_error(spec: &Spec, e: &io::Error) -> String {
-    match e.kind() {
+pub fn spawn_error(spec: &Spec, e: &io::Error) -> Error {
+    Error::Process(match e.kind() {
         io::ErrorKind::NotFound => {
             if spec.program.contains('/') {
                 format!("executable not found: {}", spec.program)
@@ -204,23 +206,25 @@ pub fn spawn_error(spec: &Spec, e: &io::Error) -> String {
             format!("permission denied: {} is not executable", spec.program)
         }
         _ => format!("cannot start {}: {}", spec.program, e),
-    }
+    })
 }
 
 /// Checks what can be checked before starting: a program name and an existing working directory.
-pub fn check(spec: &Spec) -> Result<(), String> {
+pub fn check(spec: &Spec) -> Result<()> {
     if spec.program.is_empty() {
-        return Err("no program given".to_string());
+        return Err(Error::Invalid("no program given".to_string()));
     }
     if spec.program.as_bytes().contains(&0) || spec.args.iter().any(|a| a.as_bytes().contains(&0)) {
-        return Err("the program or an argument contains a NUL byte".to_string());
+        return Err(Error::Invalid(
+            "the program or an argument contains a NUL byte".to_string(),
+        ));
     }
     if let Some(dir) = &spec.cwd {
         if !dir.is_dir() {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "working directory does not exist: {}",
                 dir.display()
-            ));
+            )));
         }
     }
     Ok(())
@@ -452,8 +456,8 @@ const DRAIN: Duration = Duration::from_millis(500);
 ///
 /// `on_start` gets the OS pid (which is also the process group id) once the program runs;
 /// `on_line` gets each stdout line when `spec.stream_lines` is set (only lines within
-/// `max_output`). Returns `Err(message)` when the program could not be started.
-pub async fn run<C, S, L>(spec: Spec, cancel: C, on_start: S, on_line: L) -> Result<Outcome, String>
+/// `max_output`). Returns an error when the program could not be started.
+pub async fn run<C, S, L>(spec: Spec, cancel: C, on_start: S, on_line: L) -> Result<Outcome>
 where
     C: Future<Output = ()>,
     S: FnOnce(u32),
@@ -602,7 +606,7 @@ mod tests {
         std::future::pending()
     }
 
-    async fn run_simple(s: Spec) -> Result<Outcome, String> {
+    async fn run_simple(s: Spec) -> Result<Outcome> {
         run(s, never(), |_| {}, |_: &[u8]| {}).await
     }
 
@@ -674,7 +678,7 @@ mod tests {
         let mut s = spec("ls", &[]);
         s.cwd = Some(PathBuf::from("/no/such/dir/anywhere"));
         assert_eq!(
-            check(&s).unwrap_err(),
+            check(&s).unwrap_err().to_string(),
             "working directory does not exist: /no/such/dir/anywhere"
         );
         assert!(check(&spec("ls", &["a\0b"])).is_err());
@@ -697,11 +701,12 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "executable not found: no-such-program-cmdc (not on PATH)"
         );
         let e = run_simple(spec("/nope/prog", &[])).await.unwrap_err();
-        assert_eq!(e, "executable not found: /nope/prog");
+        assert!(matches!(&e, Error::Process(_)));
+        assert_eq!(e.to_string(), "executable not found: /nope/prog");
     }
 
     #[tokio::test]

@@ -3,9 +3,11 @@
 
 pub mod compiled;
 pub mod discovery;
+pub mod error;
 pub mod etf;
 pub mod exec;
 pub mod names;
+pub mod permissions;
 pub mod providers;
 pub mod registry;
 pub mod schema;

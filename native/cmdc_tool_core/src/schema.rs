@@ -8,6 +8,8 @@ use jsonschema::json::{Json, SerdeJson};
 use jsonschema::{Draft, Retrieve, Uri, ValidationError, Validator};
 use serde_json::Value;
 
+use crate::error::{Error, Result};
+
 /// Errors reported per call at most: enough for a model to fix its call, cheap to build.
 pub const MAX_ERRORS: usize = 32;
 
@@ -68,11 +70,7 @@ pub fn parse_draft(name: &str) -> Option<Draft> {
 
 /// Compiles a schema for `serde_json::Value` instances. `default_draft` applies when the schema
 /// has no `$schema` (Draft 7 if None).
-pub fn compile(
-    schema: &Value,
-    docs: Documents,
-    default_draft: Option<Draft>,
-) -> Result<Validator, String> {
+pub fn compile(schema: &Value, docs: Documents, default_draft: Option<Draft>) -> Result<Validator> {
     compile_for::<SerdeJson>(schema, docs, default_draft)
 }
 
@@ -81,12 +79,12 @@ pub fn compile_for<F: Json>(
     schema: &Value,
     docs: Documents,
     default_draft: Option<Draft>,
-) -> Result<Validator<F>, String> {
+) -> Result<Validator<F>> {
     if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
-        return Err(format!(
+        return Err(Error::Schema(format!(
             "invalid schema: a JSON Schema is an object or a boolean, got {}",
             type_name(schema)
-        ));
+        )));
     }
     let mut options = jsonschema::options_for::<F>().with_retriever(docs);
     let custom_meta_schema = schema.get("$schema").is_some() && draft_for(schema) == Draft::Unknown;
@@ -100,11 +98,11 @@ pub fn compile_for<F: Json>(
     }
     options.build(schema).map_err(|e| {
         let at = e.instance_path().as_str();
-        if at.is_empty() {
+        Error::Schema(if at.is_empty() {
             format!("invalid schema: {e}")
         } else {
             format!("invalid schema at {at}: {e}")
-        }
+        })
     })
 }
 
@@ -230,16 +228,26 @@ mod tests {
 
     #[test]
     fn invalid_schemas_are_refused_with_a_reason() {
-        let err = compile(&json!({"type": "strnig"}), Documents::default(), None).unwrap_err();
+        let err = compile(&json!({"type": "strnig"}), Documents::default(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(matches!(
+            compile(&json!([1]), Documents::default(), None),
+            Err(Error::Schema(_))
+        ));
         assert!(err.starts_with("invalid schema"), "{err}");
-        let err = compile(&json!([1]), Documents::default(), None).unwrap_err();
+        let err = compile(&json!([1]), Documents::default(), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("object or a boolean"), "{err}");
     }
 
     #[test]
     fn remote_refs_never_touch_the_network() {
         let s = json!({"$ref": "http://example.com/schema.json"});
-        let err = compile(&s, Documents::default(), None).unwrap_err();
+        let err = compile(&s, Documents::default(), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not available"), "{err}");
         let mut docs = Documents::default();
         docs.documents.insert(

@@ -396,7 +396,7 @@ fn schema_validate_compiled<'a>(
     input: Term<'a>,
     api: bool,
 ) -> Term<'a> {
-    let Some(program) = &schema.compiled else {
+    let Some(program) = schema.compiled.as_ref() else {
         return answers::unsupported().encode(env);
     };
     let result = if api {
@@ -420,7 +420,7 @@ fn bench_compiled_validate<'a>(
     input: Term<'a>,
     iterations: u64,
 ) -> Term<'a> {
-    let Some(program) = &schema.compiled else {
+    let Some(program) = schema.compiled.as_ref() else {
         return (crate::atoms::error(), "the schema has no compiled program").encode(env);
     };
     let ns = crate::schema::best_of_five(iterations.max(1), &|| {

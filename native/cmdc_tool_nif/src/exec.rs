@@ -17,6 +17,8 @@ use cmdc_tool_core::exec::{self, Ending, Outcome, Spec};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::watch;
 
+use crate::error::{Error, Result};
+
 mod atoms {
     rustler::atoms! {
         ok,
@@ -39,6 +41,9 @@ mod atoms {
         os_pid,
     }
 }
+
+/// Bytes of stdin a normal scheduler copies; more answers `:yield` (the dirty twin copies it).
+const NORMAL_STDIN_BYTES: usize = 64 * 1024;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -166,30 +171,42 @@ async fn drive(spec: Spec, pid: LocalPid, id: u64, mut cancel: watch::Receiver<b
         Ok(outcome) => send(&mut msg_env, &pid, id, |env| {
             (atoms::exit(), outcome_term(env, &outcome)).encode(env)
         }),
-        Err(message) => send(&mut msg_env, &pid, id, |env| {
-            (atoms::error(), message.as_str()).encode(env)
+        Err(e) => send(&mut msg_env, &pid, id, |env| {
+            (atoms::error(), Error::from(e)).encode(env)
         }),
     }
 }
 
-/// Starts a program; answers `{:ok, handle, id}` at once (or `{:error, message}` when the
-/// runtime cannot start). Everything else arrives as messages. The Elixir side calls
-/// `exec_start_dirty` instead when stdin is large (copying it is the only unbounded work here).
+/// Starts a program; answers `{:ok, {handle, id}}` at once (or `{:error, message}` when the
+/// runtime cannot start). Everything else arrives as messages. A large stdin answers `:yield`:
+/// copying it is the only unbounded work here, done by `exec_start_dirty`.
 #[rustler::nif]
-fn exec_start<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
+fn exec_start(
+    env: Env,
+    opts: ExecOpts,
+    stdin: Option<Binary>,
+) -> Result<(ResourceArc<ExecHandle>, u64)> {
+    if stdin.as_ref().is_some_and(|b| b.len() > NORMAL_STDIN_BYTES) {
+        return Err(Error::Yield);
+    }
     start(env, opts, stdin)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn exec_start_dirty<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
+fn exec_start_dirty(
+    env: Env,
+    opts: ExecOpts,
+    stdin: Option<Binary>,
+) -> Result<(ResourceArc<ExecHandle>, u64)> {
     start(env, opts, stdin)
 }
 
-fn start<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a> {
-    let runtime = match crate::runtime::get() {
-        Ok(rt) => rt,
-        Err(message) => return (atoms::error(), message).encode(env),
-    };
+fn start(
+    env: Env,
+    opts: ExecOpts,
+    stdin: Option<Binary>,
+) -> Result<(ResourceArc<ExecHandle>, u64)> {
+    let runtime = crate::runtime::get().map_err(|m| Error::Message(m.to_owned()))?;
     let spec = to_spec(opts, stdin);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = watch::channel(false);
@@ -210,7 +227,7 @@ fn start<'a>(env: Env<'a>, opts: ExecOpts, stdin: Option<Binary<'a>>) -> Term<'a
             });
         }
     });
-    (atoms::ok(), handle.clone(), handle.id).encode(env)
+    Ok((handle.clone(), handle.id))
 }
 
 /// Kills the program's process group (SIGTERM, then SIGKILL after the grace period). The final

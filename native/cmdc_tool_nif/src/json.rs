@@ -16,7 +16,7 @@ use rustler::sys::{
 use rustler::types::{BigInt, MapIterator};
 use rustler::{Binary, Encoder, Env, NewBinary, Term, TermType};
 
-use crate::atoms;
+use crate::error::{Error, Result};
 use crate::term::{self, Budget, Cells, Key, Scalar, Seg, TermError};
 
 /// Bytes of JSON text a normal scheduler decodes; larger input goes to a dirty scheduler.
@@ -614,48 +614,41 @@ impl Writer<'_> {
     }
 }
 
-/// `{:error, {path, message}}`, `:yield`, or `{:ok, binary}` for an encode result.
-pub fn encode_result<'a>(env: Env<'a>, result: Result<Vec<u8>, TermError>) -> Term<'a> {
+fn encoded<'a>(env: Env<'a>, result: std::result::Result<Vec<u8>, TermError>) -> Result<Term<'a>> {
     match result {
-        Ok(bytes) => (atoms::ok(), binary(env, &bytes)).encode(env),
-        Err(TermError::Yield) => atoms::r#yield().encode(env),
-        Err(e) => (atoms::error(), (e.path(), e.message())).encode(env),
-    }
-}
-
-/// `{:ok, term}`, `{:error, message}` or `:yield`.
-pub fn decode_result<'a>(env: Env<'a>, text: &[u8], budget: &mut Budget) -> Term<'a> {
-    match decode(env, text, budget) {
-        Ok(term) => (atoms::ok(), term).encode(env),
-        Err(DecodeError::Yield) => atoms::r#yield().encode(env),
-        Err(DecodeError::Invalid(msg)) => (atoms::error(), msg).encode(env),
+        Ok(bytes) => Ok(binary(env, &bytes)),
+        Err(TermError::Yield) => Err(Error::Yield),
+        Err(e) => Err(Error::NotJson {
+            path: e.path().to_owned(),
+            message: e.message(),
+        }),
     }
 }
 
 #[rustler::nif]
-fn json_decode<'a>(env: Env<'a>, text: Binary<'a>) -> Term<'a> {
+fn json_decode<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
     if text.len() > NORMAL_DECODE_BYTES {
-        return atoms::r#yield().encode(env);
+        return Err(Error::Yield);
     }
     // ~10 ns a byte of text, reported as work units of ~100 ns.
     term::report_units(env, (text.len() / 10) as i64);
-    decode_result(env, text.as_slice(), &mut Budget::normal())
+    Ok(decode(env, text.as_slice(), &mut Budget::normal())?)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Term<'a> {
-    decode_result(env, text.as_slice(), &mut Budget::dirty())
+fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
+    Ok(decode(env, text.as_slice(), &mut Budget::dirty())?)
 }
 
 #[rustler::nif]
-fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Term<'a> {
+fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
     let mut budget = Budget::normal();
     let result = encode(term, pretty, &mut budget);
     term::report_units(env, budget.spent());
-    encode_result(env, result)
+    encoded(env, result)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Term<'a> {
-    encode_result(env, encode(term, pretty, &mut Budget::dirty()))
+fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
+    encoded(env, encode(term, pretty, &mut Budget::dirty()))
 }

@@ -10,14 +10,15 @@ use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cmdc_tool_core::etf;
 use cmdc_tool_core::providers::{self, Format, Tool, Warning};
-use cmdc_tool_core::registry::{self as core, Entry, Holder, RegistryError};
+use cmdc_tool_core::registry::{self as core, Entry};
 use once_cell::sync::{Lazy, OnceCell};
 use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
 use crate::atoms;
+use crate::error::{Error, Result};
 use crate::schema::{self, Schema};
-use crate::term::{self, Budget, TermError};
+use crate::term::{self, Budget};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
 const NORMAL_SUGGEST_NAMES: usize = 1_000;
@@ -97,17 +98,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn not_found<'a>(env: Env<'a>, name: &str, suggestions: Vec<String>) -> Term<'a> {
-    (atoms::error(), (atoms::not_found(), name, suggestions)).encode(env)
+/// Not found, without suggestions (for writes: the caller asked to change, not to call).
+fn not_found(name: &str) -> Error {
+    Error::NotFound {
+        name: name.to_owned(),
+        suggestions: Vec::new(),
+    }
 }
 
-/// `{:error, {:not_found, name, suggestions}}`, or `:yield` when suggesting would take too long
-/// for a normal scheduler.
-fn missing<'a>(env: Env<'a>, state: &Core, name: &str, dirty: bool) -> Term<'a> {
+/// Not found with the nearest names ("did you mean"), or `Yield` when suggesting would take too
+/// long for a normal scheduler.
+fn missing(state: &Core, name: &str, dirty: bool) -> Error {
     if !dirty && state.len() > NORMAL_SUGGEST_NAMES {
-        return atoms::r#yield().encode(env);
+        return Error::Yield;
     }
-    not_found(env, name, state.suggest(name))
+    Error::NotFound {
+        name: name.to_owned(),
+        suggestions: state.suggest(name),
+    }
 }
 
 fn as_str<'a>(bin: &'a Binary) -> &'a str {
@@ -170,31 +178,14 @@ fn entries(batch: Vec<Incoming>) -> Vec<Entry<Atom, ResourceArc<Schema>>> {
         .collect()
 }
 
-fn write_result<'a>(env: Env<'a>, result: Result<(), RegistryError<Atom>>) -> Term<'a> {
-    match result {
-        Ok(()) => atoms::ok().encode(env),
-        Err(RegistryError::Invalid { module, message }) => {
-            (atoms::error(), (atoms::invalid_tool(), module, message)).encode(env)
-        }
-        Err(RegistryError::Conflict { name, holder }) => {
-            let holder = match holder {
-                Holder::Module(m) => m.encode(env),
-                Holder::Reserved => atoms::reserved().encode(env),
-            };
-            (atoms::error(), (atoms::conflict(), name, holder)).encode(env)
-        }
-    }
-}
-
 /// Registers (`replace = false`) or swaps in (`replace = true`) a batch, all or none. Entries
 /// are `{module, name, description, contextual, schema}` prepared by `CMDC.Tool.Registry`.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn registry_register<'a>(
-    env: Env<'a>,
+fn registry_register(
     reg: ResourceArc<Registry>,
     batch: Vec<Incoming>,
     replace: bool,
-) -> Term<'a> {
+) -> Result<u64> {
     let batch = entries(batch);
     // Everything that does not depend on the registered names is done under a read lock, so
     // readers on normal schedulers never wait for more than the final insert or swap.
@@ -218,48 +209,54 @@ fn registry_register<'a>(
             result
         })
     };
-    write_result(env, result)
+    result?;
+    Ok(reg.generation.load(Ordering::Acquire))
 }
 
 #[rustler::nif]
-fn registry_unregister<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
+fn registry_unregister(reg: ResourceArc<Registry>, name: Binary) -> Result<u64> {
     let name = as_str(&name);
     let mut state = reg.write();
-    if state.unregister(name) {
-        reg.changed(&state);
-        atoms::ok().encode(env)
-    } else {
-        // Suggestions are not needed here: the caller asked to remove, not to call.
-        not_found(env, name, Vec::new())
+    if !state.unregister(name) {
+        return Err(not_found(name));
     }
+    reg.changed(&state);
+    Ok(state.generation())
 }
 
 #[rustler::nif]
-fn registry_put_settings<'a>(
+fn registry_put_settings(
+    reg: ResourceArc<Registry>,
+    name: Binary,
+    settings: Binary,
+) -> Result<u64> {
+    let name = as_str(&name);
+    let mut state = reg.write();
+    if !state.put_settings(name, settings.as_slice().to_vec()) {
+        return Err(not_found(name));
+    }
+    Ok(state.generation())
+}
+
+/// `{:ok, bytes}` (term_to_binary of the settings), `{:ok, :none}`, or not found.
+#[rustler::nif]
+fn registry_settings<'a>(
     env: Env<'a>,
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
-    settings: Binary<'a>,
-) -> Term<'a> {
-    let name = as_str(&name);
-    let mut state = reg.write();
-    if state.put_settings(name, settings.as_slice().to_vec()) {
-        atoms::ok().encode(env)
-    } else {
-        not_found(env, name, Vec::new())
-    }
-}
-
-/// `{:ok, bytes}` (term_to_binary of the settings), `:none`, or not found.
-#[rustler::nif]
-fn registry_settings<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
+) -> Result<Term<'a>> {
     let name = as_str(&name);
     let state = reg.read();
     if state.get(name).is_none() {
-        return not_found(env, name, Vec::new());
+        return Err(not_found(name));
     }
-    match state.settings(name) {
-        Some(bytes) => (atoms::ok(), crate::json::binary(env, bytes)).encode(env),
+    Ok(settings_term(env, state.settings(name)))
+}
+
+/// Settings as stored (term_to_binary bytes), or `:none`.
+fn settings_term<'a>(env: Env<'a>, settings: Option<&[u8]>) -> Term<'a> {
+    match settings {
+        Some(bytes) => crate::json::binary(env, bytes),
         None => atoms::none().encode(env),
     }
 }
@@ -277,26 +274,22 @@ fn registry_find<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>)
     }
 }
 
-fn fetch<'a>(env: Env<'a>, reg: &Registry, name: &str, dirty: bool) -> Term<'a> {
+fn fetch(reg: &Registry, name: &str, dirty: bool) -> Result<Atom> {
     let state = reg.read();
     match state.get(name) {
-        Some(e) => (atoms::ok(), e.module).encode(env),
-        None => missing(env, &state, name, dirty),
+        Some(e) => Ok(e.module),
+        None => Err(missing(&state, name, dirty)),
     }
 }
 
 #[rustler::nif]
-fn registry_fetch<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
-    fetch(env, &reg, as_str(&name), false)
+fn registry_fetch(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom> {
+    fetch(&reg, as_str(&name), false)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn registry_fetch_dirty<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-) -> Term<'a> {
-    fetch(env, &reg, as_str(&name), true)
+fn registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom> {
+    fetch(&reg, as_str(&name), true)
 }
 
 /// Modules in registration order.
@@ -343,17 +336,30 @@ fn schema_of(reg: &Registry, name: &str) -> Option<ResourceArc<Schema>> {
     reg.read().get(name).map(|e| e.schema.clone())
 }
 
+/// Resolves `name` and validates `args` against its compiled schema in one call:
+/// `{:ok, {module, settings}}` (settings as stored, or `:none`), the failures, or not found.
 fn validate<'a>(
     env: Env<'a>,
     reg: &Registry,
     name: &str,
     args: Term<'a>,
     budget: Budget,
-) -> Term<'a> {
-    match schema_of(reg, name) {
-        Some(schema) => schema::validate_term(env, &schema, args, budget),
-        None => missing(env, &reg.read(), name, budget.is_dirty()),
-    }
+) -> Result<(Atom, Term<'a>)> {
+    let dirty = budget.is_dirty();
+    let entry = {
+        let state = reg.read();
+        match state.get(name) {
+            Some(e) => (
+                e.module,
+                e.schema.clone(),
+                state.settings(name).map(<[u8]>::to_vec),
+            ),
+            None => return Err(missing(&state, name, dirty)),
+        }
+    };
+    let (module, schema, settings) = entry;
+    schema::validate_term(&schema, args, budget)?;
+    Ok((module, settings_term(env, settings.as_deref())))
 }
 
 #[rustler::nif]
@@ -362,7 +368,7 @@ fn registry_validate<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     args: Term<'a>,
-) -> Term<'a> {
+) -> Result<(Atom, Term<'a>)> {
     validate(env, &reg, as_str(&name), args, Budget::normal())
 }
 
@@ -372,7 +378,7 @@ fn registry_validate_dirty<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     args: Term<'a>,
-) -> Term<'a> {
+) -> Result<(Atom, Term<'a>)> {
     validate(env, &reg, as_str(&name), args, Budget::dirty())
 }
 
@@ -382,13 +388,11 @@ fn validate_json<'a>(
     name: &str,
     text: &[u8],
     dirty: bool,
-) -> Term<'a> {
+) -> Result<Term<'a>> {
     match schema_of(reg, name) {
-        Some(_) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => {
-            atoms::r#yield().encode(env)
-        }
+        Some(_) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => Err(Error::Yield),
         Some(schema) => schema::validate_text(env, &schema, text),
-        None => missing(env, &reg.read(), name, dirty),
+        None => Err(missing(&reg.read(), name, dirty)),
     }
 }
 
@@ -398,7 +402,7 @@ fn registry_validate_json<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     text: Binary<'a>,
-) -> Term<'a> {
+) -> Result<Term<'a>> {
     validate_json(env, &reg, as_str(&name), text.as_slice(), false)
 }
 
@@ -408,23 +412,24 @@ fn registry_validate_json_dirty<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     text: Binary<'a>,
-) -> Term<'a> {
+) -> Result<Term<'a>> {
     validate_json(env, &reg, as_str(&name), text.as_slice(), true)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Provider output, cached
 
-fn format_of(format: Term) -> Option<Format> {
-    Format::parse(&format.atom_to_string().ok()?)
-}
-
-fn bad_format<'a>(env: Env<'a>, format: Term<'a>) -> Term<'a> {
-    let msg = format!(
-        "unknown format {format:?}; expected one of :openai, :openai_responses, :anthropic, \
-         :gemini, :gemini_json_schema, :mcp"
-    );
-    (atoms::error(), msg).encode(env)
+fn format_of(format: Term) -> Result<Format> {
+    format
+        .atom_to_string()
+        .ok()
+        .and_then(|f| Format::parse(&f))
+        .ok_or_else(|| {
+            Error::Message(format!(
+                "unknown format {format:?}; expected one of :openai, :openai_responses, \
+                 :anthropic, :gemini, :gemini_json_schema, :mcp"
+            ))
+        })
 }
 
 pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
@@ -446,7 +451,7 @@ pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
 }
 
 /// The cached JSON text of a tools list: `{:ok, binary}` (a resource binary, not a copy) or
-/// `:miss`.
+/// `{:ok, nil}`.
 #[rustler::nif]
 fn registry_cached_json<'a>(
     env: Env<'a>,
@@ -454,10 +459,8 @@ fn registry_cached_json<'a>(
     format: Term<'a>,
     strict: bool,
     context_key: Binary<'a>,
-) -> Term<'a> {
-    let Some(format) = format_of(format) else {
-        return bad_format(env, format);
-    };
+) -> Result<Option<Term<'a>>> {
+    let format = format_of(format)?;
     let key = (format, strict, context_key.as_slice().to_vec());
     let built = {
         let cache = lock(&reg.cache);
@@ -467,16 +470,13 @@ fn registry_cached_json<'a>(
             cache.entries.get(&key).cloned()
         }
     };
-    match built {
-        Some(b) => (atoms::ok(), b.make_binary(env, |b| &b.json)).encode(env),
-        None => atoms::miss().encode(env),
-    }
+    Ok(built.map(|b| b.make_binary(env, |b| &b.json).to_term(env)))
 }
 
 /// Builds a tools list from the registry at `generation` (descriptions of context-dependent
 /// tools given in `overrides`, `%{name => description}`), caches its JSON text, and answers
-/// `{:ok, generation, tools_etf, warnings, json}` (`tools_etf` for `:erlang.binary_to_term/1`), or `:stale` when the registry changed since the
-/// caller read `generation`.
+/// `{:ok, {generation, tools_etf, warnings, json}}` (`tools_etf` for `:erlang.binary_to_term/1`),
+/// or `{:error, :stale}` when the registry changed since the caller read `generation`.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn registry_build<'a>(
     env: Env<'a>,
@@ -486,21 +486,17 @@ fn registry_build<'a>(
     context_key: Binary<'a>,
     generation: u64,
     overrides: HashMap<String, String>,
-) -> Term<'a> {
-    let Some(fmt) = format_of(format) else {
-        return bad_format(env, format);
-    };
+) -> Result<(u64, Term<'a>, Term<'a>, Term<'a>)> {
+    let fmt = format_of(format)?;
     // A snapshot: the lock is held only to clone the entry handles.
     let (current, entries) = {
         let state = reg.read();
         (state.generation(), state.entries().to_vec())
     };
     if current != generation {
-        return atoms::stale().encode(env);
+        return Err(Error::Stale);
     }
-    if let Err(message) = providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt) {
-        return (atoms::error(), message).encode(env);
-    }
+    providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt).map_err(Error::Message)?;
     let (start, end) = providers::list_json_delimiters(fmt, entries.len());
     let mut json = Vec::with_capacity(256 * entries.len() + 32);
     json.extend_from_slice(start);
@@ -542,37 +538,31 @@ fn registry_build<'a>(
             );
         }
     }
-    (
-        atoms::ok(),
+    Ok((
         generation,
         crate::json::binary(env, &etf),
         warnings_term(env, &warnings),
-        built.make_binary(env, |b| &b.json),
-    )
-        .encode(env)
+        built.make_binary(env, |b| &b.json).to_term(env),
+    ))
 }
 
 /// Stateless conversion for a list of `{name, description, parameters}`:
-/// `{:ok, tools_etf, warnings}` or `{:error, message}`.
+/// `{:ok, {tools_etf, warnings}}` or `{:error, message}`.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn providers_convert<'a>(
     env: Env<'a>,
     tools: Vec<(String, String, Term<'a>)>,
     format: Term<'a>,
     strict: bool,
-) -> Term<'a> {
-    let Some(fmt) = format_of(format) else {
-        return bad_format(env, format);
-    };
-    if let Err(message) = providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt) {
-        return (atoms::error(), message).encode(env);
-    }
+) -> Result<(Term<'a>, Term<'a>)> {
+    let fmt = format_of(format)?;
+    providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt).map_err(Error::Message)?;
     let mut params: Vec<Value> = Vec::with_capacity(tools.len());
     for (name, _, p) in &tools {
-        match term::to_value(*p, &mut Budget::dirty()) {
-            Ok(v) => params.push(v),
-            Err(e) => return (atoms::error(), param_error(name, &e)).encode(env),
-        }
+        let what = format!("tool {name:?}: parameters are not JSON");
+        params.push(
+            term::to_value(*p, &mut Budget::dirty()).map_err(|e| Error::bad_term(&what, &e))?,
+        );
     }
     let specs: Vec<Tool> = tools
         .iter()
@@ -587,22 +577,8 @@ fn providers_convert<'a>(
     // As external term format, like `registry_build`: decoded in one allocation.
     let mut tools_etf = vec![etf::VERSION];
     etf::value(&mut tools_etf, &value);
-    (
-        atoms::ok(),
+    Ok((
         crate::json::binary(env, &tools_etf),
         warnings_term(env, &warnings),
-    )
-        .encode(env)
-}
-
-fn param_error(name: &str, e: &TermError) -> String {
-    let at = if e.path().is_empty() {
-        String::new()
-    } else {
-        format!(" at {}", e.path())
-    };
-    format!(
-        "tool {name:?}: parameters are not JSON{at}: {}",
-        e.message()
-    )
+    ))
 }

@@ -19,9 +19,10 @@ use serde_json::Value;
 
 use crate::atoms;
 use crate::beam;
+use crate::error::{Error, Result};
 use crate::json::DecodeError;
-use crate::term::{self, Budget, TermError};
-use cmdc_tool_core::tape::{Beam, Tape};
+use crate::term::{self, Budget};
+use cmdc_tool_core::tape::Beam;
 
 /// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
 pub struct Schema {
@@ -33,7 +34,7 @@ pub struct Schema {
     pub source: Value,
     /// The schema compiled into checks that read terms directly (`compiled.rs`), when it uses
     /// only the keywords that path implements; tried first, `validator` decides the rest.
-    pub compiled: Option<Program>,
+    pub compiled: AssertUnwindSafe<Option<Program>>,
     /// Provider conversions of `source` (see `crate::registry`), made on first use.
     pub converted: Mutex<ConversionCache>,
     /// Where strict mode's rewrite made nulls stand for absent keys (`crate::round_trip`).
@@ -53,7 +54,7 @@ impl Schema {
         Schema {
             validator: AssertUnwindSafe(validator),
             converting: AssertUnwindSafe(converting),
-            compiled: Program::compile(&source, resolved_draft(&source, draft)),
+            compiled: AssertUnwindSafe(Program::compile(&source, resolved_draft(&source, draft))),
             source,
             converted: Mutex::new(HashMap::new()),
             null_plan: OnceLock::new(),
@@ -83,91 +84,41 @@ impl Schema {
 #[rustler::resource_impl]
 impl rustler::Resource for Schema {}
 
-fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
-    term::string_map(
-        env,
-        &[
-            (atoms::path(), f.path.as_str()),
-            (atoms::keyword(), f.keyword.as_str()),
-            (atoms::message(), f.message.as_str()),
-            (atoms::schema_path(), f.schema_path.as_str()),
-        ],
-    )
-}
-
-fn not_json(e: &TermError) -> Failure {
-    Failure::json(e.path(), e.message())
-}
-
-fn failures_term<'a>(env: Env<'a>, failures: &[Failure]) -> Term<'a> {
-    let list: Vec<Term<'a>> = failures.iter().map(|f| failure_term(env, f)).collect();
-    (atoms::error(), list).encode(env)
-}
-
+/// Validates the caller's term in place: `{:ok, args}` (the same term, no copy) or the failures.
 pub(crate) fn validate_term<'a>(
-    env: Env<'a>,
     schema: &Schema,
     args: Term<'a>,
     budget: Budget,
-) -> Term<'a> {
-    if let Some(program) = &schema.compiled {
+) -> Result<Term<'a>> {
+    if let Some(program) = schema.compiled.as_ref() {
         match crate::compiled::run(program, args, budget.is_dirty()) {
-            Ok(()) => return atoms::ok().encode(env),
-            Err(Stop::Yield) => return atoms::r#yield().encode(env),
+            Ok(()) => return Ok(args),
+            Err(Stop::Yield) => return Err(Error::Yield),
             // Invalid or undecided: the `jsonschema` path decides and names the errors.
             Err(_) => {}
         }
     }
-    validate_tape(env, schema, beam::build(args, &mut { budget }))
-}
-
-fn validate_tape<'a>(env: Env<'a>, schema: &Schema, tape: Result<Tape<'_>, TermError>) -> Term<'a> {
-    match tape {
-        Err(TermError::Yield) => atoms::r#yield().encode(env),
-        Err(e) => failures_term(env, &[not_json(&e)]),
-        Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
-            Ok(()) => atoms::ok().encode(env),
-            Err(failures) => failures_term(env, &failures),
-        },
-    }
-}
-
-/// The converting path: term -> `serde_json::Value` -> validation (normal scheduler, with the
-/// same budget as the in-place path; `:yield` when over it).
-fn validate_converted<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Term<'a> {
-    match term::to_value(args, &mut Budget::normal()) {
-        Err(TermError::Yield) => atoms::r#yield().encode(env),
-        Err(e) => failures_term(env, &[not_json(&e)]),
-        Ok(value) => match check(&schema.converting, &value) {
-            Ok(()) => atoms::ok().encode(env),
-            Err(failures) => failures_term(env, &failures),
-        },
-    }
+    let tape = beam::build(args, &mut { budget }).map_err(|e| Error::not_json(&e))?;
+    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
+    Ok(args)
 }
 
 /// Decodes and validates JSON text, under the budget of the scheduler it runs on: `:yield`
 /// on a normal scheduler when the text holds more work than it may do (a big integer).
-pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Term<'a> {
-    let mut budget = Budget::here();
-    let args = match crate::json::decode(env, text, &mut budget) {
-        Ok(term) => term,
-        Err(DecodeError::Yield) => return atoms::r#yield().encode(env),
-        Err(DecodeError::Invalid(message)) => {
-            return failures_term(env, &[Failure::json("", message)])
-        }
-    };
-    if let Some(program) = &schema.compiled {
+/// `{:ok, decoded}` or the failures.
+pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Result<Term<'a>> {
+    let args = crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
+        DecodeError::Yield => Error::Yield,
+        DecodeError::Invalid(message) => Error::Invalid(vec![Failure::json("", message)]),
+    })?;
+    if let Some(program) = schema.compiled.as_ref() {
         if crate::compiled::run(program, args, true).is_ok() {
-            return (atoms::ok(), args).encode(env);
+            return Ok(args);
         }
     }
-    match beam::build(args, &mut Budget::dirty()) {
-        Err(e) => failures_term(env, &[not_json(&e)]),
-        Ok(tape) => match check_for::<Beam>(&schema.validator, tape.root()) {
-            Ok(()) => (atoms::ok(), args).encode(env),
-            Err(failures) => failures_term(env, &failures),
-        },
-    }
+    let tape = beam::build(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
+    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
+    Ok(args)
 }
 
 /// Options: `%{"documents" => %{uri => schema}, "dirs" => %{url_prefix => folder}}`.
@@ -186,55 +137,36 @@ fn documents(opts: &Value) -> Documents {
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn schema_compile<'a>(env: Env<'a>, schema: Term<'a>, opts: Term<'a>) -> Term<'a> {
-    let converted = term::to_value(schema, &mut Budget::dirty())
-        .and_then(|s| Ok((s, term::to_value(opts, &mut Budget::dirty())?)));
-    let (source, opts) = match converted {
-        Ok(pair) => pair,
-        Err(e) => {
-            let at = if e.path().is_empty() { "" } else { " at " };
-            let msg = format!("invalid schema{at}{}: {}", e.path(), e.message());
-            return (atoms::error(), msg).encode(env);
-        }
-    };
+fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Schema>> {
+    let source = term::to_value(schema, &mut Budget::dirty())
+        .map_err(|e| Error::bad_term("invalid schema", &e))?;
+    let opts = term::to_value(opts, &mut Budget::dirty())
+        .map_err(|e| Error::bad_term("invalid schema", &e))?;
     let draft = match opts.get("draft").and_then(Value::as_str) {
         None => None,
-        Some(name) => match parse_draft(name) {
-            Some(draft) => Some(draft),
-            None => {
-                let msg = format!(
-                    "unknown draft {name:?}: use one of \"4\", \"6\", \"7\", \"2019-09\", \"2020-12\""
-                );
-                return (atoms::error(), msg).encode(env);
-            }
-        },
+        Some(name) => Some(parse_draft(name).ok_or_else(|| {
+            Error::Message(format!(
+                "unknown draft {name:?}: use one of \"4\", \"6\", \"7\", \"2019-09\", \"2020-12\""
+            ))
+        })?),
     };
     let docs = documents(&opts);
-    let compiled = compile_for::<Beam>(&source, docs.clone(), draft)
-        .and_then(|beam| Ok((beam, compile(&source, docs, draft)?)));
-    match compiled {
-        Ok((validator, converting)) => (
-            atoms::ok(),
-            ResourceArc::new(Schema::new(validator, converting, source, draft)),
-        )
-            .encode(env),
-        Err(msg) => (atoms::error(), msg).encode(env),
-    }
+    let validator = compile_for::<Beam>(&source, docs.clone(), draft)?;
+    let converting = compile(&source, docs, draft)?;
+    Ok(ResourceArc::new(Schema::new(
+        validator, converting, source, draft,
+    )))
 }
 
 #[rustler::nif]
-fn schema_validate<'a>(env: Env<'a>, schema: &'a Schema, args: Term<'a>) -> Term<'a> {
+fn schema_validate<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a>> {
     // A borrowed resource: the caller's term keeps it alive, no reference count to touch.
-    validate_term(env, schema, args, Budget::normal())
+    validate_term(schema, args, Budget::normal())
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_dirty<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    args: Term<'a>,
-) -> Term<'a> {
-    validate_term(env, &schema, args, Budget::dirty())
+fn schema_validate_dirty<'a>(schema: ResourceArc<Schema>, args: Term<'a>) -> Result<Term<'a>> {
+    validate_term(&schema, args, Budget::dirty())
 }
 
 #[rustler::nif]
@@ -242,9 +174,9 @@ fn schema_validate_json<'a>(
     env: Env<'a>,
     schema: ResourceArc<Schema>,
     text: Binary<'a>,
-) -> Term<'a> {
+) -> Result<Term<'a>> {
     if text.len() > crate::json::NORMAL_DECODE_BYTES {
-        return atoms::r#yield().encode(env);
+        return Err(Error::Yield);
     }
     validate_text(env, &schema, text.as_slice())
 }
@@ -254,25 +186,26 @@ fn schema_validate_json_dirty<'a>(
     env: Env<'a>,
     schema: ResourceArc<Schema>,
     text: Binary<'a>,
-) -> Term<'a> {
+) -> Result<Term<'a>> {
     validate_text(env, &schema, text.as_slice())
 }
 
-/// Validates through the converting path (for the tests comparing both paths).
+/// Validates through the converting path (for the tests comparing both paths): term ->
+/// `serde_json::Value` -> validation, with the in-place path's budget.
 #[rustler::nif]
-fn schema_validate_converting<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    args: Term<'a>,
-) -> Term<'a> {
-    validate_converted(env, &schema, args)
+fn schema_validate_converting<'a>(schema: ResourceArc<Schema>, args: Term<'a>) -> Result<Term<'a>> {
+    let value = term::to_value(args, &mut Budget::normal()).map_err(|e| Error::not_json(&e))?;
+    check(&schema.converting, &value).map_err(Error::Invalid)?;
+    Ok(args)
 }
 
 /// Validates in place reading the term through the `enif_*` API only (for the tests comparing
 /// it with the direct reads of `layout.rs`).
 #[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_api<'a>(env: Env<'a>, schema: &'a Schema, args: Term<'a>) -> Term<'a> {
-    validate_tape(env, schema, beam::build_api(args, &mut Budget::dirty()))
+fn schema_validate_api<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a>> {
+    let tape = beam::build_api(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
+    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
+    Ok(args)
 }
 
 /// `:direct` when terms are read from memory (the layout checked out on this emulator), else

@@ -131,6 +131,31 @@ defmodule CMDC.Tool.ClusterTest do
       assert node != node()
     end
 
+    test "Runner.await/2 and Runner.cancel/1 take a cluster handle (no wait forever)", %{
+      scope: scope,
+      args: args,
+      node: node
+    } do
+      me = self()
+      call = %{id: "r1b", name: "stream", arguments: %{"n" => 3}}
+      handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
+
+      assert %{content: "done 3", is_error: false, id: "r1b"} =
+               CMDC.Tool.Runner.await(handle,
+                 on_update: &send(me, {:part, &1}),
+                 await_timeout: 10_000
+               )
+
+      assert_received {:part, "step 1"}
+
+      call = %{id: "r1c", name: "report", arguments: Map.put(args, "ms", 30_000)}
+      handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
+      assert_receive {:remote_started, ^node, tool, _child}, 5_000
+      :ok = CMDC.Tool.Runner.cancel(handle)
+      assert %{reason: :cancelled} = CMDC.Tool.Runner.await(handle, await_timeout: 10_000)
+      eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
+    end
+
     test "arguments are validated here: bad ones never reach the remote node", %{scope: scope} do
       call = %{id: "r2", name: "report", arguments: ~s({"to": 5})}
 

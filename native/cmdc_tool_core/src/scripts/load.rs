@@ -50,9 +50,24 @@ fn cache_pass(path: &Path, use_cache: bool) -> Result<Option<String>, (&'static 
     }
 }
 
+/// A description with its permissions normalized (every spelling, fail-safe: see
+/// `crate::permissions`): the one place every loaded description passes, fresh or cached,
+/// ours or sy-f-misc's.
+fn normalized(path: &Path, description: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(description) {
+        Ok(mut doc) => {
+            let file = super::worker::file_name(path);
+            crate::permissions::normalize_document(&mut doc, &file);
+            serde_json::to_vec(&doc).unwrap_or_else(|_| description.to_vec())
+        }
+        Err(_) => description.to_vec(),
+    }
+}
+
 /// Writes the cache (when enabled) and answers the description. The caller knows the script's
 /// absolute path, so `scriptPath` is left as written (relative in the cache).
 fn store(path: &Path, description: &[u8], status: &'static str, use_cache: bool) -> Loaded {
+    let description = &normalized(path, description)[..];
     if use_cache {
         if let Ok(text) = cache::write_cache(path, description) {
             return Loaded::Ok(status, text);
@@ -174,6 +189,7 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
         };
         let status = match cache_pass(&path, use_cache) {
             Ok(Some(text)) => {
+                let text = String::from_utf8(normalized(&path, text.as_bytes())).unwrap_or(text);
                 results[i] = Some(Loaded::Ok("cached", text));
                 continue;
             }

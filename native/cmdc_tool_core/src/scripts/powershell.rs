@@ -270,9 +270,12 @@ fn tool_config(s: &str) -> Option<Value> {
         let t = line.trim().trim_start_matches('#').trim();
         if let Some(rest) = t.strip_prefix("TOOL_CONFIG") {
             let rest = rest.trim_start().trim_start_matches(':').trim();
-            if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(rest) {
-                found = Some(v);
-            }
+            // Kept raw for the normalizer; one that is not a JSON object is kept as written,
+            // which the normalizer reads as the strictest setting (with a warning).
+            found = Some(match serde_json::from_str::<Value>(rest) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => json!({ "TOOL_CONFIG": rest }),
+            });
         }
     }
     found
@@ -626,12 +629,23 @@ pub fn parse_functions(source: &str) -> (Vec<Function>, Option<Help>, Option<Val
                 Some(p) => Some(p),
                 None => find_param_block(body).map(|(a, b)| text(body, a, b)),
             };
-            let own_start = match (&file_help, above) {
+            let own_start = match (&mut file_help, above) {
                 (_, Some(c)) => c.start,
-                (Some((start, _, _)), None) if *start >= prev_end => comments
-                    .iter()
-                    .find(|c| c.start == *start)
-                    .map_or(i, |c| c.end),
+                (Some((start, _, config)), None) if *start >= prev_end => {
+                    let help_end = comments
+                        .iter()
+                        .find(|c| c.start == *start)
+                        .map_or(i, |c| c.end);
+                    // A TOOL_CONFIG line under the file's help (as sy-f-misc's docs show) is the
+                    // file's: it applies to every function, not only the first.
+                    match tool_config(&text(s, help_end, i)) {
+                        Some(gap) => {
+                            config.get_or_insert(gap);
+                            i
+                        }
+                        None => help_end,
+                    }
+                }
                 _ => prev_end,
             };
             let own_text = text(s, own_start.max(prev_end), close);
@@ -692,59 +706,15 @@ fn find_param_block(body: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
-const DEFAULTS: (&str, &str) = ("ask-once", "never");
-
-fn permissions(config: Option<&Value>, base: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = base.clone();
-    if let Some(Value::Object(c)) = config {
-        for (key, allowed) in [
-            ("executionPolicy", &["auto", "ask-once", "ask-always"][..]),
-            ("resultApprovalPolicy", &["never", "on-error", "always"][..]),
-        ] {
-            if let Some(v) = c
-                .get(key)
-                .and_then(Value::as_str)
-                .and_then(|v| norm(v, allowed))
-            {
-                out.insert(key.into(), json!(v));
-            }
-        }
-        if let Some(level) = c.get("permissionLevel").and_then(Value::as_str) {
-            let mapped = match level.to_ascii_lowercase().as_str() {
-                "public" => Some("auto"),
-                "moderate" => Some("ask-once"),
-                "sensitive" => Some("ask-always"),
-                _ => None,
-            };
-            if let (Some(m), false) = (mapped, c.contains_key("executionPolicy")) {
-                out.insert("executionPolicy".into(), json!(m));
-            }
-        }
-        if c.get("requireExecutionApproval") == Some(&Value::Bool(false))
-            && !c.contains_key("executionPolicy")
-        {
-            out.insert("executionPolicy".into(), json!("auto"));
-        }
-    }
-    out
-}
-
-fn norm(v: &str, allowed: &[&'static str]) -> Option<&'static str> {
-    let key: String = v
-        .chars()
-        .filter(|c| !matches!(c, '-' | '_' | ' '))
-        .collect::<String>()
-        .to_ascii_lowercase();
-    allowed.iter().copied().find(|a| a.replace('-', "") == key)
+/// A function's or the file's `TOOL_CONFIG`, raw (the normalizer in `permissions.rs` reads it).
+fn raw(config: Option<&Value>) -> Value {
+    config.cloned().unwrap_or_else(|| json!({}))
 }
 
 /// Describes a PowerShell script: the document cached as `{name}.tool.json`.
 pub fn describe(source: &str, path: &str) -> Value {
     let (functions, file_help, file_config) = parse_functions(source);
-    let mut base = Map::new();
-    base.insert("executionPolicy".into(), json!(DEFAULTS.0));
-    base.insert("resultApprovalPolicy".into(), json!(DEFAULTS.1));
-    let defaults = permissions(file_config.as_ref(), &base);
+    let defaults = raw(file_config.as_ref());
     let formatters: Vec<String> = functions
         .iter()
         .filter_map(|f| {
@@ -781,7 +751,7 @@ pub fn describe(source: &str, path: &str) -> Value {
         tools.push(json!({
             "type": "function",
             "function": {"name": f.name, "description": f.help.text(), "parameters": params},
-            "permissions": permissions(f.config.as_ref(), &defaults),
+            "permissions": raw(f.config.as_ref()),
             "format": formatters.contains(&f.name.to_ascii_lowercase()),
             "nullDefaults": [],
         }));
@@ -790,14 +760,19 @@ pub fn describe(source: &str, path: &str) -> Value {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    json!({
+    let mut doc = json!({
         "type": "PowerShellModule",
         "name": stem,
         "scriptPath": path,
         "tools": tools,
         "rulePrompt": file_help.map(|h| h.text()).unwrap_or_default(),
         "defaultPermissions": defaults,
-    })
+    });
+    let file = std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_owned(), |f| f.to_string_lossy().into_owned());
+    crate::permissions::normalize_document(&mut doc, &file);
+    doc
 }
 
 #[cfg(test)]
@@ -1012,27 +987,39 @@ function Get-Items {
     }
 
     #[test]
-    fn legacy_permission_spellings() {
-        let base = permissions(None, &{
-            let mut m = Map::new();
-            m.insert("executionPolicy".into(), json!("ask-once"));
-            m.insert("resultApprovalPolicy".into(), json!("never"));
-            m
-        });
-        let p = permissions(Some(&json!({"permissionLevel": "sensitive"})), &base);
-        assert_eq!(p["executionPolicy"], "ask-always");
-        let p = permissions(Some(&json!({"permissionLevel": "public"})), &base);
-        assert_eq!(p["executionPolicy"], "auto");
-        let p = permissions(Some(&json!({"requireExecutionApproval": false})), &base);
-        assert_eq!(p["executionPolicy"], "auto");
-        let p = permissions(
-            Some(&json!({"executionPolicy": "ASK_ALWAYS", "resultApprovalPolicy": "onError"})),
-            &base,
+    fn a_tool_config_under_the_file_help_applies_to_every_function() {
+        let source = "<#\n.SYNOPSIS\n    File tools.\n#>\n# TOOL_CONFIG: {\"executionPolicy\": \"ask-always\", \"resultApprovalPolicy\": \"always\"}\n\nfunction Get-A {\n  <# .SYNOPSIS\n  A. #>\n  param([string]$X)\n}\n\nfunction Get-B {\n  param([string]$Y)\n}\n\nfunction Get-C {\n  # TOOL_CONFIG: {\"executionPolicy\": \"auto\"}\n  param([string]$Z)\n}\n";
+        let doc = describe(source, "files.ps1");
+        let perms = |i: usize| {
+            let p = &doc["tools"][i]["permissions"];
+            (
+                p["executionPolicy"].clone(),
+                p["resultApprovalPolicy"].clone(),
+            )
+        };
+        assert_eq!(perms(0), (json!("ask-always"), json!("always")));
+        assert_eq!(perms(1), (json!("ask-always"), json!("always")));
+        // a function's own setting replaces the file's for what it sets
+        assert_eq!(perms(2), (json!("auto"), json!("always")));
+        assert_eq!(doc["rulePrompt"], "File tools.");
+    }
+
+    #[test]
+    fn a_broken_tool_config_is_strictest_with_a_warning() {
+        let doc = describe(
+            "function Get-A {\n  # TOOL_CONFIG: {executionPolicy: auto}\n  param([string]$X)\n}\n",
+            "a.ps1",
         );
-        assert_eq!(p["executionPolicy"], "ask-always");
-        assert_eq!(p["resultApprovalPolicy"], "on-error");
-        let p = permissions(Some(&json!({"executionPolicy": "sometimes"})), &base);
-        assert_eq!(p["executionPolicy"], "ask-once");
+        assert_eq!(
+            doc["tools"][0]["permissions"]["executionPolicy"],
+            "ask-always"
+        );
+        assert_eq!(
+            doc["tools"][0]["permissions"]["resultApprovalPolicy"],
+            "always"
+        );
+        let w = doc["warnings"][0].as_str().unwrap();
+        assert!(w.starts_with("a.ps1: Get-A: TOOL_CONFIG"), "{w}");
     }
 
     #[test]

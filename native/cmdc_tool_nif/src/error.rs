@@ -1,0 +1,128 @@
+//! The NIF crate's one error type and the one place errors become terms.
+//!
+//! Every fallible NIF returns `Result<T, Error>`: rustler encodes `Ok(v)` as `{:ok, v}` and
+//! `Err(e)` as `{:error, reason}`, with `reason` made here by [`Encoder for Error`]. The
+//! Elixir side documents these reasons per function family (see `docs/DEVELOPING.md`).
+
+use cmdc_tool_core::registry::{Holder, RegistryError};
+use cmdc_tool_core::schema::Failure;
+use rustler::{Atom, Encoder, Env, Term};
+
+use crate::atoms;
+use crate::term::TermError;
+
+/// Why a NIF did not do what it was asked, by kind.
+#[derive(Debug)]
+pub enum Error {
+    /// The input is over a normal scheduler's ~1 ms budget: the Elixir side calls the `_dirty`
+    /// twin with the same arguments (`CMDC.Tool.Native.with_dirty/1`). Reason `:yield`.
+    Yield,
+    /// A failure of the core: reason is its message (a binary).
+    Core(cmdc_tool_core::error::Error),
+    /// Input refused at the boundary (a term that is not JSON, an unknown option value):
+    /// reason is the message (a binary).
+    Message(String),
+    /// Arguments that break the schema, one entry per failure: reason is
+    /// `[%{path: _, keyword: _, message: _, schema_path: _}]` (binaries).
+    Invalid(Vec<Failure>),
+    /// No tool of that name: `{:not_found, name, suggestions}`.
+    NotFound {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    /// A tool the registry refuses: `{:invalid_tool, module, message}`.
+    InvalidTool { module: Atom, message: String },
+    /// A name already taken: `{:conflict, name, module | :reserved}`.
+    Conflict { name: String, holder: Holder<Atom> },
+    /// A term that is not JSON where JSON text is made: `{path, message}` (path a JSON Pointer).
+    NotJson { path: String, message: String },
+    /// The registry changed since the caller read its generation: reason `:stale`.
+    Stale,
+}
+
+/// The result of a fallible NIF.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Arguments that are not JSON, as the one validation failure they cause.
+    pub fn not_json(e: &TermError) -> Self {
+        match e {
+            TermError::Yield => Error::Yield,
+            e => Error::Invalid(vec![Failure::json(e.path(), e.message())]),
+        }
+    }
+
+    /// A term that should be JSON and is not, as a message: "`what` at /path: reason".
+    pub fn bad_term(what: &str, e: &TermError) -> Self {
+        match e {
+            TermError::Yield => Error::Yield,
+            e if e.path().is_empty() => Error::Message(format!("{what}: {}", e.message())),
+            e => Error::Message(format!("{what} at {}: {}", e.path(), e.message())),
+        }
+    }
+}
+
+impl From<cmdc_tool_core::error::Error> for Error {
+    fn from(e: cmdc_tool_core::error::Error) -> Self {
+        Error::Core(e)
+    }
+}
+
+impl From<crate::json::DecodeError> for Error {
+    fn from(e: crate::json::DecodeError) -> Self {
+        match e {
+            crate::json::DecodeError::Yield => Error::Yield,
+            crate::json::DecodeError::Invalid(message) => Error::Message(message),
+        }
+    }
+}
+
+impl From<RegistryError<Atom>> for Error {
+    fn from(e: RegistryError<Atom>) -> Self {
+        match e {
+            RegistryError::Invalid { module, message } => Error::InvalidTool { module, message },
+            RegistryError::Conflict { name, holder } => Error::Conflict { name, holder },
+        }
+    }
+}
+
+fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
+    crate::term::string_map(
+        env,
+        &[
+            (atoms::path(), f.path.as_str()),
+            (atoms::keyword(), f.keyword.as_str()),
+            (atoms::message(), f.message.as_str()),
+            (atoms::schema_path(), f.schema_path.as_str()),
+        ],
+    )
+}
+
+impl Encoder for Error {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match self {
+            Error::Yield => atoms::r#yield().encode(env),
+            Error::Stale => atoms::stale().encode(env),
+            Error::NotJson { path, message } => (path, message).encode(env),
+            Error::Core(e) => e.to_string().encode(env),
+            Error::Message(m) => m.encode(env),
+            Error::Invalid(failures) => {
+                let list: Vec<Term<'a>> = failures.iter().map(|f| failure_term(env, f)).collect();
+                list.encode(env)
+            }
+            Error::NotFound { name, suggestions } => {
+                (atoms::not_found(), name, suggestions).encode(env)
+            }
+            Error::InvalidTool { module, message } => {
+                (atoms::invalid_tool(), *module, message).encode(env)
+            }
+            Error::Conflict { name, holder } => {
+                let holder = match holder {
+                    Holder::Module(m) => m.encode(env),
+                    Holder::Reserved => atoms::reserved().encode(env),
+                };
+                (atoms::conflict(), name, holder).encode(env)
+            }
+        }
+    }
+}
