@@ -263,19 +263,27 @@ defmodule CMDC.Tool.CLI do
     for m <- tools, name = m.name(), problem = name_problem(name), do: "#{name}: #{problem}"
   end
 
+  # The one name rule (native/cmdc_tool_core/src/names.rs), and the names providers are given.
   defp name_problem(name) do
-    cond do
-      not Regex.match?(~r/^[a-zA-Z0-9_-]{1,64}$/, name) ->
-        "name breaks OpenAI/Anthropic's rule ^[a-zA-Z0-9_-]{1,64}$"
+    with :ok <- CMDC.Tool.Native.tool_name_check(name) do
+      mapped =
+        for format <- [:openai, :gemini],
+            given = CMDC.Tool.Native.tool_name_for(name, format),
+            given != name,
+            do: "given to #{format} as #{given} (the runner maps calls back)"
 
-      not Regex.match?(~r/^[a-zA-Z_]/, name) ->
-        "name must start with a letter or _ for Gemini"
+      cond do
+        mapped != [] ->
+          Enum.join(mapped, "; ")
 
-      byte_size(name) > 50 ->
-        "name is long: MCP clients prefix names (mcp__server__), and 64 characters is the limit"
+        byte_size(name) > 50 ->
+          "name is long: MCP clients prefix names (mcp__server__), and 64 characters is the limit"
 
-      true ->
-        nil
+        true ->
+          nil
+      end
+    else
+      {:error, message} -> message
     end
   end
 

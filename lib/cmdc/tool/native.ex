@@ -126,6 +126,12 @@ defmodule CMDC.Tool.Native do
 
   def providers_convert(_tools, _format, _strict), do: err()
 
+  # round_trip.rs
+  def schema_drop_nulls(_schema, _args), do: err()
+  def tool_name_original(_registered, _called), do: err()
+  def tool_name_check(_name), do: err()
+  def tool_name_for(_name, _format), do: err()
+
   # scripts.rs
   def script_load(_paths, _opts), do: err()
   def script_call(_path, _function, _args_json, _opts), do: err()
