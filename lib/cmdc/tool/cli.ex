@@ -33,18 +33,50 @@ defmodule CMDC.Tool.CLI do
         %{module: t.module, kind: kind(t), source: "#{t.provider}: #{relative(t.path)}"}
       end)
 
+    mcp = mcp_servers(report, opts)
+
+    found =
+      found ++ Enum.map(mcp.tools, &%{module: &1.module, kind: :mcp, source: mcp_source(&1)})
+
+    report = %{report | tools: report.tools ++ mcp.tools}
+
+    report = %{
+      report
+      | errors: report.errors ++ mcp.errors,
+        ignored: report.ignored ++ mcp.ignored
+    }
+
     {conflicts, errors} = Enum.split_with(report.errors, &(&1.type == :conflict))
     {untrusted, ignored} = Enum.split_with(report.ignored, &(&1.type == :untrusted))
 
     %{
       tools: @builtins ++ Enum.map(report.tools, & &1.module),
       entries: builtin ++ found,
-      errors: Enum.map(errors, &%{path: relative(&1.path), reason: &1.reason}),
+      errors: Enum.map(errors, &%{path: relative(&1.path), reason: own_reason(&1)}),
       conflicts: Enum.map(conflicts, &%{refused: relative(&1.path), reason: &1.reason}),
       untrusted: Enum.map(untrusted, &%{path: relative(&1.path), reason: &1.reason}),
       ignored: Enum.map(ignored, &%{path: relative(&1.path), reason: &1.reason})
     }
   end
+
+  # The servers of .mcp.json and the user's MCP configs (`CMDC.Tool.MCP.Servers`); `--no-mcp`
+  # skips them. Their tools come after the files' (first wins).
+  defp mcp_servers(report, opts) do
+    if opts[:mcp] == false do
+      %{tools: [], errors: [], ignored: []}
+    else
+      CMDC.Tool.MCP.Servers.load(
+        cwd: opts[:cwd] || File.cwd!(),
+        trust_project: opts[:trust],
+        reserved: @builtins ++ Enum.map(report.tools, & &1.name)
+      )
+    end
+  end
+
+  # MCP config errors name their file first; the listing prints the path itself.
+  defp own_reason(e), do: String.replace_prefix(e.reason, to_string(e.path) <> ": ", "")
+
+  defp mcp_source(tool), do: "mcp server #{tool.server}: #{relative(tool.path)}"
 
   @examples Path.expand("../../../examples/tools", __DIR__)
   defp example_paths, do: if(File.dir?(@examples), do: [@examples], else: [])

@@ -65,6 +65,9 @@ defmodule CMDC.Tool.Native do
   def exec_start(_opts, _stdin), do: err()
   def exec_start_dirty(_opts, _stdin), do: err()
   def exec_cancel(_handle), do: err()
+  def exec_write(_handle, _data), do: err()
+  def exec_write_dirty(_handle, _data), do: err()
+  def exec_close_stdin(_handle), do: err()
 
   # json.rs
   def json_decode(_text), do: err()
