@@ -121,7 +121,7 @@ defmodule CMDC.Tool.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger], mod: {CMDC.Tool.Application, []}]
+    [extra_applications: [:logger, :inets, :ssl], mod: {CMDC.Tool.Application, []}]
   end
 
   defp elixirc_paths(:test), do: ["lib", "test/support"]

@@ -256,7 +256,9 @@ defmodule CMDC.Tool do
   @doc """
   Validates a call's arguments against the tool's `c:parameters/0`, natively.
 
-  Returns `{:ok, args}` (the same map) or `{:error, errors}`, each error a map with the JSON
+  Returns `{:ok, args}` (the same map, or, for a call shaped by a strict schema, the map
+  without the nulls strict mode put for absent optional fields: see `CMDC.Tool.RoundTrip`) or
+  `{:error, errors}`, each error a map with the JSON
   Pointer `:path` of the offending value, the failing schema `:keyword`, a `:message` and the
   `:schema_path`. A schema that does not compile gives one error with keyword `"schema"`.
   Arguments that are not JSON (tuples, pids, non-UTF-8 binaries...) give keyword `"json"`.
@@ -270,7 +272,8 @@ defmodule CMDC.Tool do
   """
   @spec validate(module(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
   def validate(tool_module, args) do
-    with {:ok, schema} <- module_schema(tool_module), do: Schema.validate(schema, args)
+    with {:ok, schema} <- module_schema(tool_module),
+         do: CMDC.Tool.RoundTrip.validate(schema, args)
   end
 
   @doc """
@@ -301,7 +304,8 @@ defmodule CMDC.Tool do
   """
   @spec validate_json(module(), String.t()) :: {:ok, term()} | {:error, [Schema.error()]}
   def validate_json(tool_module, text) do
-    with {:ok, schema} <- module_schema(tool_module), do: Schema.validate_json(schema, text)
+    with {:ok, schema} <- module_schema(tool_module),
+         do: CMDC.Tool.RoundTrip.validate_json(schema, text)
   end
 
   @doc """

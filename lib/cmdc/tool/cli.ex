@@ -33,18 +33,50 @@ defmodule CMDC.Tool.CLI do
         %{module: t.module, kind: kind(t), source: "#{t.provider}: #{relative(t.path)}"}
       end)
 
+    mcp = mcp_servers(report, opts)
+
+    found =
+      found ++ Enum.map(mcp.tools, &%{module: &1.module, kind: :mcp, source: mcp_source(&1)})
+
+    report = %{report | tools: report.tools ++ mcp.tools}
+
+    report = %{
+      report
+      | errors: report.errors ++ mcp.errors,
+        ignored: report.ignored ++ mcp.ignored
+    }
+
     {conflicts, errors} = Enum.split_with(report.errors, &(&1.type == :conflict))
     {untrusted, ignored} = Enum.split_with(report.ignored, &(&1.type == :untrusted))
 
     %{
       tools: @builtins ++ Enum.map(report.tools, & &1.module),
       entries: builtin ++ found,
-      errors: Enum.map(errors, &%{path: relative(&1.path), reason: &1.reason}),
+      errors: Enum.map(errors, &%{path: relative(&1.path), reason: own_reason(&1)}),
       conflicts: Enum.map(conflicts, &%{refused: relative(&1.path), reason: &1.reason}),
       untrusted: Enum.map(untrusted, &%{path: relative(&1.path), reason: &1.reason}),
       ignored: Enum.map(ignored, &%{path: relative(&1.path), reason: &1.reason})
     }
   end
+
+  # The servers of .mcp.json and the user's MCP configs (`CMDC.Tool.MCP.Servers`); `--no-mcp`
+  # skips them. Their tools come after the files' (first wins).
+  defp mcp_servers(report, opts) do
+    if opts[:mcp] == false do
+      %{tools: [], errors: [], ignored: []}
+    else
+      CMDC.Tool.MCP.Servers.load(
+        cwd: opts[:cwd] || File.cwd!(),
+        trust_project: opts[:trust],
+        reserved: @builtins ++ Enum.map(report.tools, & &1.name)
+      )
+    end
+  end
+
+  # MCP config errors name their file first; the listing prints the path itself.
+  defp own_reason(e), do: String.replace_prefix(e.reason, to_string(e.path) <> ": ", "")
+
+  defp mcp_source(tool), do: "mcp server #{tool.server}: #{relative(tool.path)}"
 
   @examples Path.expand("../../../examples/tools", __DIR__)
   defp example_paths, do: if(File.dir?(@examples), do: [@examples], else: [])
@@ -263,19 +295,27 @@ defmodule CMDC.Tool.CLI do
     for m <- tools, name = m.name(), problem = name_problem(name), do: "#{name}: #{problem}"
   end
 
+  # The one name rule (native/cmdc_tool_core/src/names.rs), and the names providers are given.
   defp name_problem(name) do
-    cond do
-      not Regex.match?(~r/^[a-zA-Z0-9_-]{1,64}$/, name) ->
-        "name breaks OpenAI/Anthropic's rule ^[a-zA-Z0-9_-]{1,64}$"
+    with :ok <- CMDC.Tool.Native.tool_name_check(name) do
+      mapped =
+        for format <- [:openai, :gemini],
+            given = CMDC.Tool.Native.tool_name_for(name, format),
+            given != name,
+            do: "given to #{format} as #{given} (the runner maps calls back)"
 
-      not Regex.match?(~r/^[a-zA-Z_]/, name) ->
-        "name must start with a letter or _ for Gemini"
+      cond do
+        mapped != [] ->
+          Enum.join(mapped, "; ")
 
-      byte_size(name) > 50 ->
-        "name is long: MCP clients prefix names (mcp__server__), and 64 characters is the limit"
+        byte_size(name) > 50 ->
+          "name is long: MCP clients prefix names (mcp__server__), and 64 characters is the limit"
 
-      true ->
-        nil
+        true ->
+          nil
+      end
+    else
+      {:error, message} -> message
     end
   end
 

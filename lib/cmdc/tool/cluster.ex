@@ -267,8 +267,8 @@ defmodule CMDC.Tool.Cluster do
       {:ok, schema} ->
         result =
           if is_binary(arguments),
-            do: CMDC.Tool.Schema.validate_json(schema, arguments),
-            else: CMDC.Tool.Schema.validate(schema, arguments)
+            do: CMDC.Tool.RoundTrip.validate_json(schema, arguments),
+            else: CMDC.Tool.RoundTrip.validate(schema, arguments)
 
         case result do
           {:ok, args} ->

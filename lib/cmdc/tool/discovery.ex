@@ -223,6 +223,18 @@ defmodule CMDC.Tool.Discovery do
   end
 
   @doc """
+  Whether the project (`:cwd`) is trusted, by the rule of the Trust section (the options
+  `:cwd`, `:home`, `:cmdc_home`, `:trust_project`, `:trusted`). Other loaders of project
+  content that runs code (MCP servers of `.mcp.json`) use this same gate.
+  """
+  @spec project_trusted?(keyword()) :: boolean()
+  def project_trusted?(opts \\ []) do
+    opts = Keyword.merge(opts, sources: [:project], paths: [])
+    {scan, _digest} = scan!(opts, nil)
+    scan.project_trusted
+  end
+
+  @doc """
   Discovers tools (as `discover/1`) and registers them in `registry` atomically; stores each
   tool's metadata settings with `put_settings/3`. Names already in the registry win (see the
   conflict rule). Returns `{:ok, state}`, the state `refresh/2` takes (its `:report` is what

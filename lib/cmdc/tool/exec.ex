@@ -69,8 +69,14 @@ defmodule CMDC.Tool.Exec do
   end
 
   @typedoc "A running program started by `start/3`; only its owner receives its messages."
-  @type t :: %__MODULE__{id: pos_integer(), handle: reference(), owner: pid(), on_line: term()}
-  defstruct [:id, :handle, :owner, :on_line]
+  @type t :: %__MODULE__{
+          id: pos_integer(),
+          handle: reference(),
+          owner: pid(),
+          on_line: term(),
+          on_stderr_line: term()
+        }
+  defstruct [:id, :handle, :owner, :on_line, :on_stderr_line]
 
   @doc """
   Runs a program to its end and returns `{:ok, %CMDC.Tool.Exec.Result{}}` (whatever its exit
@@ -81,7 +87,9 @@ defmodule CMDC.Tool.Exec do
     * `:cwd` - working directory (default: the `:context`'s `working_dir`, else the VM's).
     * `:env` - a map or list of `{name, value}`; a `nil` value removes the variable.
     * `:clear_env` - start from an empty environment (default `false`).
-    * `:stdin` - binary written to the program's stdin, then closed (default: `/dev/null`).
+    * `:stdin` - binary written to the program's stdin, then closed (default: `/dev/null`);
+      `:pipe` (with `start/3`) keeps it open for `write/2` and `close_stdin/1`: a long-lived
+      conversation such as a protocol server, whose stdout lines then stream past `:max_output`.
     * `:timeout` - milliseconds, or `:infinity` (default).
     * `:kill_after` - milliseconds between SIGTERM and SIGKILL (default 2000).
     * `:max_output` - bytes kept of stdout and of stderr each (default 1_000_000).
@@ -91,6 +99,10 @@ defmodule CMDC.Tool.Exec do
     * `:context` - a `t:CMDC.Context.t/0`: each stdout line becomes a streamed partial result
       through `CMDC.Context.update/2`, and its `working_dir` is the default `:cwd`.
     * `:max_line` - longer stdout lines are streamed in pieces of this many bytes (default 16384).
+    * `:stream_stderr` - `true` sends each stderr line to the owner as
+      `{:cmdc_exec, id, {:stderr_line, binary}}` (`await/1` hands them to `:on_stderr_line`).
+    * `:on_stderr_line` - a function called with each stderr line in `await/1` (implies
+      `:stream_stderr`).
 
       iex> {:ok, r} = CMDC.Tool.Exec.run("cat", [], stdin: "from stdin")
       iex> r.stdout
@@ -130,13 +142,20 @@ defmodule CMDC.Tool.Exec do
       timeout_ms: timeout(Keyword.get(opts, :timeout, :infinity)),
       kill_grace_ms: non_neg(Keyword.get(opts, :kill_after, 2000), :kill_after),
       max_output: non_neg(Keyword.get(opts, :max_output, 1_000_000), :max_output),
-      stream_lines: Keyword.has_key?(opts, :on_line) or context != nil,
-      max_line: non_neg(Keyword.get(opts, :max_line, 16_384), :max_line)
+      stream_lines:
+        Keyword.has_key?(opts, :on_line) or context != nil or
+          Keyword.get(opts, :stream_lines, false),
+      max_line: non_neg(Keyword.get(opts, :max_line, 16_384), :max_line),
+      interactive: Keyword.get(opts, :stdin) == :pipe,
+      stream_stderr:
+        Keyword.get(opts, :stream_stderr, false) == true or
+          Keyword.has_key?(opts, :on_stderr_line)
     }
 
     stdin =
       case Keyword.get(opts, :stdin) do
         nil -> nil
+        :pipe -> nil
         data -> IO.iodata_to_binary(data)
       end
 
@@ -150,7 +169,14 @@ defmodule CMDC.Tool.Exec do
     # Copying a large stdin could hold a normal scheduler too long: the NIF yields to its twin.
     case Native.with_dirty(exec_start(native, stdin)) do
       {:ok, {handle, id}} ->
-        {:ok, %__MODULE__{id: id, handle: handle, owner: self(), on_line: on_line}}
+        {:ok,
+         %__MODULE__{
+           id: id,
+           handle: handle,
+           owner: self(),
+           on_line: on_line,
+           on_stderr_line: Keyword.get(opts, :on_stderr_line)
+         }}
 
       {:error, message} ->
         {:error, message}
@@ -173,6 +199,10 @@ defmodule CMDC.Tool.Exec do
         if exec.on_line, do: exec.on_line.(line)
         await(exec)
 
+      {:cmdc_exec, ^id, {:stderr_line, line}} ->
+        if exec.on_stderr_line, do: exec.on_stderr_line.(line)
+        await(exec)
+
       {:cmdc_exec, ^id, {:started, _os_pid}} ->
         await(exec)
 
@@ -193,6 +223,32 @@ defmodule CMDC.Tool.Exec do
   """
   @spec cancel(t()) :: :ok
   def cancel(%__MODULE__{handle: handle}), do: Native.exec_cancel(handle)
+
+  @doc """
+  Writes to the stdin of a program started with `stdin: :pipe` (queued natively and written in
+  order, never blocking the caller). `{:error, message}` once stdin is closed or the program
+  has ended.
+
+      iex> {:ok, exec} = CMDC.Tool.Exec.start("cat", [], stdin: :pipe)
+      iex> :ok = CMDC.Tool.Exec.write(exec, ["a", ?b, "\\n"])
+      iex> :ok = CMDC.Tool.Exec.close_stdin(exec)
+      iex> {:ok, r} = CMDC.Tool.Exec.await(exec)
+      iex> r.stdout
+      "ab\\n"
+  """
+  @spec write(t(), iodata()) :: :ok | {:error, String.t()}
+  def write(%__MODULE__{handle: handle}, data) do
+    data = IO.iodata_to_binary(data)
+
+    # Copying a large binary could hold a normal scheduler too long: use the dirty twin.
+    if byte_size(data) > 1_048_576,
+      do: Native.exec_write_dirty(handle, data),
+      else: Native.exec_write(handle, data)
+  end
+
+  @doc "Closes the stdin of a program started with `stdin: :pipe` (it reads end of file)."
+  @spec close_stdin(t()) :: :ok
+  def close_stdin(%__MODULE__{handle: handle}), do: Native.exec_close_stdin(handle)
 
   defp to_result(map) do
     %Result{

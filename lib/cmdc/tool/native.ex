@@ -65,6 +65,9 @@ defmodule CMDC.Tool.Native do
   def exec_start(_opts, _stdin), do: err()
   def exec_start_dirty(_opts, _stdin), do: err()
   def exec_cancel(_handle), do: err()
+  def exec_write(_handle, _data), do: err()
+  def exec_write_dirty(_handle, _data), do: err()
+  def exec_close_stdin(_handle), do: err()
 
   # json.rs
   def json_decode(_text), do: err()
@@ -125,6 +128,12 @@ defmodule CMDC.Tool.Native do
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
+
+  # round_trip.rs
+  def schema_drop_nulls(_schema, _args), do: err()
+  def tool_name_original(_registered, _called), do: err()
+  def tool_name_check(_name), do: err()
+  def tool_name_for(_name, _format), do: err()
 
   # scripts.rs
   def script_load(_paths, _opts), do: err()

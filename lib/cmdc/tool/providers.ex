@@ -12,17 +12,43 @@ defmodule CMDC.Tool.Providers do
     * `:anthropic` - `%{"name", "description", "input_schema"}`;
     * `:gemini` - `[%{"functionDeclarations" => [%{"name", "description", "parameters"}]}]`,
       parameters rewritten into Gemini's OpenAPI 3.0 subset (`$ref` inlined, type unions as
-      `nullable`, `const` as a one-value `enum`, unsupported keywords dropped); a tool without
-      parameters omits them, as Gemini requires;
-    * `:mcp` - MCP `tools/list` entries `%{"name", "description", "inputSchema"}`.
+      `nullable`, `const` as a one-value `enum`, unsupported keywords dropped with a warning); a
+      tool without parameters omits them, as Gemini requires;
+    * `:gemini_json_schema` - the same list with `"parametersJsonSchema"`: the full JSON Schema,
+      which the current Gemini API also takes (nothing rewritten);
+    * `:mcp` - MCP `tools/list` entries `%{"name", "description", "inputSchema"}`. MCP reads an
+      `inputSchema` without `$schema` as JSON Schema 2020-12; this library validates such a
+      schema as Draft 7, so where the two drafts read it differently (a `$ref` with siblings,
+      `items` as a list, `additionalItems`, `dependencies`) the output says
+      `"$schema" => "http://json-schema.org/draft-07/schema#"`.
 
-  `strict: true` (OpenAI formats and Anthropic; ignored by the others) rewrites each schema for
-  strict mode: every object gets `"additionalProperties" => false`, every property becomes
-  required, and what was optional becomes a union with null (send absent fields as `nil`), so the
-  tool's meaning does not change. Keywords strict mode lacks are rewritten when that loses nothing
-  (`const`, `nullable`, `allOf` of disjoint parts) and otherwise dropped with a warning; OpenAI's
-  limits (5,000 properties, 10 levels of nesting, 1,000 enum values, 120,000 characters) are
-  checked.
+  ## Strict mode
+
+  `strict: true` (OpenAI formats and Anthropic; ignored by the others) rewrites each schema by
+  that provider's own rules (the ones its Python package applies):
+
+    * OpenAI: every object closed (`"additionalProperties" => false`) with every property
+      required; what was optional becomes a union with null, so the model sends `null` for a
+      field it leaves out. `CMDC.Tool.validate/2,3`, `validate_json/2,3`, `CMDC.Tool.Runner`,
+      the MCP server and the cluster drop exactly those nulls again (see `CMDC.Tool.RoundTrip`),
+      so the tool receives what its original schema means. A `$ref` with siblings is inlined.
+    * Anthropic: `required` as the author wrote it, objects closed, one `type` per schema (a
+      type union becomes `anyOf`, nullable is `anyOf` with `%{"type" => "null"}`), keywords it
+      does not support moved into the description, as its package does.
+
+  Where the target cannot say what the original says, the output changes meaning and a warning
+  says how: "the result accepts more than the original" (a constraint dropped; calls are still
+  validated against the original) or "accepts less" (e.g. an open object closed). Nothing else
+  is lost. OpenAI's limits (5,000 properties, 10 levels of nesting, 1,000 enum values, 120,000
+  characters) are checked.
+
+  ## Tool names
+
+  Tool names follow one rule, MCP's: 1 to 128 of `A-Za-z0-9_.-`. OpenAI and Anthropic take
+  `^[a-zA-Z0-9_-]{1,64}$`, Gemini a letter or `_` first: their output carries a mapped name
+  (`fs.read` → `fs_read`; a name over 64 characters is cut and given a hash suffix), with a
+  warning, and `CMDC.Tool.Runner` maps the model's call back. Two tools that one provider would
+  be given the same name are refused (`ArgumentError` naming both).
 
   Warnings are maps `%{tool: name, path: json_pointer, keyword: keyword, message: text}`: `path`
   points into the tool's `parameters` (`""` is the root).
@@ -39,7 +65,7 @@ defmodule CMDC.Tool.Providers do
 
   alias CMDC.Tool.{Native, Registry}
 
-  @formats [:openai, :openai_responses, :anthropic, :gemini, :mcp]
+  @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
 
   # Cached term lists kept per registry (per format, strictness and context) at most.
   @max_cached_terms 32

@@ -17,8 +17,10 @@ defmodule CMDC.Tool.Registry do
 
   ## Rules checked at registration
 
-    * the name matches `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, the one rule every model provider
-      (OpenAI, Anthropic, Gemini, MCP) accepts;
+    * the name matches `^[A-Za-z0-9_.-]{1,128}$` (MCP's rule, the widest a provider has; the
+      one rule of `native/cmdc_tool_core/src/names.rs`). A provider with a narrower rule is
+      given a mapped name (`fs.read` → `fs_read` for OpenAI and Anthropic), and
+      `CMDC.Tool.Runner` maps a model's call back; see `CMDC.Tool.Providers`;
     * the description (`c:CMDC.Tool.description/0`) is not empty;
     * `c:CMDC.Tool.parameters/0` is a JSON Schema that compiles;
     * the name is not held by another module, nor reserved for a built-in (`new(reserved: ...)`).
@@ -244,20 +246,39 @@ defmodule CMDC.Tool.Registry do
   def find(%__MODULE__{} = reg, name), do: find(reg, to_name(name))
 
   @doc false
-  def validate(%__MODULE__{ref: ref}, name, args) do
+  def validate(%__MODULE__{ref: ref} = reg, name, args) do
     name = to_name(name)
 
     case Native.with_dirty(registry_validate(ref, name, args)) do
       {:ok, _module_settings} -> {:ok, args}
+      {:error, errors} when is_list(errors) -> round_trip(reg, name, args, errors)
       error -> error
     end
   end
 
+  # A failed call may be shaped by strict mode (nulls for absent optionals): see RoundTrip.
+  defp round_trip(reg, name, args, errors) do
+    with {:ok, module} <- find(reg, name),
+         {:ok, schema} <- Schema.for_module(module) do
+      CMDC.Tool.RoundTrip.retry(schema, args, errors)
+    else
+      _ -> {:error, errors}
+    end
+  end
+
   @doc false
-  def validate_json(%__MODULE__{ref: ref}, name, text) when is_binary(text) do
+  def validate_json(%__MODULE__{ref: ref} = reg, name, text) when is_binary(text) do
     name = to_name(name)
 
-    Native.with_dirty(registry_validate_json(ref, name, text))
+    result = Native.with_dirty(registry_validate_json(ref, name, text))
+
+    with {:error, errors} when is_list(errors) <- result,
+         {:ok, module} <- find(reg, name),
+         {:ok, schema} <- Schema.for_module(module) do
+      CMDC.Tool.RoundTrip.retry_json(schema, text, errors)
+    else
+      _ -> result
+    end
   end
 
   def validate_json(%__MODULE__{} = reg, name, other) do

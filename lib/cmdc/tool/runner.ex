@@ -268,12 +268,35 @@ defmodule CMDC.Tool.Runner do
         {:ok, module}
 
       {:error, _} ->
-        {:error, Result.error(CMDC.Tool.unknown_tool_message(tools, name), :unknown_tool)}
+        case mapped_name(tools, name) do
+          {:ok, module} ->
+            {:ok, module}
+
+          :error ->
+            {:error, Result.error(CMDC.Tool.unknown_tool_message(tools, name), :unknown_tool)}
+        end
     end
   end
 
   defp resolve(_tools, name),
     do: {:error, Result.error("the call names no tool (got #{inspect(name)})", :unknown_tool)}
+
+  # A provider with a narrower name rule was given a mapped name (`fs.read` → `fs_read`).
+  defp mapped_name(tools, name) do
+    names =
+      case tools do
+        %CMDC.Tool.Registry{} -> Enum.map(CMDC.Tool.Registry.list(tools), & &1.name())
+        modules when is_list(modules) -> Enum.map(modules, & &1.name())
+        _ -> []
+      end
+
+    with {:ok, original} <- CMDC.Tool.RoundTrip.original_name(names, name),
+         {:ok, module} <- CMDC.Tool.find(tools, original) do
+      {:ok, module}
+    else
+      _ -> :error
+    end
+  end
 
   defp validate(module, arguments) do
     result =

@@ -10,7 +10,9 @@ defmodule Mix.Tasks.Cmdc.Tools do
       mix cmdc.tools doctor
 
   Tools come from the built-in examples, `examples/tools/`, the project's and user's tool folders
-  and the paths given (see `CMDC.Tool.Discovery`). `call` runs through `CMDC.Tool.Runner`: it
+  and the paths given (see `CMDC.Tool.Discovery`), then the tools of the MCP servers configured in
+  `.mcp.json` (trusted projects) and the user's MCP configs, named `server__tool` and listed with
+  their server (see `CMDC.Tool.MCP.Servers`; `--no-mcp` skips them). `call` runs through `CMDC.Tool.Runner`: it
   prints partial results as they arrive, the result and the time taken, and exits with status 1
   on a tool error. Output is plain when not on a terminal.
 
@@ -23,7 +25,14 @@ defmodule Mix.Tasks.Cmdc.Tools do
 
   alias CMDC.Tool.CLI
 
-  @switches [format: :string, strict: :boolean, timeout: :integer, trust: :boolean, yes: :boolean]
+  @switches [
+    format: :string,
+    strict: :boolean,
+    timeout: :integer,
+    trust: :boolean,
+    yes: :boolean,
+    mcp: :boolean
+  ]
 
   @impl true
   def run(argv) do

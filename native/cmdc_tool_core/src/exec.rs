@@ -13,6 +13,19 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
+use tokio::sync::mpsc;
+
+/// Where a program's stdin comes from.
+#[derive(Debug, Default)]
+pub enum Input {
+    /// `spec.stdin`'s bytes then end of file, or `/dev/null` when it is `None`.
+    #[default]
+    Spec,
+    /// A long-lived conversation (a protocol server): each chunk received is written as it comes;
+    /// stdin closes when every sender is gone. Streamed lines are then not limited by
+    /// `max_output` (which only bounds what is kept).
+    Channel(mpsc::UnboundedReceiver<Vec<u8>>),
+}
 
 use crate::error::{Error, Result};
 
@@ -366,7 +379,7 @@ pub fn own_group(cmd: &mut Command) -> &mut Command {
     cmd.process_group(0).kill_on_drop(true)
 }
 
-fn build_command(spec: &Spec) -> Command {
+fn build_command(spec: &Spec, interactive: bool) -> Command {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args);
     if let Some(dir) = &spec.cwd {
@@ -381,7 +394,7 @@ fn build_command(spec: &Spec) -> Command {
             None => cmd.env_remove(key),
         };
     }
-    cmd.stdin(if spec.stdin.is_some() {
+    cmd.stdin(if spec.stdin.is_some() || interactive {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -411,6 +424,7 @@ async fn read_all<R, F>(
     reader: Option<R>,
     cap: usize,
     mut lines: Option<(LineSplitter, F)>,
+    stream_all: bool,
 ) -> CappedBuffer
 where
     R: AsyncRead + Unpin,
@@ -425,9 +439,10 @@ where
             Ok(n) => {
                 let full_before = buf.is_full();
                 let kept = buf.push(&chunk[..n]);
+                let streamed = if stream_all { &chunk[..n] } else { kept };
                 if let Some((splitter, on_line)) = lines.as_mut() {
-                    if !full_before {
-                        for line in splitter.push(kept) {
+                    if stream_all || !full_before {
+                        for line in splitter.push(streamed) {
                             on_line(&line);
                         }
                     }
@@ -463,9 +478,39 @@ where
     S: FnOnce(u32),
     L: FnMut(&[u8]),
 {
+    run_with(
+        spec,
+        Input::Spec,
+        cancel,
+        on_start,
+        on_line,
+        None::<fn(&[u8])>,
+    )
+    .await
+}
+
+/// [`run`] with stdin from `input` and, when `on_err_line` is given, stderr streamed line by
+/// line too (e.g. to a log). With [`Input::Channel`] the program is a long-lived peer: its
+/// stdout lines stream whatever `max_output` says, and the run ends when the program exits
+/// (closing the channel only closes its stdin).
+pub async fn run_with<C, S, L, E>(
+    spec: Spec,
+    input: Input,
+    cancel: C,
+    on_start: S,
+    on_line: L,
+    on_err_line: Option<E>,
+) -> Result<Outcome>
+where
+    C: Future<Output = ()>,
+    S: FnOnce(u32),
+    L: FnMut(&[u8]),
+    E: FnMut(&[u8]),
+{
     check(&spec)?;
+    let interactive = matches!(input, Input::Channel(_));
     let started = Instant::now();
-    let mut child = spawn(&mut build_command(&spec))
+    let mut child = spawn(&mut build_command(&spec, interactive))
         .await
         .map_err(|e| spawn_error(&spec, &e))?;
     let pid = child.id().unwrap_or(0);
@@ -474,10 +519,23 @@ where
     let stdin = child.stdin.take();
     let stdin_data = spec.stdin.clone();
     let feed = async move {
-        if let (Some(mut pipe), Some(data)) = (stdin, stdin_data) {
-            // A program that exits without reading gives EPIPE: not an error of the run.
-            let _ = pipe.write_all(&data).await;
-            let _ = pipe.shutdown().await;
+        match (stdin, input) {
+            (Some(mut pipe), Input::Channel(mut rx)) => {
+                while let Some(chunk) = rx.recv().await {
+                    if pipe.write_all(&chunk).await.is_err() || pipe.flush().await.is_err() {
+                        break;
+                    }
+                }
+                let _ = pipe.shutdown().await;
+            }
+            (Some(mut pipe), Input::Spec) => {
+                if let Some(data) = stdin_data {
+                    // A program that exits without reading gives EPIPE: not an error of the run.
+                    let _ = pipe.write_all(&data).await;
+                    let _ = pipe.shutdown().await;
+                }
+            }
+            (None, _) => {}
         }
     };
     let splitter = if spec.stream_lines {
@@ -485,9 +543,29 @@ where
     } else {
         None
     };
-    let out = read_all(child.stdout.take(), spec.max_output, splitter);
-    let err = read_all::<_, fn(&[u8])>(child.stderr.take(), spec.max_output, None);
-    let io = async move { tokio::join!(feed, out, err) };
+    let err_splitter = on_err_line.map(|f| (LineSplitter::new(spec.max_line), f));
+    let out = read_all(child.stdout.take(), spec.max_output, splitter, interactive);
+    let err = read_all(
+        child.stderr.take(),
+        spec.max_output,
+        err_splitter,
+        interactive,
+    );
+    let io = async move {
+        tokio::pin!(feed);
+        let pair = async { tokio::join!(out, err) };
+        tokio::pin!(pair);
+        // A conversation's input never ends by itself: once the output is closed, stop feeding.
+        let mut fed = false;
+        let (out, err) = tokio::select! {
+            r = &mut pair => r,
+            _ = &mut feed => { fed = true; (&mut pair).await }
+        };
+        if !fed && !interactive {
+            (&mut feed).await;
+        }
+        ((), out, err)
+    };
     tokio::pin!(io);
     tokio::pin!(cancel);
 
@@ -729,6 +807,67 @@ mod tests {
             .unwrap();
         assert_eq!(lines, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(o.code, Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_conversation_streams_both_ways_past_the_output_cap() {
+        let mut s = spec(
+            "sh",
+            &[
+                "-c",
+                "while read l; do echo \"out $l\"; echo \"err $l\" >&2; done",
+            ],
+        );
+        s.stream_lines = true;
+        s.max_output = 0;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (line_tx, mut line_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (err_tx, mut err_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let task = tokio::spawn(run_with(
+            s,
+            Input::Channel(rx),
+            never(),
+            |_| {},
+            move |l: &[u8]| line_tx.send(l.to_vec()).unwrap(),
+            Some(move |l: &[u8]| err_tx.send(l.to_vec()).unwrap()),
+        ));
+        // Each answer arrives before the next question is sent: a real conversation.
+        for word in ["a", "b", "c"] {
+            tx.send(format!("{word}\n").into_bytes()).unwrap();
+            assert_eq!(
+                line_rx.recv().await.unwrap(),
+                format!("out {word}").into_bytes()
+            );
+            assert_eq!(
+                err_rx.recv().await.unwrap(),
+                format!("err {word}").into_bytes()
+            );
+        }
+        drop(tx);
+        let o = task.await.unwrap().unwrap();
+        assert_eq!((o.code, o.stdout.len()), (Some(0), 0));
+    }
+
+    #[tokio::test]
+    async fn a_conversation_ends_when_the_program_exits_with_input_open() {
+        let s = spec("sh", &["-c", "read l; exit 4"]);
+        let (tx, rx) = mpsc::unbounded_channel();
+        tx.send(b"x\n".to_vec()).unwrap();
+        let started = Instant::now();
+        let o = run_with(
+            s,
+            Input::Channel(rx),
+            never(),
+            |_| {},
+            |_: &[u8]| {},
+            None::<fn(&[u8])>,
+        )
+        .await
+        .unwrap();
+        assert_eq!(o.code, Some(4));
+        // No wait for the drain limit: the sender still being alive does not hold the run open.
+        assert!(started.elapsed() < DRAIN, "took {:?}", started.elapsed());
+        drop(tx);
     }
 
     #[tokio::test]

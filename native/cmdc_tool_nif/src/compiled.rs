@@ -311,6 +311,14 @@ impl<'r> Instance<'r> for Raw<'r> {
                 Shape::Small(i) => return Kind::Int(i),
                 Shape::Map(..) => return Kind::Object,
                 Shape::Cons(..) | Shape::Nil => return Kind::Array,
+                // Atoms are immediates: true, false and nil are told apart without a call.
+                Shape::Other if self.term == atoms::true_atom().as_c_arg() => {
+                    return Kind::Bool(true)
+                }
+                Shape::Other if self.term == atoms::false_atom().as_c_arg() => {
+                    return Kind::Bool(false)
+                }
+                Shape::Other if self.term == atoms::nil_atom().as_c_arg() => return Kind::Null,
                 Shape::Other => {}
             }
         }

@@ -4,18 +4,21 @@
 //! Messages sent to the process that called `exec_start` (`id` is the integer it returned):
 //!   * `{:cmdc_exec, id, {:started, os_pid}}`
 //!   * `{:cmdc_exec, id, {:line, binary}}` (stdout lines, when streaming)
+//!   * `{:cmdc_exec, id, {:stderr_line, binary}}` (stderr lines, when `stream_stderr` is set)
 //!   * `{:cmdc_exec, id, {:exit, %{...}}}` or `{:cmdc_exec, id, {:error, message}}`, always last.
 //!
 //! The handle is a resource: `exec_cancel` kills the process group; so do the owner's death
-//! (a resource monitor) and the handle being garbage collected (its `Drop`).
+//! (a resource monitor) and the handle being garbage collected (its `Drop`). With `interactive`
+//! set, stdin stays open: `exec_write` sends bytes to it and `exec_close_stdin` closes it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use cmdc_tool_core::exec::{self, Ending, Outcome, Spec};
+use cmdc_tool_core::exec::{self, Ending, Input, Outcome, Spec};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, ResourceArc, Term};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::error::{Error, Result};
 
@@ -26,6 +29,7 @@ mod atoms {
         cmdc_exec,
         started,
         line,
+        stderr_line,
         exit,
         exited,
         timeout,
@@ -51,6 +55,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub struct ExecHandle {
     id: u64,
     cancel: watch::Sender<bool>,
+    /// The program's stdin, for an interactive run (`None` once closed).
+    input: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
 }
 
 #[rustler::resource_impl]
@@ -75,6 +81,8 @@ struct ExecOpts {
     max_output: u64,
     stream_lines: bool,
     max_line: u64,
+    interactive: bool,
+    stream_stderr: bool,
 }
 
 fn to_spec(opts: ExecOpts, stdin: Option<Binary>) -> Spec {
@@ -140,7 +148,14 @@ where
     });
 }
 
-async fn drive(spec: Spec, pid: LocalPid, id: u64, mut cancel: watch::Receiver<bool>) {
+async fn drive(
+    spec: Spec,
+    input: Input,
+    stream_stderr: bool,
+    pid: LocalPid,
+    id: u64,
+    mut cancel: watch::Receiver<bool>,
+) {
     let mut msg_env = OwnedEnv::new();
     let cancelled = async move {
         // Cancelled explicitly, or the handle was dropped (sender gone).
@@ -151,8 +166,15 @@ async fn drive(spec: Spec, pid: LocalPid, id: u64, mut cancel: watch::Receiver<b
         }
     };
     let mut line_env = OwnedEnv::new();
-    let result = exec::run(
+    let mut err_env = OwnedEnv::new();
+    let on_err_line = stream_stderr.then_some(|line: &[u8]| {
+        send(&mut err_env, &pid, id, |env| {
+            (atoms::stderr_line(), bytes(env, line)).encode(env)
+        })
+    });
+    let result = exec::run_with(
         spec,
+        input,
         cancelled,
         |os_pid| {
             send(&mut msg_env, &pid, id, |env| {
@@ -164,6 +186,7 @@ async fn drive(spec: Spec, pid: LocalPid, id: u64, mut cancel: watch::Receiver<b
                 (atoms::line(), bytes(env, line)).encode(env)
             })
         },
+        on_err_line,
     )
     .await;
     let mut msg_env = OwnedEnv::new();
@@ -207,16 +230,27 @@ fn start(
     stdin: Option<Binary>,
 ) -> Result<(ResourceArc<ExecHandle>, u64)> {
     let runtime = crate::runtime::get().map_err(|m| Error::Message(m.to_owned()))?;
+    let (interactive, stream_stderr) = (opts.interactive, opts.stream_stderr);
     let spec = to_spec(opts, stdin);
+    let (input, sender) = if interactive {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Input::Channel(rx), Some(tx))
+    } else {
+        (Input::Spec, None)
+    };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = watch::channel(false);
-    let handle = ResourceArc::new(ExecHandle { id, cancel: tx });
+    let handle = ResourceArc::new(ExecHandle {
+        id,
+        cancel: tx,
+        input: Mutex::new(sender),
+    });
     let owner = env.pid();
     if env.monitor(&handle, &owner).is_none() {
         // The owner is already gone.
         let _ = handle.cancel.send(true);
     }
-    let task = runtime.spawn(drive(spec, owner, id, rx));
+    let task = runtime.spawn(drive(spec, input, stream_stderr, owner, id, rx));
     // A panic inside the run must still end in a final message.
     runtime.spawn(async move {
         if let Err(e) = task.await {
@@ -235,5 +269,50 @@ fn start(
 #[rustler::nif]
 fn exec_cancel(handle: ResourceArc<ExecHandle>) -> Atom {
     let _ = handle.cancel.send(true);
+    atoms::ok()
+}
+
+/// Writes bytes to an interactive program's stdin (queued, written in order). Answers `:ok`, or
+/// `{:error, message}` when stdin is closed or the run is not interactive. Writes over 1 MiB go
+/// through `exec_write_dirty` (copying is the only work here).
+#[rustler::nif]
+fn exec_write<'a>(env: Env<'a>, handle: ResourceArc<ExecHandle>, data: Binary<'a>) -> Term<'a> {
+    write(env, &handle, data)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn exec_write_dirty<'a>(
+    env: Env<'a>,
+    handle: ResourceArc<ExecHandle>,
+    data: Binary<'a>,
+) -> Term<'a> {
+    write(env, &handle, data)
+}
+
+fn write<'a>(env: Env<'a>, handle: &ExecHandle, data: Binary<'a>) -> Term<'a> {
+    let guard = match handle.input.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    match guard.as_ref() {
+        Some(tx) if tx.send(data.as_slice().to_vec()).is_ok() => atoms::ok().encode(env),
+        Some(_) => (atoms::error(), "the program has ended: its stdin is closed").encode(env),
+        None => (
+            atoms::error(),
+            "stdin is closed (or the program was not started with stdin: :pipe)",
+        )
+            .encode(env),
+    }
+}
+
+/// Closes an interactive program's stdin (the program sees end of file once queued bytes are
+/// written). Closing twice does nothing.
+#[rustler::nif]
+fn exec_close_stdin(handle: ResourceArc<ExecHandle>) -> Atom {
+    let mut guard = match handle.input.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    guard.take();
     atoms::ok()
 }

@@ -12,6 +12,7 @@ pub mod json;
 pub mod layout;
 pub mod permissions;
 pub mod registry;
+pub mod round_trip;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;

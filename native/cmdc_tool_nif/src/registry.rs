@@ -427,7 +427,7 @@ fn format_of(format: Term) -> Result<Format> {
         .ok_or_else(|| {
             Error::Message(format!(
                 "unknown format {format:?}; expected one of :openai, :openai_responses, \
-                 :anthropic, :gemini, :mcp"
+                 :anthropic, :gemini, :gemini_json_schema, :mcp"
             ))
         })
 }
@@ -496,6 +496,7 @@ fn registry_build<'a>(
     if current != generation {
         return Err(Error::Stale);
     }
+    providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt).map_err(Error::Message)?;
     let (start, end) = providers::list_json_delimiters(fmt, entries.len());
     let mut json = Vec::with_capacity(256 * entries.len() + 32);
     json.extend_from_slice(start);
@@ -555,6 +556,7 @@ fn providers_convert<'a>(
     strict: bool,
 ) -> Result<(Term<'a>, Term<'a>)> {
     let fmt = format_of(format)?;
+    providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt).map_err(Error::Message)?;
     let mut params: Vec<Value> = Vec::with_capacity(tools.len());
     for (name, _, p) in &tools {
         let what = format!("tool {name:?}: parameters are not JSON");

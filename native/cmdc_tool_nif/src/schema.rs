@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
+use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
     check, check_for, compile, compile_for, parse_draft, Documents, Failure,
@@ -36,6 +37,8 @@ pub struct Schema {
     pub compiled: AssertUnwindSafe<Option<Program>>,
     /// Provider conversions of `source` (see `crate::registry`), made on first use.
     pub converted: Mutex<ConversionCache>,
+    /// Where strict mode's rewrite made nulls stand for absent keys (`crate::round_trip`).
+    null_plan: OnceLock<NullPlan>,
 }
 
 /// `(format, strict) → (tool name, conversion)`.
@@ -54,7 +57,13 @@ impl Schema {
             compiled: AssertUnwindSafe(Program::compile(&source, resolved_draft(&source, draft))),
             source,
             converted: Mutex::new(HashMap::new()),
+            null_plan: OnceLock::new(),
         }
+    }
+
+    /// The plan of the nulls strict mode's rewrite introduces, made on first use.
+    pub fn null_plan(&self) -> &NullPlan {
+        self.null_plan.get_or_init(|| null_plan(&self.source))
     }
 
     /// This schema converted for a provider format, for the tool `name`; cached.

@@ -10,6 +10,32 @@ defmodule CMDC.Tool.CLITest do
     assert out =~ ~r/countdown\s+elixir\s+built-in\s+Count down/
   end
 
+  test "list shows MCP tools with their server; a broken server is reported, not fatal" do
+    dir = Path.join(System.tmp_dir!(), "cmdc-cli-mcp-#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    on_exit(fn -> File.rm_rf!(dir) end)
+    {:ok, %{command: python, args: args}} = CMDC.Tool.MCPServers.python_stdio()
+
+    File.write!(
+      Path.join(dir, ".mcp.json"),
+      CMDC.Tool.JSON.encode!(%{
+        "mcpServers" => %{
+          "calc" => %{"command" => python, "args" => args},
+          "bad" => %{"type" => "carrier-pigeon"}
+        }
+      })
+    )
+
+    out =
+      capture_io(fn ->
+        ExUnit.CaptureLog.capture_log(fn -> assert :ok = CLI.list([], cwd: dir, trust: true) end)
+      end)
+
+    assert out =~ ~r/calc__add\s+mcp\s+mcp server calc: \S*\.mcp\.json\s+Add two integers/
+    assert out =~ ~r/countdown\s+elixir\s+built-in/
+    assert out =~ ~s|server "bad": unknown transport "carrier-pigeon"|
+  end
+
   test "schema prints the provider's JSON and the rewriting warnings on stderr" do
     err =
       capture_io(:stderr, fn ->

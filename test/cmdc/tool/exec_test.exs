@@ -168,4 +168,50 @@ defmodule CMDC.Tool.ExecTest do
     assert %ArgumentError{} = Task.await(task)
     assert {:ok, %{code: 0}} = Exec.await(exec)
   end
+
+  test "stdin: :pipe is a conversation: answers stream line by line past the output cap" do
+    script = ~S(while read l; do echo "out $l"; echo "err $l" >&2; done)
+
+    {:ok, exec} =
+      Exec.start("sh", ["-c", script],
+        stdin: :pipe,
+        stream_lines: true,
+        stream_stderr: true,
+        max_output: 0,
+        max_line: 4_000_000
+      )
+
+    id = exec.id
+
+    for word <- ~w(one two three) do
+      :ok = Exec.write(exec, word <> "\n")
+      assert_receive {:cmdc_exec, ^id, {:line, "out " <> ^word}}
+      assert_receive {:cmdc_exec, ^id, {:stderr_line, "err " <> ^word}}
+    end
+
+    :ok = Exec.close_stdin(exec)
+    assert {:error, "stdin is closed" <> _} = Exec.write(exec, "late\n")
+    assert {:ok, %{code: 0, stdout: ""}} = Exec.await(exec)
+  end
+
+  test "a large write goes through the dirty twin and arrives whole" do
+    {:ok, exec} =
+      Exec.start("cat", [], stdin: :pipe, stream_lines: true, max_output: 0, max_line: 4_000_000)
+
+    id = exec.id
+    big = :binary.copy("x", 2_000_000)
+    :ok = Exec.write(exec, [big, "\n"])
+    assert_receive {:cmdc_exec, ^id, {:line, ^big}}, 10_000
+    :ok = Exec.close_stdin(exec)
+    assert {:ok, %{code: 0}} = Exec.await(exec)
+  end
+
+  test "writing to a program that has ended is an error, not a crash" do
+    {:ok, exec} = Exec.start("true", [], stdin: :pipe)
+    assert {:ok, %{code: 0}} = Exec.await(exec)
+    assert {:error, _} = Exec.write(exec, "x")
+    {:ok, plain} = Exec.start("true", [])
+    assert {:error, "stdin is closed" <> _} = Exec.write(plain, "x")
+    Exec.await(plain)
+  end
 end

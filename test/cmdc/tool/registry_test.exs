@@ -27,7 +27,7 @@ defmodule CMDC.Tool.RegistryTest do
 
       assert message =~ inspect(bad)
       assert message =~ ~s(name "read file" contains ' ' at position 4)
-      assert message =~ "^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"
+      assert message =~ "^[A-Za-z0-9_.-]{1,128}$"
       assert Registry.list(reg) == []
     end
 
@@ -35,9 +35,9 @@ defmodule CMDC.Tool.RegistryTest do
       reg = Registry.new()
 
       for {module, pattern} <- [
-            {tool("1st"), ~r/starts with '1'/},
-            {tool(String.duplicate("a", 65)), ~r/65 characters/},
-            {tool("mcp.tool"), ~r/contains '\.'/},
+            {tool("a:b"), ~r/contains ':' at position 1/},
+            {tool(String.duplicate("a", 129)), ~r/129 characters/},
+            {tool("mcp tool"), ~r/contains ' '/},
             {tool("blank", "  "), ~r/description is empty/},
             {tool("latin1", <<233>>), ~r/description\/0 returned a binary that is not UTF-8/},
             {tool(%{"a" => 1}), ~r/name\/0 must return a string/},

@@ -11,15 +11,20 @@ defmodule CMDC.Tool.Script.Gen do
   # description, parameters, settings) lives in `:persistent_term` under
   # `{CMDC.Tool.Script, module}`. When the BEAM format is one this code does not know, it falls
   # back to compiling the same forms under the real name.
+  #
+  # The generated functions call an *owner* module (`__field__/2`, `execute/3`, `meta/2`):
+  # `CMDC.Tool.Script` by default, `CMDC.Tool.MCP.Remote` for tools of MCP servers. The owner is
+  # one more renamed atom, and the data key is `{owner, module}`.
 
   @template :"Elixir.CMDC.Tool.Script.Template"
   @stamp :cmdc_stamp_template
+  @owner CMDC.Tool.Script
 
   @source """
   -module('Elixir.CMDC.Tool.Script.Template').
   -behaviour('Elixir.CMDC.Tool').
   -export([name/0, description/0, parameters/0, execute/2, meta/1, '__tool_settings__'/0,
-           '__script__'/0, '__stamp__'/0]).
+           '__script__'/0, '__stamp__'/0, title/0, annotations/0, output_schema/0]).
   name() -> 'Elixir.CMDC.Tool.Script':'__field__'('Elixir.CMDC.Tool.Script.Template', name).
   description() ->
       'Elixir.CMDC.Tool.Script':'__field__'('Elixir.CMDC.Tool.Script.Template', description).
@@ -33,21 +38,27 @@ defmodule CMDC.Tool.Script.Gen do
       'Elixir.CMDC.Tool.Script':execute('Elixir.CMDC.Tool.Script.Template', Args, Context).
   meta(Args) -> 'Elixir.CMDC.Tool.Script':meta('Elixir.CMDC.Tool.Script.Template', Args).
   '__stamp__'() -> cmdc_stamp_template.
+  title() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template', title).
+  annotations() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template', annotations).
+  output_schema() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template', output_schema).
   """
 
   @doc false
-  def define(module, data), do: define_many([{module, data}])
+  def define(module, data, owner \\ @owner), do: define_many([{module, data}], owner)
 
   @doc false
   # Defines many tool modules with one code-loading commit (each commit waits for every
   # scheduler, so loading 200 modules one by one costs far more than loading them together).
-  def define_many(defs) do
+  def define_many(defs, owner \\ @owner) do
     stale =
       defs
       |> Enum.reverse()
       |> Enum.uniq_by(&elem(&1, 0))
       |> Enum.flat_map(fn {module, data} ->
-        key = {CMDC.Tool.Script, module}
+        key = {owner, module}
         stamp = :"cmdc_stamp_#{Integer.to_string(:erlang.phash2(data, 4_294_967_296), 36)}"
 
         case :persistent_term.get(key, nil) do
@@ -63,21 +74,31 @@ defmodule CMDC.Tool.Script.Gen do
         end
       end)
 
-    load_all(stale)
+    load_all(stale, owner)
   end
 
   @doc false
-  def undefine(module) do
+  # The optional callbacks of `CMDC.Tool.Structured` (title, annotations, output schema): the
+  # tool data's field, or nil when the owner's data has none.
+  def optional(owner, module, key) do
+    case :persistent_term.get({owner, module}, nil) do
+      %{} = data -> Map.get(data, key)
+      nil -> nil
+    end
+  end
+
+  @doc false
+  def undefine(module, owner \\ @owner) do
     :code.purge(module)
     :code.delete(module)
     :code.purge(module)
-    :persistent_term.erase({CMDC.Tool.Script, module})
+    :persistent_term.erase({owner, module})
     :ok
   end
 
-  defp load_all([]), do: :ok
+  defp load_all([], _owner), do: :ok
 
-  defp load_all(stale) do
+  defp load_all(stale, owner) do
     binaries =
       Enum.map(stale, fn {module, stamp} ->
         # old code of an earlier version would make loading fail: drop it first
@@ -85,10 +106,11 @@ defmodule CMDC.Tool.Script.Gen do
 
         binary =
           with {:ok, template} <- template(),
-               {:ok, patched} <- patch(template, %{@template => module, @stamp => stamp}) do
+               {:ok, patched} <-
+                 patch(template, %{@template => module, @stamp => stamp, @owner => owner}) do
             patched
           else
-            _ -> compile(module, stamp)
+            _ -> compile(module, stamp, owner)
           end
 
         {module, ~c"cmdc_tool_script", binary}
@@ -108,7 +130,7 @@ defmodule CMDC.Tool.Script.Gen do
             {:error, _} ->
               {module, stamp} = List.keyfind(stale, module, 0)
               :code.purge(module)
-              {:module, ^module} = :code.load_binary(module, file, compile(module, stamp))
+              {:module, ^module} = :code.load_binary(module, file, compile(module, stamp, owner))
           end
         end)
     end
@@ -117,7 +139,7 @@ defmodule CMDC.Tool.Script.Gen do
   defp template do
     case :persistent_term.get({__MODULE__, :template}, nil) do
       nil ->
-        binary = compile(@template, @stamp)
+        binary = compile(@template, @stamp, @owner)
         :persistent_term.put({__MODULE__, :template}, binary)
         {:ok, binary}
 
@@ -126,10 +148,12 @@ defmodule CMDC.Tool.Script.Gen do
     end
   end
 
-  defp compile(module, stamp) do
+  defp compile(module, stamp, owner) do
     source =
       @source
       |> String.replace("'Elixir.CMDC.Tool.Script.Template'", "'#{module}'")
+      |> String.replace("'Elixir.CMDC.Tool.Script':", "'#{owner}':")
+      |> String.replace("('Elixir.CMDC.Tool.Script',", "('#{owner}',")
       |> String.replace("cmdc_stamp_template", "'#{stamp}'")
 
     {:ok, tokens, _} = :erl_scan.string(String.to_charlist(source))

@@ -54,7 +54,7 @@ fn meta_from(value: &Value, top: bool) -> Result<Meta, String> {
                 Value::String(s) if valid_name(s) => meta.name = Some(s.clone()),
                 _ => {
                     return Err(format!(
-                        "\"name\" must be a tool name (letters, digits, _ or -, 1 to 64), got {v}"
+                        "\"name\" must be a tool name (1 to 128 letters, digits, _ . or -), got {v}"
                     ))
                 }
             },
@@ -96,13 +96,9 @@ fn meta_from(value: &Value, top: bool) -> Result<Meta, String> {
     Ok(meta)
 }
 
-/// A portable tool name: `^[a-zA-Z0-9_-]{1,64}$` (what OpenAI and Anthropic accept).
+/// A tool name by the one rule ([`crate::names::NAME_RULE`]), the registry's too.
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    crate::names::valid(name)
 }
 
 /// Reads a metadata file, refusing one larger than `MAX_METADATA_BYTES` (they are read on

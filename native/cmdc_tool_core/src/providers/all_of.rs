@@ -2,10 +2,11 @@
 
 use serde_json::{Map, Value};
 
-use super::warn::Cx;
+use super::format::Format;
+use super::warn::{Cx, Effect};
 
 /// `allOf` whose parts use disjoint keywords (and disjoint property names) is merged into the
-/// schema: that loses nothing. Otherwise it is dropped with a warning.
+/// schema: the same meaning. Otherwise it is dropped with a warning saying what that changes.
 pub(super) fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> Map<String, Value> {
     let Some(all_of) = m.get("allOf") else {
         return m.clone();
@@ -22,9 +23,10 @@ pub(super) fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> M
             if part == &Value::Bool(true) {
                 continue;
             }
-            cx.dropped(
+            drop_all_of(
+                cx,
                 path,
-                "allOf",
+                parts,
                 "its parts could not be merged into one schema",
             );
             return merged;
@@ -45,9 +47,10 @@ pub(super) fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> M
                     let Value::Object(more) = v else { continue };
                     for (name, s) in more {
                         if props.contains_key(name) {
-                            cx.dropped(
+                            drop_all_of(
+                                cx,
                                 path,
-                                "allOf",
+                                parts,
                                 "its parts constrain the same property and cannot be merged",
                             );
                             return merged;
@@ -58,9 +61,10 @@ pub(super) fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> M
                 ("description" | "title", Some(_)) => {}
                 (_, Some(existing)) if existing == v => {}
                 _ => {
-                    cx.dropped(
+                    drop_all_of(
+                        cx,
                         path,
-                        "allOf",
+                        parts,
                         &format!("its parts both use `{k}` and cannot be merged"),
                     );
                     return merged;
@@ -73,12 +77,25 @@ pub(super) fn merge_all_of(cx: &mut Cx, m: &Map<String, Value>, path: &str) -> M
         .any(|p| p.get("additionalProperties").is_some())
         && parts.len() + usize::from(merged.contains_key("properties")) > 1
     {
-        cx.dropped(
+        drop_all_of(
+            cx,
             path,
-            "allOf",
+            parts,
             "a part limits additionalProperties, which changes meaning once merged",
         );
         return merged;
     }
     result
+}
+
+/// Dropping `allOf` drops its parts' constraints (accepts more); in strict mode, whose objects
+/// are closed, the properties its parts declared are then refused too (accepts less).
+fn drop_all_of(cx: &mut Cx, path: &str, parts: &[Value], why: &str) {
+    let declares = parts.iter().any(|p| p.get("properties").is_some());
+    let effect = if declares && cx.format != Format::Gemini {
+        Effect::Other
+    } else {
+        Effect::More
+    };
+    cx.changed(path, "allOf", "dropped", why, effect);
 }

@@ -7,6 +7,8 @@ pub enum Format {
     OpenAIResponses,
     Anthropic,
     Gemini,
+    /// Gemini with `parametersJsonSchema`: full JSON Schema, which the current API also takes.
+    GeminiJsonSchema,
     Mcp,
 }
 
@@ -17,6 +19,7 @@ impl Format {
             "openai_responses" => Format::OpenAIResponses,
             "anthropic" => Format::Anthropic,
             "gemini" => Format::Gemini,
+            "gemini_json_schema" => Format::GeminiJsonSchema,
             "mcp" => Format::Mcp,
             _ => return None,
         })
@@ -28,6 +31,7 @@ impl Format {
             Format::OpenAIResponses => "openai_responses",
             Format::Anthropic => "anthropic",
             Format::Gemini => "gemini",
+            Format::GeminiJsonSchema => "gemini_json_schema",
             Format::Mcp => "mcp",
         }
     }
@@ -39,6 +43,11 @@ impl Format {
             Format::OpenAI | Format::OpenAIResponses | Format::Anthropic
         )
     }
+
+    /// Whether tools go in one `functionDeclarations` list (both Gemini forms).
+    pub fn is_gemini(self) -> bool {
+        matches!(self, Format::Gemini | Format::GeminiJsonSchema)
+    }
 }
 
 /// Where a format puts the parameters, and whether it states strictness.
@@ -46,6 +55,7 @@ pub fn parameters_key(format: Format) -> &'static str {
     match format {
         Format::OpenAI | Format::OpenAIResponses | Format::Gemini => "parameters",
         Format::Anthropic => "input_schema",
+        Format::GeminiJsonSchema => "parametersJsonSchema",
         Format::Mcp => "inputSchema",
     }
 }

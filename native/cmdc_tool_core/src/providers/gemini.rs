@@ -3,7 +3,9 @@
 use serde_json::{json, Map, Value};
 
 use super::all_of::merge_all_of;
-use super::pointer::{child, resolve};
+use super::pointer::{at, child, resolve};
+use super::round_trip::accepts_null;
+use super::strict::{nullable_ignored, types_of};
 use super::warn::Cx;
 
 const GEMINI_KEEPS: &[&str] = &[
@@ -101,19 +103,13 @@ struct Node {
 
 impl Node {
     fn new(m: &Map<String, Value>) -> Node {
-        let mut types: Vec<String> = match m.get("type") {
-            Some(Value::String(t)) => vec![t.clone()],
-            Some(Value::Array(ts)) => ts
-                .iter()
-                .filter_map(|t| t.as_str().map(String::from))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut types = types_of(m);
         let null_type = types.iter().any(|t| t == "null");
         types.retain(|t| t != "null");
         Node {
             out: Map::new(),
-            nullable: null_type || m.get("nullable") == Some(&Value::Bool(true)),
+            // `nullable` is OpenAPI, not JSON Schema: the original refuses null (see keyword()).
+            nullable: null_type,
             types,
         }
     }
@@ -128,14 +124,6 @@ impl Node {
         if self.types.is_empty() {
             self.types.push("string".into());
         }
-    }
-}
-
-fn at(path: &str) -> &str {
-    if path.is_empty() {
-        "the root"
-    } else {
-        path
     }
 }
 
@@ -215,7 +203,14 @@ impl Walk<'_, '_> {
     ) {
         let here = child(path, key);
         match key {
-            "type" | "nullable" | "allOf" => {}
+            "type" | "allOf" => {}
+            "nullable" => {
+                if value == &Value::Bool(true)
+                    && !accepts_null(self.root, &Value::Object(m.clone()), 0)
+                {
+                    nullable_ignored(self.cx, path);
+                }
+            }
             "const" => const_keyword(self.cx, node, m, value, path),
             "enum" => enum_keyword(self.cx, node, value, path),
             "properties" => self.properties(node, value, &here),

@@ -1,9 +1,11 @@
 //! Tool lists in each model provider's format: OpenAI chat (cmdc's shape), OpenAI Responses,
-//! Anthropic, Gemini `functionDeclarations` and MCP `tools/list`, with OpenAI/Anthropic strict
-//! mode. Keywords a target does not support are rewritten when nothing is lost (`const` →
-//! one-value `enum`, `$ref` inlined, type unions → `nullable`, `allOf` of disjoint parts merged)
-//! and otherwise dropped with a [`Warning`] naming tool, path and keyword; limits a target
-//! enforces are checked and reported the same way.
+//! Anthropic, Gemini `functionDeclarations` (OpenAPI subset, or `parametersJsonSchema`) and MCP
+//! `tools/list`, with OpenAI's and Anthropic's own strict modes. Keywords a target does not
+//! support are rewritten into forms with the same meaning where there is one (`const` →
+//! one-value `enum`, `$ref` inlined, `allOf` of disjoint parts merged, a type union as `anyOf`);
+//! every other change is a [`Warning`] naming tool, path and keyword and saying whether the
+//! result accepts more or less than the original. Limits a target enforces are reported the same
+//! way. Tool names follow [`crate::names`]; strict mode's nulls go back through [`round_trip`].
 
 mod all_of;
 mod format;
@@ -12,6 +14,7 @@ mod limits;
 mod names;
 mod object_root;
 mod pointer;
+pub mod round_trip;
 mod strict;
 mod warn;
 mod write;
@@ -24,6 +27,7 @@ pub use format::{parameters_key, strict_field, Format};
 pub use limits::{
     OPENAI_MAX_CHARS, OPENAI_MAX_DEPTH, OPENAI_MAX_ENUM_VALUES, OPENAI_MAX_PROPERTIES,
 };
+pub use names::{check_names, tool_name};
 pub use strict::make_nullable;
 pub use warn::Warning;
 pub use write::{
@@ -33,7 +37,7 @@ pub use write::{
 
 use gemini::gemini_root;
 use names::check_tool_name;
-use object_root::object_root;
+use object_root::{mcp_root, object_root};
 use strict::strict_root;
 use warn::Cx;
 
@@ -92,8 +96,11 @@ pub fn convert_parameters(
     check_tool_name(&mut cx, name);
     let converted = match format {
         _ if strict => Some(strict_root(&mut cx, parameters)),
-        Format::OpenAI | Format::OpenAIResponses => Some(parameters.clone()),
-        Format::Anthropic | Format::Mcp => Some(object_root(&mut cx, parameters)),
+        // cmdc's own shape keeps the parameters as the module returns them.
+        Format::OpenAI => Some(parameters.clone()),
+        Format::OpenAIResponses => Some(object_root(&mut cx, parameters)),
+        Format::Anthropic => Some(object_root(&mut cx, parameters)),
+        Format::GeminiJsonSchema | Format::Mcp => Some(mcp_root(&mut cx, parameters)),
         Format::Gemini => gemini_root(&mut cx, parameters),
     };
     let json = converted

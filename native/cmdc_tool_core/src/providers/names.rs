@@ -1,41 +1,60 @@
-//! Tool names: whether a format accepts a tool's name.
+//! Tool names per format: the one rule of [`crate::names`], mapped to each provider's own.
+
+use std::borrow::Cow;
 
 use super::format::Format;
 use super::warn::Cx;
+use crate::names::{self, Rule};
 
+impl Format {
+    /// Whose tool-name rule this format follows.
+    pub fn name_rule(self) -> Rule {
+        match self {
+            Format::OpenAI | Format::OpenAIResponses | Format::Anthropic => Rule::OpenAI,
+            Format::Gemini | Format::GeminiJsonSchema => Rule::Gemini,
+            Format::Mcp => Rule::Mcp,
+        }
+    }
+}
+
+/// The name `format` is given for the tool `name` (see [`crate::names::for_provider`]).
+pub fn tool_name(name: &str, format: Format) -> Cow<'_, str> {
+    names::for_provider(name, format.name_rule())
+}
+
+/// Refuses a list whose names break the one rule, or two of whose names `format` would be given
+/// as the same name.
+pub fn check_names<'a>(
+    list: impl IntoIterator<Item = &'a str> + Clone,
+    format: Format,
+) -> Result<(), String> {
+    for name in list.clone() {
+        names::check(name)?;
+    }
+    match names::collision(list, format.name_rule()) {
+        Some((a, b, mapped)) => Err(format!(
+            "tools {a:?} and {b:?} would both be named {mapped:?} for {} (names there are {}): \
+             rename one of them",
+            format.label(),
+            format.name_rule().describe()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Says when the format is given another name than the tool's own.
 pub(super) fn check_tool_name(cx: &mut Cx, name: &str) {
-    let ok = match cx.format {
-        Format::OpenAI | Format::OpenAIResponses | Format::Anthropic => {
-            (1..=64).contains(&name.len())
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        }
-        Format::Gemini => {
-            (1..=64).contains(&name.len())
-                && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
-        }
-        Format::Mcp => {
-            (1..=128).contains(&name.len())
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-        }
-    };
-    if !ok {
-        let rule = match cx.format {
-            Format::Gemini => "a letter or _ first, then letters, digits, _ . : or -, at most 64",
-            Format::Mcp => "1 to 128 letters, digits, _ . or -",
-            _ => "1 to 64 letters, digits, _ or -",
-        };
+    let mapped = tool_name(name, cx.format);
+    if mapped != name {
         let target = cx.format.label();
+        let rule = cx.format.name_rule().describe();
         cx.warn(
             "",
             "name",
-            format!("tool name {name:?} is refused by {target}: names there are {rule}"),
+            format!(
+                "tool name {name:?} is given to {target} as {mapped:?} (names there are {rule}); \
+                 CMDC.Tool.Runner maps calls to {mapped:?} back to {name:?}"
+            ),
         );
     }
 }

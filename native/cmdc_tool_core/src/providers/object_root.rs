@@ -1,4 +1,5 @@
-//! The non-strict root for Anthropic and MCP: an object schema.
+//! The non-strict root for Anthropic, Gemini's `parametersJsonSchema` and MCP: an object
+//! schema; for MCP, in the draft it is validated by.
 
 use serde_json::{json, Value};
 
@@ -38,5 +39,38 @@ pub(super) fn object_root(cx: &mut Cx, schema: &Value) -> Value {
             );
             other.clone()
         }
+    }
+}
+
+/// MCP (and Gemini's `parametersJsonSchema`) read a schema without `$schema` as JSON Schema
+/// 2020-12; this library validates
+/// such a schema as Draft 7. Where the two drafts read the schema differently (a `$ref` with siblings,
+/// `items` as a list, `additionalItems`, `dependencies`), `$schema` says Draft 7.
+pub(super) fn mcp_root(cx: &mut Cx, schema: &Value) -> Value {
+    let mut out = object_root(cx, schema);
+    if let Value::Object(m) = &mut out {
+        if !m.contains_key("$schema") && draft7_reading_differs(schema, 0) {
+            m.insert("$schema".into(), json!(DRAFT7));
+        }
+    }
+    out
+}
+
+pub const DRAFT7: &str = "http://json-schema.org/draft-07/schema#";
+
+fn draft7_reading_differs(schema: &Value, depth: usize) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    match schema {
+        Value::Object(m) => {
+            (m.contains_key("$ref") && m.len() > 1)
+                || matches!(m.get("items"), Some(Value::Array(_)))
+                || m.contains_key("additionalItems")
+                || m.contains_key("dependencies")
+                || m.values().any(|v| draft7_reading_differs(v, depth + 1))
+        }
+        Value::Array(vs) => vs.iter().any(|v| draft7_reading_differs(v, depth + 1)),
+        _ => false,
     }
 }

@@ -19,3 +19,12 @@ pub(super) fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value>
     }
     root.pointer(pointer)
 }
+
+/// `path` as warnings say it.
+pub(super) fn at(path: &str) -> &str {
+    if path.is_empty() {
+        "the root"
+    } else {
+        path
+    }
+}

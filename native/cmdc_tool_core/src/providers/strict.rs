@@ -1,15 +1,28 @@
-//! Strict mode (OpenAI, Anthropic): closed objects, every property required (optional ones
-//! nullable), only the keywords the target supports.
+//! Strict mode, each provider's own rules.
+//!
+//! - OpenAI (Chat Completions and Responses): every object closed (`additionalProperties:
+//!   false`) with every property required; an optional one becomes nullable (type union with
+//!   null) and the rewrite records it ([`Plan`]) so the call's nulls can be dropped again
+//!   ([`super::round_trip`]). A `$ref` with sibling keywords is inlined, as the openai package
+//!   does. Unsupported keywords are dropped.
+//! - Anthropic (the anthropic package's `transform_schema`): `required` as the author wrote it,
+//!   objects closed, one `type` per schema (a type union becomes `anyOf` of one branch per type),
+//!   every schema with a `type`, `anyOf`, `allOf`, `const` or `enum`; keywords it does not
+//!   support are moved into the description, as the package does.
+//!
+//! Every change of meaning is a [`super::Warning`] that says whether the result accepts more or
+//! less than the original.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{json, Map, Value};
 
 use super::all_of::merge_all_of;
 use super::format::Format;
 use super::limits::check_openai_limits;
-use super::pointer::child;
-use super::warn::Cx;
+use super::pointer::{at, child, resolve};
+use super::round_trip::{accepts_null, NullPlan, Plan};
+use super::warn::{Cx, Effect};
 
 const STRICT_FORMATS_OPENAI: &[&str] = &[
     "date-time",
@@ -35,33 +48,131 @@ const STRICT_FORMATS_ANTHROPIC: &[&str] = &[
     "uuid",
 ];
 
-/// Keywords strict mode keeps as they are (besides those rewritten below).
-fn strict_keeps(format: Format, keyword: &str) -> bool {
-    const COMMON: &[&str] = &["type", "enum", "description", "title", "pattern"];
-    const OPENAI: &[&str] = &[
+/// Keywords OpenAI strict mode keeps as they are (besides those handled one by one).
+const OPENAI_KEEPS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "pattern",
+];
+
+/// Annotations: they change no meaning, so dropping them needs no warning.
+const ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "$anchor",
+    "default",
+    "examples",
+    "example",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+];
+
+/// Keywords that constrain only objects: dropping one in strict mode, whose objects are closed,
+/// refuses what it allowed (patternProperties, ...) as well as what it refused.
+const OBJECT_OPENERS: &[&str] = &[
+    "patternProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+];
+
+/// Keywords that apply to one JSON type only (for splitting a type union into branches).
+fn applies_to(key: &str, t: &str) -> bool {
+    const OBJECT: &[&str] = &[
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+    ];
+    const ARRAY: &[&str] = &[
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "unevaluatedItems",
+    ];
+    const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
+    const NUMBER: &[&str] = &[
         "minimum",
         "maximum",
         "exclusiveMinimum",
         "exclusiveMaximum",
         "multipleOf",
-        "minItems",
-        "maxItems",
     ];
-    COMMON.contains(&keyword)
-        || (matches!(format, Format::OpenAI | Format::OpenAIResponses) && OPENAI.contains(&keyword))
+    let only = |list: &[&str], types: &[&str]| !list.contains(&key) || types.contains(&t);
+    only(OBJECT, &["object"])
+        && only(ARRAY, &["array"])
+        && only(STRING, &["string"])
+        && only(NUMBER, &["number", "integer"])
 }
 
 pub(super) fn strict_root(cx: &mut Cx, schema: &Value) -> Value {
+    strict_root_plan(cx, schema).0
+}
+
+/// The strict rewrite of a parameters schema and the plan of the nulls it introduced.
+pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan) {
     let root = match schema {
         Value::Bool(true) => json!({"type": "object", "properties": {}}),
         Value::Object(m) if m.is_empty() => json!({"type": "object", "properties": {}}),
         other => other.clone(),
     };
-    let mut out = strict_node(cx, &root, "", 0);
+    let open = match schema {
+        Value::Bool(true) => true,
+        Value::Object(m) => {
+            !m.contains_key("properties")
+                && m.get("additionalProperties") != Some(&Value::Bool(false))
+                && !["$ref", "anyOf", "oneOf", "allOf"]
+                    .iter()
+                    .any(|k| m.contains_key(*k))
+        }
+        _ => false,
+    };
+    if open {
+        cx.changed(
+            "",
+            "properties",
+            "closed",
+            "an object schema without properties becomes one that takes no property, as \
+             strict mode closes every object",
+            Effect::Less,
+        );
+    }
+    let mut s = Strict {
+        cx: &mut *cx,
+        root: &root,
+        defs: HashMap::new(),
+        inlining: Vec::new(),
+    };
+    let (mut out, plan) = s.node(&root, "", 0);
+    let mut defs = s.defs;
+    defs.insert("#".into(), plan.clone());
     if let Value::Object(m) = &mut out {
         if !m.contains_key("type") && !m.contains_key("anyOf") && !m.contains_key("$ref") {
             m.insert("type".into(), json!("object"));
-            close_object(m);
+            m.entry("properties").or_insert_with(|| json!({}));
+            m.insert("additionalProperties".into(), Value::Bool(false));
+            if cx.format != Format::Anthropic {
+                m.insert("required".into(), json!([]));
+            }
         }
     }
     let is_object = out.get("type") == Some(&json!("object"));
@@ -79,20 +190,7 @@ pub(super) fn strict_root(cx: &mut Cx, schema: &Value) -> Value {
     if matches!(cx.format, Format::OpenAI | Format::OpenAIResponses) {
         check_openai_limits(cx, &out);
     }
-    out
-}
-
-/// `additionalProperties: false`, every property required, `properties` present.
-fn close_object(m: &mut Map<String, Value>) {
-    let names: Vec<Value> = match m.get("properties") {
-        Some(Value::Object(p)) => p.keys().map(|k| Value::String(k.clone())).collect(),
-        _ => {
-            m.insert("properties".into(), Value::Object(Map::new()));
-            Vec::new()
-        }
-    };
-    m.insert("required".into(), Value::Array(names));
-    m.insert("additionalProperties".into(), Value::Bool(false));
+    (out, NullPlan { root: plan, defs })
 }
 
 fn is_object_schema(m: &Map<String, Value>) -> bool {
@@ -104,144 +202,650 @@ fn is_object_schema(m: &Map<String, Value>) -> bool {
     }
 }
 
-fn strict_node(cx: &mut Cx, schema: &Value, path: &str, depth: usize) -> Value {
-    let m = match schema {
-        Value::Object(m) => m,
-        Value::Bool(true) => return json!({}),
-        Value::Bool(false) => return json!({"not": {}}),
-        other => return other.clone(),
-    };
-    if depth > 64 {
-        cx.warn(
+/// Anthropic's "any value": every schema there needs a type, and objects are closed.
+fn anthropic_any() -> Value {
+    json!({"anyOf": [
+        {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+        {"type": "array"},
+        {"type": "object", "properties": {}, "additionalProperties": false}
+    ]})
+}
+
+fn is_primitive(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+struct Strict<'c, 'w> {
+    cx: &'c mut Cx<'w>,
+    root: &'c Value,
+    /// Plans of the definitions rewritten so far, by the `$ref` text that names them.
+    defs: HashMap<String, Plan>,
+    /// `$ref`s being inlined (recursion stops there).
+    inlining: Vec<String>,
+}
+
+/// One schema being rewritten.
+struct Node {
+    out: Map<String, Value>,
+    plan: Plan,
+    /// Keywords Anthropic does not support, for the description.
+    moved: Vec<(String, Value)>,
+}
+
+impl Strict<'_, '_> {
+    fn openai(&self) -> bool {
+        self.cx.format != Format::Anthropic
+    }
+
+    /// A `$ref` as this format writes it: Anthropic's definitions live under `$defs`.
+    fn reference(&self, r: &str) -> String {
+        match r.strip_prefix("#/definitions/") {
+            Some(rest) if !self.openai() => format!("#/$defs/{rest}"),
+            _ => r.to_owned(),
+        }
+    }
+
+    /// "Any value" in this format.
+    fn any(&mut self, path: &str) -> Value {
+        if self.openai() {
+            return json!({});
+        }
+        self.cx.changed(
             path,
-            "depth",
-            "schema nested deeper than 64 levels: cut here",
+            "type",
+            "written as a union of every type",
+            "every schema needs a type, and objects are closed, so an object here can only be {}",
+            Effect::Less,
         );
-        return json!({});
+        anthropic_any()
     }
-    let m = &merge_all_of(cx, m, path);
-    let mut out = Map::new();
-    let mut required: BTreeSet<String> = BTreeSet::new();
-    if let Some(Value::Array(req)) = m.get("required") {
-        required.extend(req.iter().filter_map(|r| r.as_str().map(str::to_owned)));
+
+    fn node(&mut self, schema: &Value, path: &str, depth: usize) -> (Value, Plan) {
+        let m = match schema {
+            Value::Object(m) if m.is_empty() => return (self.any(path), Plan::default()),
+            Value::Object(m) => m,
+            Value::Bool(true) => return (self.any(path), Plan::default()),
+            Value::Bool(false) => {
+                self.cx.changed(
+                    path,
+                    "false",
+                    "written as {\"not\": {}}",
+                    "no schema form refuses everything",
+                    Effect::Other,
+                );
+                return (json!({"not": {}}), Plan::default());
+            }
+            other => return (other.clone(), Plan::default()),
+        };
+        if depth > 64 {
+            self.cx.warn(
+                path,
+                "depth",
+                "schema nested deeper than 64 levels: cut here",
+            );
+            return (json!({}), Plan::default());
+        }
+        if let Some(Value::String(r)) = m.get("$ref") {
+            if m.len() > 1 {
+                return self.inline_ref(m, r, path, depth);
+            }
+            let plan = Plan {
+                refs: vec![r.clone()],
+                ..Plan::default()
+            };
+            return (json!({ "$ref": self.reference(r) }), plan);
+        }
+        let merged = merge_all_of(self.cx, m, path);
+        let m = &draft4_bounds(self.cx, merged, path);
+        let types = types_of(m);
+        let literal = m.contains_key("const")
+            || matches!(m.get("enum"), Some(Value::Array(vs)) if !vs.is_empty());
+        if !self.openai() && types.len() > 1 && !literal {
+            return self.split_types(m, &types, path, depth);
+        }
+        let mut node = Node {
+            out: Map::new(),
+            plan: Plan::default(),
+            moved: Vec::new(),
+        };
+        for (key, value) in m {
+            self.keyword(&mut node, m, key, value, path, depth);
+        }
+        self.write_type(&mut node, m, &types, literal, path);
+        if is_object_schema(m) {
+            self.object(&mut node, m, path, depth);
+        }
+        self.describe_moved(&mut node, path);
+        (Value::Object(node.out), node.plan)
     }
-    for (key, value) in m {
+
+    /// A `$ref` with sibling keywords: the target inlined under them (the siblings win), as the
+    /// openai package does, since the API cannot take that form.
+    fn inline_ref(
+        &mut self,
+        m: &Map<String, Value>,
+        r: &str,
+        path: &str,
+        depth: usize,
+    ) -> (Value, Plan) {
+        let target = resolve(self.root, r).and_then(Value::as_object);
+        let recursive = self.inlining.iter().any(|seen| seen == r);
+        let Some(target) = target.filter(|_| !recursive) else {
+            let meaningful = m.keys().any(|k| {
+                k != "$ref"
+                    && !ANNOTATIONS.contains(&k.as_str())
+                    && k != "description"
+                    && k != "title"
+            });
+            if meaningful {
+                self.cx.changed(
+                    path,
+                    "$ref",
+                    "kept without its sibling keywords",
+                    if recursive {
+                        "a recursive reference cannot be inlined"
+                    } else {
+                        "the reference does not resolve to a schema inside the parameters"
+                    },
+                    Effect::More,
+                );
+            }
+            let plan = Plan {
+                refs: vec![r.to_owned()],
+                ..Plan::default()
+            };
+            return (json!({ "$ref": self.reference(r) }), plan);
+        };
+        let mut merged = target.clone();
+        for (k, v) in m {
+            if k != "$ref" {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        self.inlining.push(r.to_owned());
+        let out = self.node(&Value::Object(merged), path, depth + 1);
+        self.inlining.pop();
+        out
+    }
+
+    /// Anthropic takes one type per schema: a union becomes one branch per type, each with the
+    /// keywords that apply to that type (the same meaning).
+    fn split_types(
+        &mut self,
+        m: &Map<String, Value>,
+        types: &[String],
+        path: &str,
+        depth: usize,
+    ) -> (Value, Plan) {
+        let mut out = Map::new();
+        let mut plan = Plan::default();
+        let mut branches = Vec::new();
+        for t in types {
+            let branch: Map<String, Value> = m
+                .iter()
+                .filter(|(k, _)| {
+                    applies_to(k, t)
+                        && !matches!(
+                            k.as_str(),
+                            "type" | "description" | "title" | "$defs" | "definitions"
+                        )
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .chain([("type".to_owned(), json!(t))])
+                .collect();
+            let (b, p) = self.node(&Value::Object(branch), path, depth + 1);
+            branches.push(b);
+            if !p.is_empty() {
+                plan.branches.push(p);
+            }
+        }
+        out.insert("anyOf".into(), Value::Array(branches));
+        for key in ["description", "title"] {
+            if let Some(v) = m.get(key) {
+                out.insert(key.into(), v.clone());
+            }
+        }
+        for key in ["$defs", "definitions"] {
+            if let Some(v) = m.get(key) {
+                let defs = self.defs_keyword(v, &child(path, key), depth);
+                out.insert(key.into(), defs);
+            }
+        }
+        (Value::Object(out), plan)
+    }
+
+    fn keyword(
+        &mut self,
+        node: &mut Node,
+        m: &Map<String, Value>,
+        key: &str,
+        value: &Value,
+        path: &str,
+        depth: usize,
+    ) {
         let here = child(path, key);
-        match key.as_str() {
-            "properties" | "required" | "additionalProperties" | "allOf" => {}
-            "const" => {
-                if !m.contains_key("enum") {
-                    out.insert("enum".into(), Value::Array(vec![value.clone()]));
-                }
+        let openai = self.openai();
+        match key {
+            "type" | "properties" | "required" | "additionalProperties" | "allOf" => {}
+            k if ANNOTATIONS.contains(&k) => {}
+            "description" | "title" => {
+                node.out.insert(key.into(), value.clone());
             }
             "nullable" => {
-                if value == &Value::Bool(true) {
-                    out.insert("nullable".into(), Value::Bool(true));
+                if value == &Value::Bool(true)
+                    && !accepts_null(self.root, &Value::Object(m.clone()), 0)
+                {
+                    nullable_ignored(self.cx, path);
                 }
             }
-            "items" => match value {
-                Value::Object(_) | Value::Bool(_) => {
-                    let item = strict_node(cx, value, &here, depth + 1);
-                    out.insert("items".into(), item);
+            "const" if openai => {
+                if !m.contains_key("enum") {
+                    node.out
+                        .insert("enum".into(), Value::Array(vec![value.clone()]));
                 }
-                _ => cx.dropped(
-                    path,
-                    "items",
-                    "a list of item schemas (tuple validation) is not supported",
-                ),
+            }
+            "const" if is_primitive(value) => {
+                node.out.insert(key.into(), value.clone());
+            }
+            "enum" => match value {
+                Value::Array(vs) if openai || (!vs.is_empty() && vs.iter().all(is_primitive)) => {
+                    node.out.insert(key.into(), value.clone());
+                }
+                _ => node.moved.push((key.into(), value.clone())),
             },
-            "anyOf" | "oneOf" => {
-                let Value::Array(branches) = value else {
-                    continue;
-                };
-                if key == "oneOf" {
-                    cx.one_of_as_any_of(path);
-                }
-                let branches: Vec<Value> = branches
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| strict_node(cx, b, &child(&here, &i.to_string()), depth + 1))
-                    .collect();
-                cx.append_any_of(&mut out, path, branches);
-            }
-            "$ref" => {
-                out.insert(key.clone(), value.clone());
-            }
+            "items" => self.items(node, m, value, path, &here, depth),
+            "anyOf" | "oneOf" => self.branches(node, key, value, path, &here, depth),
             "$defs" | "definitions" => {
-                let Value::Object(defs) = value else { continue };
-                let defs: Map<String, Value> = defs
-                    .iter()
-                    .map(|(k, d)| (k.clone(), strict_node(cx, d, &child(&here, k), depth + 1)))
-                    .collect();
-                out.insert(key.clone(), Value::Object(defs));
+                let defs = self.defs_keyword(value, &here, depth);
+                // Anthropic reads `$defs` only (`definitions` would go into the description).
+                let key = if openai { key } else { "$defs" };
+                match (node.out.get_mut(key), defs) {
+                    (Some(Value::Object(have)), Value::Object(more)) => have.extend(more),
+                    (_, defs) => {
+                        node.out.insert(key.into(), defs);
+                    }
+                }
             }
             "format" => {
-                let allowed = if cx.format == Format::Anthropic {
-                    STRICT_FORMATS_ANTHROPIC
+                let (allowed, string) = if openai {
+                    (STRICT_FORMATS_OPENAI, true)
                 } else {
-                    STRICT_FORMATS_OPENAI
+                    (
+                        STRICT_FORMATS_ANTHROPIC,
+                        m.get("type") == Some(&json!("string")),
+                    )
                 };
                 match value.as_str() {
-                    Some(f) if allowed.contains(&f) => {
-                        out.insert(key.clone(), value.clone());
+                    Some(f) if string && allowed.contains(&f) => {
+                        node.out.insert(key.into(), value.clone());
                     }
-                    _ => cx.dropped(path, "format", &format!("format {value} is not supported")),
+                    // The validator asserts `format`: without it the result accepts more.
+                    _ if openai => self.cx.changed(
+                        path,
+                        key,
+                        "dropped",
+                        &format!("format {value} is not supported"),
+                        Effect::More,
+                    ),
+                    _ => node.moved.push((key.into(), value.clone())),
                 }
             }
-            "$schema" | "$id" | "$comment" => {}
-            k if strict_keeps(cx.format, k) => {
-                out.insert(key.clone(), value.clone());
+            "exclusiveMinimum" | "exclusiveMaximum" if openai && value.is_number() => {
+                node.out.insert(key.into(), value.clone());
             }
-            k => cx.dropped(path, k, "keyword not supported"),
+            "minItems" if !openai && (value == &json!(0) || value == &json!(1)) => {
+                node.out.insert(key.into(), value.clone());
+            }
+            k if openai && OPENAI_KEEPS.contains(&k) => {
+                node.out.insert(key.into(), value.clone());
+            }
+            k if openai => {
+                let effect = if OBJECT_OPENERS.contains(&k) {
+                    Effect::Other
+                } else {
+                    Effect::More
+                };
+                self.cx
+                    .changed(path, k, "dropped", "keyword not supported", effect);
+            }
+            _ => node.moved.push((key.into(), value.clone())),
         }
     }
-    // `nullable: true` (OpenAPI) becomes a type union with null.
-    if out.remove("nullable").is_some() {
-        out = match make_nullable(Value::Object(out)) {
-            Value::Object(o) => o,
-            _ => unreachable!("make_nullable keeps objects"),
+
+    fn defs_keyword(&mut self, value: &Value, here: &str, depth: usize) -> Value {
+        let Value::Object(defs) = value else {
+            return value.clone();
         };
-    }
-    if is_object_schema(m) {
-        if !out.contains_key("type") {
-            out.insert("type".into(), json!("object"));
+        let mut out = Map::new();
+        for (k, d) in defs {
+            let def_path = child(here, k);
+            let (v, p) = self.node(d, &def_path, depth + 1);
+            if !p.is_empty() {
+                self.defs.insert(format!("#{def_path}"), p);
+            }
+            out.insert(k.clone(), v);
         }
+        Value::Object(out)
+    }
+
+    fn items(
+        &mut self,
+        node: &mut Node,
+        m: &Map<String, Value>,
+        value: &Value,
+        path: &str,
+        here: &str,
+        depth: usize,
+    ) {
+        match value {
+            Value::Bool(true) => {}
+            Value::Bool(false) => {
+                // No item allowed: the array must be empty.
+                if m.get("minItems").and_then(Value::as_u64).unwrap_or(0) > 0 {
+                    self.cx.warn(
+                        path,
+                        "items",
+                        format!(
+                            "`items: false` with `minItems` at {} accepts no array: the tool \
+                             cannot be called with this argument",
+                            at(path)
+                        ),
+                    );
+                }
+                if self.openai() {
+                    node.out.insert("maxItems".into(), json!(0));
+                } else {
+                    node.moved.push(("maxItems".into(), json!(0)));
+                }
+            }
+            Value::Object(_) => {
+                let (item, plan) = self.node(value, here, depth + 1);
+                node.out.insert("items".into(), item);
+                if !plan.is_empty() {
+                    node.plan.items = Some(Box::new(plan));
+                }
+            }
+            _ => self.cx.changed(
+                path,
+                "items",
+                "dropped",
+                "a list of item schemas (tuple validation) is not supported",
+                Effect::More,
+            ),
+        }
+    }
+
+    /// `anyOf`/`oneOf` as one `anyOf`. A branch left with no constraint (e.g. one that only
+    /// listed `required`, which strict mode fulfils for every property) makes the whole union
+    /// accept everything: the union is dropped and said so.
+    fn branches(
+        &mut self,
+        node: &mut Node,
+        key: &str,
+        value: &Value,
+        path: &str,
+        here: &str,
+        depth: usize,
+    ) {
+        let Value::Array(branches) = value else {
+            return;
+        };
+        if key == "oneOf" {
+            self.cx.one_of_as_any_of(path);
+        }
+        let mut out = Vec::new();
+        let mut plans = Vec::new();
+        let mut emptied = false;
+        for (i, b) in branches.iter().enumerate() {
+            if b == &Value::Bool(false) {
+                continue;
+            }
+            let trivial = b == &Value::Bool(true) || b.as_object().is_some_and(Map::is_empty);
+            let (v, p) = self.node(b, &child(here, &i.to_string()), depth + 1);
+            if !trivial && (v == json!({}) || v == anthropic_any()) {
+                emptied = true;
+            }
+            if !p.is_empty() {
+                plans.push(p);
+            }
+            out.push(v);
+        }
+        if emptied {
+            self.cx.changed(
+                path,
+                key,
+                "dropped",
+                "a branch has nothing left that strict mode can express (e.g. only `required`), \
+                 so the union would accept every value",
+                Effect::More,
+            );
+            return;
+        }
+        node.plan.branches.extend(plans);
+        self.cx.append_any_of(&mut node.out, path, out);
+    }
+
+    fn write_type(
+        &mut self,
+        node: &mut Node,
+        m: &Map<String, Value>,
+        types: &[String],
+        literal: bool,
+        path: &str,
+    ) {
+        if self.openai() {
+            if let Some(t) = m.get("type") {
+                node.out.insert("type".into(), t.clone());
+            } else if is_object_schema(m) {
+                node.out.insert("type".into(), json!("object"));
+            }
+            return;
+        }
+        if literal {
+            return;
+        }
+        match types {
+            [t] => {
+                node.out.insert("type".into(), json!(t));
+            }
+            _ if is_object_schema(m) => {
+                node.out.insert("type".into(), json!("object"));
+            }
+            _ if ["anyOf", "allOf", "$ref"]
+                .iter()
+                .any(|k| node.out.contains_key(*k)) => {}
+            _ => {
+                // No type: any value (the constraints kept apply to whichever type it is).
+                let any = self.any(path);
+                node.out
+                    .extend(any.as_object().cloned().unwrap_or_default());
+            }
+        }
+    }
+
+    fn object(&mut self, node: &mut Node, m: &Map<String, Value>, path: &str, depth: usize) {
+        let openai = self.openai();
+        let required: BTreeSet<String> = match m.get("required") {
+            Some(Value::Array(req)) => req
+                .iter()
+                .filter_map(|r| r.as_str().map(str::to_owned))
+                .collect(),
+            _ => BTreeSet::new(),
+        };
+        let props_path = child(path, "properties");
         let mut props = Map::new();
         if let Some(Value::Object(p)) = m.get("properties") {
             for (name, sub) in p {
-                let here = child(&child(path, "properties"), name);
-                let converted = strict_node(cx, sub, &here, depth + 1);
-                let converted = if required.contains(name) {
-                    converted
+                let here = child(&props_path, name);
+                if sub == &Value::Bool(false) {
+                    // Never allowed: left out of the closed object, which refuses it the same.
+                    if required.contains(name) {
+                        self.cx.warn(
+                            &here,
+                            "false",
+                            format!(
+                                "property {name:?} is required but its schema is false: \
+                                     the tool cannot be called"
+                            ),
+                        );
+                    }
+                    continue;
+                }
+                let (converted, plan) = self.node(sub, &here, depth + 1);
+                let optional = !required.contains(name);
+                let (converted, drop) = if openai && optional {
+                    let drop = !accepts_null(self.root, sub, 0);
+                    (make_nullable(converted), drop)
                 } else {
-                    make_nullable(converted)
+                    (converted, false)
                 };
+                if drop || !plan.is_empty() {
+                    node.plan.props.push((name.clone(), drop, plan));
+                }
                 props.insert(name.clone(), converted);
             }
         }
         // A required name without a schema of its own: any value, still required.
         for name in &required {
-            if !props.contains_key(name) {
-                props.insert(name.clone(), json!({}));
+            if !props.contains_key(name) && m.get("properties").and_then(|p| p.get(name)).is_none()
+            {
+                let any = self.any(&child(&props_path, name));
+                props.insert(name.clone(), any);
             }
         }
+        let open = !m.contains_key("properties") && !path.is_empty();
         match m.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
-            Some(Value::Object(a)) if a.is_empty() => cx.dropped(
+            Some(Value::Bool(false)) => {}
+            None if open => self.cx.changed(
                 path,
-                "additionalProperties",
-                "extra properties are never allowed",
+                "properties",
+                "closed",
+                "an object schema without properties becomes one that takes no property, as \
+                 strict mode closes every object",
+                Effect::Less,
             ),
-            Some(_) => cx.dropped(
+            None => {}
+            Some(_) => self.cx.changed(
                 path,
                 "additionalProperties",
-                "extra properties are never allowed, only the declared ones",
+                "dropped",
+                "objects are closed: only the declared properties are accepted",
+                Effect::Less,
             ),
         }
-        out.insert("properties".into(), Value::Object(props));
-        close_object(&mut out);
+        let names: Vec<Value> = if openai {
+            props.keys().map(|k| json!(k)).collect()
+        } else {
+            match m.get("required") {
+                Some(Value::Array(req)) => req
+                    .iter()
+                    .filter(|r| r.as_str().is_some_and(|r| props.contains_key(r)))
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        node.out.insert("properties".into(), Value::Object(props));
+        if openai || m.contains_key("required") {
+            node.out.insert("required".into(), Value::Array(names));
+        }
+        node.out
+            .insert("additionalProperties".into(), Value::Bool(false));
     }
-    Value::Object(out)
+
+    /// Anthropic: keywords it does not support go into the description, as its package does.
+    fn describe_moved(&mut self, node: &mut Node, path: &str) {
+        if node.moved.is_empty() {
+            return;
+        }
+        let text = node
+            .moved
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for (key, _) in &node.moved {
+            let effect = if OBJECT_OPENERS.contains(&key.as_str()) {
+                Effect::Other
+            } else {
+                Effect::More
+            };
+            self.cx.changed(
+                path,
+                key,
+                "moved into the description",
+                "not supported, so not enforced; the model only reads it",
+                effect,
+            );
+        }
+        let description = match node.out.get("description").and_then(Value::as_str) {
+            Some(d) => format!("{d}\n\n{{{text}}}"),
+            None => format!("{{{text}}}"),
+        };
+        node.out.insert("description".into(), json!(description));
+    }
+}
+
+/// OpenAPI's `nullable: true` means nothing in JSON Schema: the original refuses null there,
+/// and so does the result (said, since its author likely meant otherwise).
+pub(super) fn nullable_ignored(cx: &mut Cx, path: &str) {
+    cx.warn(
+        path,
+        "nullable",
+        format!(
+            "`nullable` at {} dropped: it is OpenAPI, not JSON Schema, so the original refuses \
+             null here and so does the result (write \"type\": [\"T\", \"null\"] to accept null)",
+            at(path)
+        ),
+    );
+}
+
+/// The types a schema's `type` names (none when it has no `type`).
+pub(super) fn types_of(m: &Map<String, Value>) -> Vec<String> {
+    match m.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Draft 4's boolean `exclusiveMinimum`/`exclusiveMaximum` (modifying `minimum`/`maximum`) in
+/// the numeric form of later drafts: the same meaning, in a form the target reads.
+pub(super) fn draft4_bounds(
+    cx: &mut Cx,
+    mut m: Map<String, Value>,
+    path: &str,
+) -> Map<String, Value> {
+    for (key, bound) in [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ] {
+        match m.get(key) {
+            Some(Value::Bool(true)) => {
+                m.remove(key);
+                if let Some(n) = m.remove(bound) {
+                    m.insert(key.into(), n);
+                }
+                cx.warn(
+                    path,
+                    key,
+                    format!(
+                        "draft-04 `{key}: true` at {} rewritten as `{key}: <{bound}>` (the same \
+                         meaning)",
+                        at(path)
+                    ),
+                );
+            }
+            Some(Value::Bool(false)) => {
+                m.remove(key);
+            }
+            _ => {}
+        }
+    }
+    m
 }
 
 /// Lets a schema also accept `null`, as strict mode's stand-in for "optional".

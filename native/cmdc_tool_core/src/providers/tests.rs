@@ -108,10 +108,17 @@ fn strict_rewrites_const_refs_and_unions() {
             }}
         })
     );
+    // `nullable` is OpenAPI: the original refuses null (and "note" is optional, so it is
+    // nullable in strict mode anyway, as an absent key).
     assert_eq!(
         keywords(&ws),
-        [("/properties/y", "oneOf"), ("/properties/z", "not")]
+        [
+            ("/properties/note", "nullable"),
+            ("/properties/y", "oneOf"),
+            ("/properties/z", "not")
+        ]
     );
+    assert!(ws[2].message.contains("accepts more"), "{}", ws[2].message);
 }
 
 #[test]
@@ -183,8 +190,10 @@ fn strict_reports_open_maps_and_root_problems() {
         Format::OpenAI,
     );
     assert!(ws.iter().any(|w| w.path.is_empty() && w.keyword == "type"));
+    // `{}` takes any object; strict mode closes it: said, as accepting less.
     let (out, ws) = strict_schema("t", &json!({}), Format::OpenAI);
-    assert!(ws.is_empty());
+    assert_eq!(keywords(&ws), [("", "properties")]);
+    assert!(ws[0].message.contains("accepts less"), "{}", ws[0].message);
     assert_eq!(
         out,
         json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
@@ -467,32 +476,88 @@ fn gen_value(rng: &mut Rng, schema: &Value, root: &Value) -> (Value, Value) {
     (v.clone(), v)
 }
 
+/// `v` without the null members `like` does not have (the nulls the original schema accepts,
+/// which the round trip keeps).
+fn without_extra_nulls(v: Value, like: &Value) -> Value {
+    match (v, like) {
+        (Value::Object(m), Value::Object(l)) => Value::Object(
+            m.into_iter()
+                .filter(|(k, x)| !x.is_null() || l.contains_key(k))
+                .map(|(k, x)| {
+                    let x = match l.get(&k) {
+                        Some(lx) => without_extra_nulls(x, lx),
+                        None => x,
+                    };
+                    (k, x)
+                })
+                .collect(),
+        ),
+        (Value::Array(a), Value::Array(l)) if a.len() == l.len() => Value::Array(
+            a.into_iter()
+                .zip(l)
+                .map(|(x, lx)| without_extra_nulls(x, lx))
+                .collect(),
+        ),
+        (v, _) => v,
+    }
+}
+
 #[test]
 fn strict_rewrite_keeps_every_accepted_call() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut checked = 0;
+    let mut round_trips = 0;
     for format in [Format::OpenAI, Format::Anthropic] {
         for _ in 0..150 {
             let mut schema = gen_object(&mut rng, 0);
             schema["$defs"] = defs();
-            let (strict, _) = strict_schema("t", &schema, format);
+            let (strict, warnings) = strict_schema("t", &schema, format);
+            let exact = warnings.is_empty();
+            // A warned change that refuses some values the original accepts.
+            let tightened = warnings.iter().any(|w| {
+                [warn::Effect::Less, warn::Effect::Other]
+                    .iter()
+                    .any(|e| w.message.contains(e.says()))
+            });
             let original = compile(&schema, Documents::default(), None).unwrap();
             let rewritten = compile(&strict, Documents::default(), None)
                 .unwrap_or_else(|e| panic!("{e}\n{strict:#}"));
+            let plan = round_trip::null_plan(&schema);
             for _ in 0..20 {
                 let (args, strict_args) = gen_value(&mut rng, &schema, &schema);
                 if !original.is_valid(&args) {
                     continue;
                 }
+                if tightened {
+                    continue;
+                }
                 checked += 1;
+                // Anthropic keeps `required` as written: the model sends the call as it is.
+                let sent = if format == Format::Anthropic {
+                    args.clone()
+                } else {
+                    strict_args
+                };
                 assert!(
-                    rewritten.is_valid(&strict_args),
-                    "schema {schema:#}\nstrict {strict:#}\nargs {args}\nsent {strict_args}"
+                    rewritten.is_valid(&sent),
+                    "schema {schema:#}\nstrict {strict:#}\nargs {args}\nsent {sent}"
                 );
+                // The way back, where the rewrite kept the meaning (a warning says where it
+                // did not): the nulls the rewrite introduced are dropped, nulls the original
+                // accepts stay, and the result means what `args` means.
+                if !exact {
+                    continue;
+                }
+                round_trips += 1;
+                let mut back = sent.clone();
+                plan.apply(&mut back);
+                assert!(original.is_valid(&back), "{schema:#}\n{sent}\n{back}");
+                assert_eq!(without_extra_nulls(back, &args), args, "{schema:#}\n{sent}");
             }
         }
     }
     assert!(checked > 3000, "only {checked} accepted calls generated");
+    assert!(round_trips > 1000, "only {round_trips} round trips checked");
 }
 
 #[test]

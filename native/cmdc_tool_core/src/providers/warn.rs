@@ -14,6 +14,32 @@ pub struct Warning {
     pub message: String,
 }
 
+/// What a change does to the set of values a schema accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The result accepts values the original refuses.
+    More,
+    /// The result refuses values the original accepts.
+    Less,
+    /// Both.
+    Other,
+}
+
+impl Effect {
+    pub fn says(self) -> &'static str {
+        match self {
+            Effect::More => {
+                "the result accepts more than the original (calls are still validated against \
+                 the original)"
+            }
+            Effect::Less => "the result accepts less than the original",
+            Effect::Other => {
+                "the result accepts some values the original refuses and refuses some it accepts"
+            }
+        }
+    }
+}
+
 pub(super) struct Cx<'w> {
     pub tool: &'w str,
     pub format: Format,
@@ -30,13 +56,23 @@ impl Cx<'_> {
         });
     }
 
+    /// A keyword dropped: the result accepts more than the original there.
     pub fn dropped(&mut self, path: &str, keyword: &str, why: &str) {
+        self.changed(path, keyword, "dropped", why, Effect::More);
+    }
+
+    /// A keyword the target cannot take as it is: `what` happened to it (dropped, moved into
+    /// the description, rewritten) and `why`; the message says what that does to the meaning.
+    pub fn changed(&mut self, path: &str, keyword: &str, what: &str, why: &str, effect: Effect) {
         let target = self.target();
         let at = if path.is_empty() { "the root" } else { path };
         self.warn(
             path,
             keyword,
-            format!("`{keyword}` at {at} dropped: {why} ({target})"),
+            format!(
+                "`{keyword}` at {at} {what}: {why} ({target}); {}",
+                effect.says()
+            ),
         );
     }
 
@@ -84,6 +120,7 @@ impl Cx<'_> {
             Format::OpenAI | Format::OpenAIResponses => "OpenAI strict mode",
             Format::Anthropic => "Anthropic strict tool use",
             Format::Gemini => "Gemini function declarations",
+            Format::GeminiJsonSchema => "Gemini parametersJsonSchema",
             Format::Mcp => "MCP",
         }
     }

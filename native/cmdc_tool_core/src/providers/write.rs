@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::format::{parameters_key, strict_field, Format};
+use super::names::tool_name;
 use crate::etf;
 
 /// One tool in `format`'s shape around converted parameters.
@@ -15,7 +16,10 @@ pub fn wrap(
     parameters: Option<Value>,
 ) -> Value {
     let mut t = Map::new();
-    t.insert("name".into(), Value::String(name.to_owned()));
+    t.insert(
+        "name".into(),
+        Value::String(tool_name(name, format).into_owned()),
+    );
     t.insert("description".into(), Value::String(description.to_owned()));
     if let Some(p) = parameters {
         t.insert(parameters_key(format).into(), p);
@@ -36,8 +40,8 @@ pub fn wrap(
 /// The `tools` value from wrapped tools (Gemini nests them in one `functionDeclarations`).
 pub fn wrap_list(format: Format, tools: Vec<Value>) -> Value {
     match format {
-        Format::Gemini if tools.is_empty() => Value::Array(vec![]),
-        Format::Gemini => json!([{ "functionDeclarations": tools }]),
+        _ if format.is_gemini() && tools.is_empty() => Value::Array(vec![]),
+        _ if format.is_gemini() => json!([{ "functionDeclarations": tools }]),
         _ => Value::Array(tools),
     }
 }
@@ -58,7 +62,7 @@ pub fn write_tool_json(
         out.extend_from_slice(br#"{"type":"function","function":"#);
     }
     out.extend_from_slice(br#"{"name":"#);
-    string(out, name);
+    string(out, &tool_name(name, format));
     out.extend_from_slice(br#","description":"#);
     string(out, description);
     if let Some(p) = parameters_json {
@@ -102,7 +106,7 @@ pub fn write_tool_etf(
     }
     etf::map_header(out, own);
     etf::binary(out, b"name");
-    etf::binary(out, name.as_bytes());
+    etf::binary(out, tool_name(name, format).as_bytes());
     etf::binary(out, b"description");
     etf::binary(out, description.as_bytes());
     if let Some(p) = parameters_etf {
@@ -123,7 +127,7 @@ pub fn write_tool_etf(
 /// write the tools, then [`end_list_etf`].
 pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
     out.push(etf::VERSION);
-    if format == Format::Gemini && n > 0 {
+    if format.is_gemini() && n > 0 {
         etf::list_header(out, 1);
         etf::map_header(out, 1);
         etf::binary(out, b"functionDeclarations");
@@ -133,7 +137,7 @@ pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
 
 pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
     etf::list_end(out);
-    if format == Format::Gemini && n > 0 {
+    if format.is_gemini() && n > 0 {
         etf::list_end(out);
     }
 }
@@ -141,8 +145,8 @@ pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
 /// The start and end of the `tools` JSON array for `format` (with `n` tools).
 pub fn list_json_delimiters(format: Format, n: usize) -> (&'static [u8], &'static [u8]) {
     match format {
-        Format::Gemini if n == 0 => (b"[", b"]"),
-        Format::Gemini => (br#"[{"functionDeclarations":["#, b"]}]"),
+        _ if format.is_gemini() && n == 0 => (b"[", b"]"),
+        _ if format.is_gemini() => (br#"[{"functionDeclarations":["#, b"]}]"),
         _ => (b"[", b"]"),
     }
 }

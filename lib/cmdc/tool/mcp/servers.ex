@@ -1,0 +1,276 @@
+defmodule CMDC.Tool.MCP.Servers do
+  @moduledoc """
+  Starts the MCP servers of the configs people already have and reports their tools the way
+  `CMDC.Tool.Discovery` reports files' tools.
+
+  ## Where servers are configured (in order of precedence)
+
+    1. `:project` - `.mcp.json` (Claude Code's project file) and `.cmdc/mcp.json` under `:cwd`,
+       only when the project is trusted: starting a command from a project's config is running
+       code from that repository, so the same trust gate as project tool folders applies
+       (`trust_project: true`, or the project listed in `~/.cmdc/trusted.json`; see
+       `CMDC.Tool.Discovery`). An untrusted project's configs are listed in `:ignored` with
+       `type: :untrusted` and how to trust them.
+    2. `:user` - `$CMDC_HOME/mcp.json`, `~/.cmdc/mcp.json` and `~/.claude.json` (Claude
+       Code's user file; its `mcpServers`).
+
+  The format is `CMDC.Tool.MCP.Config`'s. A server name defined twice keeps its first
+  definition (the other is reported). Tools are named `server__tool`
+  (`CMDC.Tool.MCP.Client.tool_name/2`), and names follow discovery's rule: **the first wins**
+  (built-in and `:reserved` names, then servers in the order above, then by server name); the
+  loser is reported in `:errors` with `type: :conflict`.
+
+  One broken server (a config error, a command that does not start, a server that never
+  answers) is an entry in `:errors` naming the file and the server; the others load. A server
+  that failed keeps being retried in the background (with backoff), so it can come up later.
+
+  ## Options
+
+  `:cwd`, `:home`, `:cmdc_home`, `:trust_project`, `:trusted` (as for discovery), `:reserved`
+  (names or modules taken), `:registry` (tools are registered there and kept in sync when a
+  server's list changes), `:init_timeout` (ms, default 30_000), `:timeout` (per call),
+  `:sources` (default `[:project, :user]`), `:env` (for `${VAR}`, default the VM's).
+  """
+
+  alias CMDC.Tool.MCP.{Client, Config}
+
+  @sources [:project, :user]
+
+  @doc """
+  The config files that exist, `[{source, path}]`, in precedence order (untrusted project
+  files included: `load/1` decides).
+  """
+  @spec config_files(keyword()) :: [{:project | :user, String.t()}]
+  def config_files(opts) do
+    cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
+    home = Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
+    cmdc_home = Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end)
+    sources = Keyword.get(opts, :sources, @sources)
+
+    project = for f <- [".mcp.json", ".cmdc/mcp.json"], do: {:project, Path.join(cwd, f)}
+
+    user =
+      if(cmdc_home, do: [{:user, Path.join(Path.expand(cmdc_home), "mcp.json")}], else: []) ++
+        [{:user, Path.join(home, ".cmdc/mcp.json")}, {:user, Path.join(home, ".claude.json")}]
+
+    (project ++ user)
+    |> Enum.filter(fn {source, path} -> source in sources and File.regular?(path) end)
+    |> Enum.uniq_by(&elem(&1, 1))
+  end
+
+  @doc """
+  Reads the configs, starts a client per server, waits (concurrently) for each to list its
+  tools, and returns `%{tools, errors, ignored, clients}`. A tool is
+  `%{name, module, source, provider: "mcp:<server>", path, real_path, kind: :mcp, server,
+  settings}`; `clients` is `[{server, pid}]` (stop them with `stop/1`).
+  """
+  @spec load(keyword()) :: map()
+  def load(opts \\ []) do
+    env = Keyword.get_lazy(opts, :env, &System.get_env/0)
+    files = config_files(opts)
+    trusted? = Enum.any?(files, &(elem(&1, 0) == :project)) and project_trusted?(opts)
+
+    {readable, ignored} =
+      Enum.split_with(files, fn {source, _} -> source == :user or trusted? end)
+
+    ignored = Enum.map(ignored, fn {source, path} -> untrusted(source, path) end)
+
+    {servers, errors} =
+      Enum.reduce(readable, {[], []}, fn {source, path}, {servers, errors} ->
+        {found, bad} = Config.read(path, env)
+
+        {servers ++ Enum.map(found, &Map.put(&1, :source, source)),
+         errors ++ Enum.map(bad, &Map.put(&1, :source, source))}
+      end)
+
+    {servers, dupes} = unique_servers(servers)
+    clients = Enum.map(servers, &{&1, start(&1, opts)})
+    timeout = Keyword.get(opts, :init_timeout, 30_000)
+
+    results =
+      clients
+      |> Task.async_stream(fn {server, started} -> {server, ready(server, started, timeout)} end,
+        timeout: :infinity,
+        ordered: true
+      )
+      |> Enum.map(fn {:ok, result} -> result end)
+
+    failures =
+      for {server, {:error, reason}} <- results do
+        %{
+          type: :mcp_server,
+          source: server.source,
+          provider: "mcp:" <> server.name,
+          path: server.path,
+          server: server.name,
+          reason: reason
+        }
+      end
+
+    taken = reserved_names(opts)
+
+    {tools, conflicts, _taken} =
+      Enum.reduce(results, {[], [], taken}, fn
+        {server, {:ok, modules}}, acc -> Enum.reduce(modules, acc, &claim(server, &1, &2))
+        _, acc -> acc
+      end)
+
+    %{
+      tools: Enum.reverse(tools),
+      errors: Enum.map(errors, &config_error/1) ++ dupes ++ failures ++ Enum.reverse(conflicts),
+      ignored: ignored,
+      clients: for({server, {:ok, pid}} <- clients, do: {server.name, pid})
+    }
+  end
+
+  @doc "Stops the clients (and servers) a `load/1` report started."
+  @spec stop(map()) :: :ok
+  def stop(%{clients: clients}) do
+    Enum.each(clients, fn {_, pid} -> if Process.alive?(pid), do: Client.stop(pid) end)
+  end
+
+  defp project_trusted?(opts) do
+    CMDC.Tool.Discovery.project_trusted?(
+      Keyword.take(opts, [:cwd, :home, :cmdc_home, :trust_project, :trusted])
+    )
+  end
+
+  defp untrusted(source, path) do
+    %{
+      type: :untrusted,
+      source: source,
+      provider: "mcp",
+      path: path,
+      reason:
+        "project MCP config not trusted: #{path} starts programs from a repository you may " <>
+          "just have cloned, so its servers are not started. To trust it, pass " <>
+          "`trust_project: true` (`--trust`) or add the project folder to ~/.cmdc/trusted.json"
+    }
+  end
+
+  defp config_error(e),
+    do: Map.merge(e, %{provider: "mcp" <> if(e.server, do: ":" <> e.server, else: "")})
+
+  defp unique_servers(servers) do
+    {kept, dupes, _} =
+      Enum.reduce(servers, {[], [], %{}}, fn s, {kept, dupes, seen} ->
+        case seen[s.name] do
+          nil ->
+            {[s | kept], dupes, Map.put(seen, s.name, s.path)}
+
+          first ->
+            dupe = %{
+              type: :conflict,
+              source: s.source,
+              provider: "mcp:" <> s.name,
+              path: s.path,
+              name: s.name,
+              winner: first,
+              reason: ~s(#{s.path}: server "#{s.name}" is already defined in #{first}, which wins)
+            }
+
+            {kept, [dupe | dupes], seen}
+        end
+      end)
+
+    {Enum.reverse(kept), Enum.reverse(dupes)}
+  end
+
+  defp start(server, opts) do
+    client_opts =
+      [name: server.name, transport: server.transport, namespace: true]
+      |> put_opt(:init_timeout, opts[:init_timeout])
+      |> put_opt(:timeout, opts[:timeout])
+      |> put_opt(:registry, opts[:registry])
+
+    DynamicSupervisor.start_child(supervisor(), {Client, client_opts})
+  end
+
+  defp put_opt(opts, _key, nil), do: opts
+  defp put_opt(opts, key, value), do: Keyword.put(opts, key, value)
+
+  defp ready(_server, {:error, reason}, _timeout),
+    do: {:error, "cannot start: #{inspect(reason)}"}
+
+  defp ready(server, {:ok, pid}, timeout) do
+    case Client.await_ready(pid, timeout + 5_000) do
+      :ok -> {:ok, Client.tools(pid)}
+      {:error, reason} -> {:error, "#{server.path}: #{reason}"}
+    end
+  end
+
+  defp reserved_names(opts) do
+    opts
+    |> Keyword.get(:reserved, [])
+    |> Map.new(fn
+      name when is_binary(name) -> {name, :reserved}
+      module when is_atom(module) -> {module.name(), :reserved}
+    end)
+  end
+
+  defp claim(server, module, {tools, conflicts, taken}) do
+    name = module.name()
+
+    case taken[name] do
+      nil ->
+        tool = %{
+          name: name,
+          module: module,
+          source: server.source,
+          provider: "mcp:" <> server.name,
+          path: server.path,
+          real_path: server.path,
+          kind: :mcp,
+          server: server.name,
+          settings: %{}
+        }
+
+        {[tool | tools], conflicts, Map.put(taken, name, server.path)}
+
+      winner ->
+        conflict = %{
+          type: :conflict,
+          source: server.source,
+          provider: "mcp:" <> server.name,
+          path: server.path,
+          name: name,
+          winner: winner,
+          reason:
+            "tool #{name} of MCP server #{server.name} refused: the name is taken by #{inspect(winner)}"
+        }
+
+        {tools, [conflict | conflicts], taken}
+    end
+  end
+
+  # The clients outlive the caller: they live under a supervisor of the application, started
+  # on first use.
+  defp supervisor do
+    name = CMDC.Tool.MCP.ClientSupervisor
+
+    case Process.whereis(name) do
+      nil ->
+        spec = %{
+          id: name,
+          start: {DynamicSupervisor, :start_link, [[strategy: :one_for_one, name: name]]},
+          type: :supervisor
+        }
+
+        case Supervisor.start_child(CMDC.Tool.Supervisor, spec) do
+          {:ok, pid} -> pid
+          {:error, {:already_started, pid}} -> pid
+          {:error, :already_present} -> restart(name)
+        end
+
+      pid ->
+        pid
+    end
+  end
+
+  defp restart(name) do
+    case Supervisor.restart_child(CMDC.Tool.Supervisor, name) do
+      {:ok, pid} -> pid
+      {:error, :running} -> Process.whereis(name)
+    end
+  end
+end

@@ -1,0 +1,88 @@
+defmodule CMDC.Tool.RoundTrip do
+  @moduledoc """
+  Strict mode's round trip: what a strict schema told the model to send is accepted, and the
+  tool receives what its *original* schema means.
+
+  OpenAI strict mode makes every optional property required and nullable, so the model sends
+  `null` for each one it leaves out (`{"city": "Oslo", "days": null}`). The strict rewrite
+  records where it did that; when a call fails validation against the original schema, those
+  nulls are dropped (the keys become absent, at any depth: nested objects, array items,
+  `$defs`) and the call is validated again. A `null` the original schema accepts is never
+  dropped, and a call valid as it is stays as it is, so non-strict calls behave as before
+  (except that an optional `null` the original refuses is now read as "absent").
+
+  Providers with a narrower tool-name rule than the registry's get mapped names (`fs.read` →
+  `fs_read`, see `CMDC.Tool.Providers`); `original_name/2` maps a model's name back.
+
+      iex> schema = CMDC.Tool.Schema.compile!(%{
+      ...>   "type" => "object",
+      ...>   "properties" => %{"city" => %{"type" => "string"}, "days" => %{"type" => "integer"}},
+      ...>   "required" => ["city"]
+      ...> })
+      iex> CMDC.Tool.RoundTrip.validate(schema, %{"city" => "Oslo", "days" => nil})
+      {:ok, %{"city" => "Oslo"}}
+  """
+
+  alias CMDC.Tool.{Native, Schema}
+
+  @doc "`CMDC.Tool.Schema.validate/2`, accepting what the schema's strict form asks for."
+  @spec validate(Schema.t(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
+  def validate(schema, args) do
+    case Schema.validate(schema, args) do
+      {:ok, args} -> {:ok, args}
+      {:error, errors} -> retry(schema, args, errors)
+    end
+  end
+
+  @doc "`CMDC.Tool.Schema.validate_json/2`, accepting what the schema's strict form asks for."
+  @spec validate_json(Schema.t(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
+  def validate_json(schema, text) do
+    case Schema.validate_json(schema, text) do
+      {:ok, args} -> {:ok, args}
+      {:error, errors} -> retry_json(schema, text, errors)
+    end
+  end
+
+  @doc """
+  After `errors` from validating `args` against `schema`: drops the nulls strict mode
+  introduced and validates again. `{:ok, args_without_them}`, or `{:error, errors}` unchanged.
+  """
+  @spec retry(Schema.t(), term(), [Schema.error()]) ::
+          {:ok, term()} | {:error, [Schema.error()]}
+  def retry(schema, args, errors) do
+    if Enum.any?(errors, &(&1.keyword == "json")) do
+      {:error, errors}
+    else
+      with {:ok, dropped} <- Native.schema_drop_nulls(schema, args),
+           {:ok, dropped} <- Schema.validate(schema, dropped) do
+        {:ok, dropped}
+      else
+        _ -> {:error, errors}
+      end
+    end
+  end
+
+  @doc false
+  # As retry/3 for JSON text (decoded again only on this, the failing, path).
+  def retry_json(schema, text, errors) do
+    with false <- Enum.any?(errors, &(&1.keyword == "json")),
+         {:ok, args} <- CMDC.Tool.JSON.decode(text) do
+      retry(schema, args, errors)
+    else
+      _ -> {:error, errors}
+    end
+  end
+
+  @doc """
+  The registered name a model meant by `called`: `called` when it is registered, else the one
+  name a provider was given as `called` (`{:ok, name}`), or `:error`.
+
+      iex> CMDC.Tool.RoundTrip.original_name(["fs.read", "echo"], "fs_read")
+      {:ok, "fs.read"}
+      iex> CMDC.Tool.RoundTrip.original_name(["echo"], "fs_read")
+      :error
+  """
+  @spec original_name([String.t()], String.t()) :: {:ok, String.t()} | :error
+  def original_name(registered, called) when is_list(registered) and is_binary(called),
+    do: Native.tool_name_original(registered, called)
+end

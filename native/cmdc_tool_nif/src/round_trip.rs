@@ -1,0 +1,117 @@
+//! NIFs for strict mode's round trip: dropping the nulls a strict rewrite introduced from a
+//! call's arguments (`cmdc_tool_core::providers::round_trip`), and finding the tool a model
+//! named by a provider's mapped name (`cmdc_tool_core::names`).
+
+use cmdc_tool_core::names;
+use cmdc_tool_core::providers::round_trip::{NullPlan, Plan, MAX_DEPTH};
+use cmdc_tool_core::providers::{tool_name, Format};
+use rustler::{Encoder, Env, ResourceArc, Term};
+
+use crate::atoms;
+use crate::schema::Schema;
+
+/// `{:ok, args}` without the nulls the OpenAI strict rewrite of the schema introduced (the
+/// keys absent instead), or `:unchanged`. Only called after a validation failed, so it runs on
+/// a dirty scheduler and may walk the whole term.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_drop_nulls<'a>(env: Env<'a>, schema: ResourceArc<Schema>, args: Term<'a>) -> Term<'a> {
+    let plan = schema.null_plan();
+    if plan.is_empty() {
+        return atoms::miss().encode(env);
+    }
+    match drop_nulls(env, plan, &plan.root, args, 0) {
+        Some(args) => (atoms::ok(), args).encode(env),
+        None => atoms::miss().encode(env),
+    }
+}
+
+/// `term` with the plan's nulls removed, or `None` when nothing was removed.
+fn drop_nulls<'a>(
+    env: Env<'a>,
+    all: &NullPlan,
+    plan: &Plan,
+    term: Term<'a>,
+    depth: usize,
+) -> Option<Term<'a>> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut current = term;
+    let mut changed = false;
+    if term.is_map() {
+        for (name, drop, sub) in &plan.props {
+            let key = name.as_str().encode(env);
+            let Ok(value) = current.map_get(key) else {
+                continue;
+            };
+            if *drop && value == atoms::nil().encode(env) {
+                current = current.map_remove(key).ok()?;
+                changed = true;
+            } else if !sub.is_empty() {
+                if let Some(v) = drop_nulls(env, all, sub, value, depth + 1) {
+                    current = current.map_put(key, v).ok()?;
+                    changed = true;
+                }
+            }
+        }
+    } else if let (true, Some(items)) = (term.is_list(), plan.items.as_deref()) {
+        let list: Vec<Term<'a>> = term.decode().ok()?;
+        let mut out = Vec::with_capacity(list.len());
+        for item in list {
+            match drop_nulls(env, all, items, item, depth + 1) {
+                Some(v) => {
+                    out.push(v);
+                    changed = true;
+                }
+                None => out.push(item),
+            }
+        }
+        if changed {
+            current = out.encode(env);
+        }
+    }
+    let others = plan
+        .branches
+        .iter()
+        .chain(plan.refs.iter().filter_map(|r| all.defs.get(r)));
+    for p in others {
+        if let Some(v) = drop_nulls(env, all, p, current, depth + 1) {
+            current = v;
+            changed = true;
+        }
+    }
+    changed.then_some(current)
+}
+
+/// The registered name a model meant by `called` (a name some provider was given): `{:ok,
+/// name}` or `:error`.
+#[rustler::nif]
+fn tool_name_original<'a>(env: Env<'a>, registered: Term<'a>, called: &str) -> Term<'a> {
+    let Ok(iter) = registered.decode::<rustler::ListIterator>() else {
+        return atoms::error().encode(env);
+    };
+    // Bounded: each name is at most 128 bytes and mapped twice; lists of tools are small.
+    let names: Vec<String> = iter.filter_map(|t| t.decode::<String>().ok()).collect();
+    match names::original(names.iter().map(String::as_str), called) {
+        Some(name) => (atoms::ok(), name).encode(env),
+        None => atoms::error().encode(env),
+    }
+}
+
+/// `:ok` when `name` follows the one tool-name rule, else `{:error, message}`.
+#[rustler::nif]
+fn tool_name_check<'a>(env: Env<'a>, name: &str) -> Term<'a> {
+    match names::check(name) {
+        Ok(()) => atoms::ok().encode(env),
+        Err(message) => (atoms::error(), message).encode(env),
+    }
+}
+
+/// The name `format` is given for the tool `name`.
+#[rustler::nif]
+fn tool_name_for<'a>(env: Env<'a>, name: &str, format: Term<'a>) -> Term<'a> {
+    match Format::parse(&format.atom_to_string().unwrap_or_default()) {
+        Some(format) => tool_name(name, format).encode(env),
+        None => (atoms::error(), "unknown format").encode(env),
+    }
+}

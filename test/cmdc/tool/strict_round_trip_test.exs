@@ -1,0 +1,144 @@
+defmodule CMDC.Tool.StrictRoundTripTest do
+  use ExUnit.Case, async: true
+
+  alias CMDC.Tool.{Registry, Runner}
+
+  doctest CMDC.Tool.RoundTrip
+
+  defmodule Booking do
+    @behaviour CMDC.Tool
+    def name, do: "fs.book"
+    def description, do: "Book a trip."
+
+    def parameters do
+      %{
+        "type" => "object",
+        "properties" => %{
+          "city" => %{"type" => "string"},
+          "days" => %{"type" => "integer"},
+          "note" => %{"type" => ["string", "null"]},
+          "legs" => %{
+            "type" => "array",
+            "items" => %{
+              "type" => "object",
+              "properties" => %{
+                "to" => %{"type" => "string"},
+                "seat" => %{"$ref" => "#/$defs/seat"}
+              },
+              "required" => ["to"]
+            }
+          }
+        },
+        "required" => ["city"],
+        "$defs" => %{
+          "seat" => %{
+            "type" => "object",
+            "properties" => %{"row" => %{"type" => "integer"}, "side" => %{"enum" => ["l", "r"]}},
+            "required" => ["row"]
+          }
+        }
+      }
+    end
+
+    # The tool sees exactly the arguments it is given.
+    def execute(args, _ctx), do: {:ok, CMDC.Tool.JSON.encode!(args)}
+  end
+
+  # What OpenAI strict mode makes the model send for {"city": "Oslo", "legs": [{"to": "Bergen",
+  # "seat": {"row": 3}}]}: every optional field as null, at every depth.
+  @sent %{
+    "city" => "Oslo",
+    "days" => nil,
+    "note" => nil,
+    "legs" => [%{"to" => "Bergen", "seat" => %{"row" => 3, "side" => nil}}]
+  }
+  # `note` accepts null in the original, so its null is the model's own and stays.
+  @meant %{
+    "city" => "Oslo",
+    "note" => nil,
+    "legs" => [%{"to" => "Bergen", "seat" => %{"row" => 3}}]
+  }
+
+  test "the strict schema asks for exactly these nulls" do
+    [tool] = CMDC.Tool.to_schema([Booking], %{}, format: :openai, strict: true)
+    strict = CMDC.Tool.Schema.compile!(tool["function"]["parameters"])
+    assert {:ok, _} = CMDC.Tool.Schema.validate(strict, @sent)
+    # ...which the original refuses as they are.
+    assert {:error, _} =
+             CMDC.Tool.Schema.validate(CMDC.Tool.Schema.compile!(Booking.parameters()), @sent)
+  end
+
+  test "validate/2,3 and validate_json/2,3 drop the nulls strict mode introduced, at any depth" do
+    reg = Registry.new()
+    :ok = Registry.register(reg, Booking)
+    text = CMDC.Tool.JSON.encode!(@sent)
+
+    assert CMDC.Tool.validate(Booking, @sent) == {:ok, @meant}
+    assert CMDC.Tool.validate_json(Booking, text) == {:ok, @meant}
+    assert CMDC.Tool.validate(reg, "fs.book", @sent) == {:ok, @meant}
+    assert CMDC.Tool.validate_json(reg, "fs.book", text) == {:ok, @meant}
+  end
+
+  test "non-strict calls behave as before" do
+    valid = %{"city" => "Oslo", "days" => 2}
+    assert CMDC.Tool.validate(Booking, valid) == {:ok, valid}
+    # A real error is still reported as itself.
+    assert {:error, [%{path: "/days", keyword: "type"}]} =
+             CMDC.Tool.validate(Booking, %{"city" => "Oslo", "days" => "two"})
+
+    # A required field sent as null is not "absent": still refused.
+    assert {:error, _} = CMDC.Tool.validate(Booking, %{"city" => nil})
+  end
+
+  test "the runner hands the tool what the original schema means, and maps names back" do
+    reg = Registry.new()
+    :ok = Registry.register(reg, Booking)
+
+    # The name OpenAI was given, as the model calls it.
+    [tool] = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
+    assert tool["function"]["name"] == "fs_book"
+
+    for tools <- [reg, [Booking]] do
+      call = %{id: "1", name: "fs_book", arguments: CMDC.Tool.JSON.encode!(@sent)}
+      result = Runner.run(tools, call, %CMDC.Context{})
+      refute result.is_error, result.content
+      assert CMDC.Tool.JSON.decode!(result.content) == @meant
+    end
+
+    # Gemini and MCP take the name as it is.
+    assert [%{"functionDeclarations" => [%{"name" => "fs.book"}]}] =
+             CMDC.Tool.to_schema(reg, %{}, format: :gemini)
+
+    assert [%{"name" => "fs.book"}] = CMDC.Tool.to_schema(reg, %{}, format: :mcp)
+
+    unknown = Runner.run(reg, %{id: "2", name: "fs_look", arguments: %{}}, %CMDC.Context{})
+    assert unknown.is_error and unknown.reason == :unknown_tool
+  end
+
+  test "the cluster validates where the call starts and hands on what the original means" do
+    scope = :"strict_round_trip_#{System.unique_integer([:positive])}"
+    {:ok, pid} = CMDC.Tool.Cluster.publish([Booking], scope: scope)
+
+    call = %{id: "c", name: "fs.book", arguments: CMDC.Tool.JSON.encode!(@sent)}
+    result = CMDC.Tool.Cluster.run(call, CMDC.Context.new(), scope: scope)
+    refute result.is_error, result.content
+    assert CMDC.Tool.JSON.decode!(result.content) == @meant
+    CMDC.Tool.Cluster.unpublish(pid)
+  end
+
+  test "two names a provider would be given as one are refused with a clear error" do
+    a = CMDC.Tool.Test.Factory.tool("fs.read")
+    b = CMDC.Tool.Test.Factory.tool("fs_read")
+    reg = Registry.new()
+    :ok = Registry.register(reg, [a, b])
+
+    for source <- [reg, [a, b]] do
+      assert_raise ArgumentError, ~r/"fs.read" and "fs_read" would both be named "fs_read"/, fn ->
+        CMDC.Tool.to_schema(source, %{}, format: :anthropic)
+      end
+    end
+
+    # Gemini and MCP keep both names apart.
+    assert [%{"functionDeclarations" => [_, _]}] = CMDC.Tool.to_schema(reg, %{}, format: :gemini)
+  end
+end

@@ -1,0 +1,84 @@
+defmodule CMDC.Tool.MCPServers do
+  @moduledoc false
+  # Real MCP servers nobody here wrote, for the client's tests and bench: the official Python
+  # SDK's server (test/support/mcp_py_server.py is only its tool list) over stdio or Streamable
+  # HTTP, and the official reference servers from npm, installed on first use under _build/.
+
+  @py_server Path.expand("mcp_py_server.py", __DIR__)
+  @npm_dir Path.expand("../../_build/mcp-npm", __DIR__)
+  @packages ["@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"]
+
+  def py_server, do: @py_server
+
+  @doc "The stdio transport spec of the Python SDK server."
+  def python_stdio do
+    with {:ok, python} <- CMDC.Tool.PythonEnv.python() do
+      {:ok, %{command: python, args: [@py_server, "stdio"]}}
+    end
+  end
+
+  @doc """
+  Starts the Python SDK server over Streamable HTTP on a free loopback port, owned by the
+  calling process (it dies with it): `{:ok, url, exec}`.
+  """
+  def python_http do
+    with {:ok, python} <- CMDC.Tool.PythonEnv.python() do
+      port = free_port()
+      {:ok, exec} = CMDC.Tool.Exec.start(python, [@py_server, "http", "#{port}"])
+
+      if wait_port(port, 200) do
+        {:ok, "http://127.0.0.1:#{port}/mcp", exec}
+      else
+        CMDC.Tool.Exec.cancel(exec)
+        {:error, "the Python SDK's HTTP server did not listen on port #{port}"}
+      end
+    end
+  end
+
+  @doc "The path of an npm reference server's entry point, installing them on first use."
+  def npm(package) do
+    main = Path.join([@npm_dir, "node_modules", package, "dist", "index.js"])
+
+    cond do
+      File.exists?(main) -> {:ok, main}
+      System.find_executable("npm") == nil -> {:error, "npm is not installed"}
+      true -> install(main)
+    end
+  end
+
+  defp install(main) do
+    File.mkdir_p!(@npm_dir)
+
+    case System.cmd("npm", ["install", "--no-audit", "--no-fund", "--silent" | @packages],
+           cd: @npm_dir,
+           stderr_to_stdout: true
+         ) do
+      {_, 0} ->
+        if File.exists?(main), do: {:ok, main}, else: {:error, "#{main} missing"}
+
+      {out, _} ->
+        {:error, "npm install failed (registry unreachable?): " <> String.slice(out, 0, 300)}
+    end
+  end
+
+  defp free_port do
+    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
+    {:ok, port} = :inet.port(socket)
+    :gen_tcp.close(socket)
+    port
+  end
+
+  defp wait_port(_port, 0), do: false
+
+  defp wait_port(port, tries) do
+    case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
+      {:ok, socket} ->
+        :gen_tcp.close(socket)
+        true
+
+      {:error, _} ->
+        Process.sleep(50)
+        wait_port(port, tries - 1)
+    end
+  end
+end
