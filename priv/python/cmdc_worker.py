@@ -28,6 +28,15 @@ import sys
 import threading
 
 LOG_LIMIT = 64 * 1024
+# Characters of an exception's text the model gets (a 1 MB message would flood its context).
+MESSAGE_LIMIT = 8 * 1024
+
+
+def cap(text, limit):
+    """`text` cut to `limit` characters with a visible marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + " [... %d more characters cut]" % (len(text) - limit)
 
 # ---------------------------------------------------------------------------------------------
 # frames
@@ -501,13 +510,19 @@ def make_nullable(s):
         if "null" not in t:
             s["type"] = t + ["null"]
         return s
+    # Words about the value (description, title, ...) stay at the top level, where readers and
+    # models look; only the constraints go into the anyOf branch.
+    notes = {k: s.pop(k) for k in ("description", "title", "default", "examples") if k in s}
     if not s:
-        return s
+        return dict(notes)  # any value (`Any`) already accepts null
     if "anyOf" in s:
         if {"type": "null"} not in s["anyOf"]:
             s["anyOf"] = list(s["anyOf"]) + [{"type": "null"}]
+        s.update(notes)
         return s
-    return {"anyOf": [s, {"type": "null"}]}
+    out = {"anyOf": [s, {"type": "null"}]}
+    out.update(notes)
+    return out
 
 
 def json_type(values):
@@ -968,6 +983,8 @@ def coerce(hint, value):
         args = typing.get_args(hint)
         if origin is typing.Annotated:
             return coerce(args[0], value)
+        if hint is int and isinstance(value, float) and value.is_integer():
+            return int(value)  # 5.0 sent for an int parameter arrives as 5
         if origin is typing.Union or (origin is not None and type(hint).__name__ == "UnionType"):
             if value is None:
                 return None
@@ -1113,23 +1130,31 @@ def run_serve(chan, path):
             chan.send(b"E", {"kind": "exception", "message": "the function called sys.exit(%r)" % (e.code,), "log": out.take()})
             continue
         except BaseException as e:
-            tb = traceback.format_exc()
-            msg = str(e)
+            tb = cap(traceback.format_exc(), LOG_LIMIT)
+            msg = cap(str(e), MESSAGE_LIMIT)
             chan.send(b"E", {"kind": "exception", "message": safe_text("%s: %s" % (type(e).__name__, msg) if msg else type(e).__name__), "log": out.take() + safe_text(tb)})
             continue
         try:
             check_json(result)
             reply = {"value": result}
             fmt = getattr(fn, "format", None)
+            warning = None
             if callable(fmt):
+                # The function already ran: a failing formatter must not turn its result into an
+                # error (sy-f-misc returns the raw result too), so the raw result goes on with a
+                # warning in the log.
                 try:
                     text = fmt(result, original)
+                    if isinstance(text, str):
+                        reply["text"] = text
+                    else:
+                        warning = "the format function returned a %s, not a str" % type(text).__name__
                 except BaseException as e:
-                    raise NotJson(safe_text("the format function raised %s: %s" % (type(e).__name__, e)))
-                if not isinstance(text, str):
-                    raise NotJson("the format function returned a %s, not a str" % type(text).__name__)
-                reply["text"] = text
+                    warning = safe_text("the format function raised %s: %s" % (type(e).__name__, cap(str(e), 2000)))
             reply["log"] = out.take()
+            if warning:
+                reply["log"] += "[cmdc_tool warning] %s; the raw result was returned\n" % warning
+                reply["warning"] = warning
             try:
                 data = dumps(reply)
             except UnicodeEncodeError as e:

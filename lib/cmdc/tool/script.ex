@@ -405,6 +405,9 @@ defmodule CMDC.Tool.Script do
           {:ok, reply} ->
             value = reply["value"]
 
+            if reply["warning"],
+              do: Logger.warning("cmdc_tool: #{reply["warning"]}; the raw result was returned")
+
             {:ok,
              %{
                value: value,

@@ -517,7 +517,7 @@ pub fn check_json<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget)
 }
 
 /// Reads one value under the JSON rules every path shares: 1 budget unit, 1 more per 256
-/// string bytes charged before they are read, UTF-8 text, at most [`MAX_DEPTH`] nested
+/// string bytes and 1 per map member charged before they are read, UTF-8 text, at most [`MAX_DEPTH`] nested
 /// containers (the 129th level falls back, where the other path names the error).
 #[inline(always)]
 fn read<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget) -> Result<Kind<'a>, Stop> {
@@ -531,6 +531,9 @@ fn read<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget) -> Result
             }
         }
         Kind::Object | Kind::Array if depth >= MAX_DEPTH => return Err(Stop::Fallback),
+        // A map's size is known at once: a huge one is over the budget before any member is
+        // read (iterating a large map's members costs more per member than a list's cells).
+        Kind::Object => budget.spend(inst.object_len() as i64)?,
         _ => {}
     }
     Ok(kind)

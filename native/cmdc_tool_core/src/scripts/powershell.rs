@@ -706,6 +706,20 @@ fn find_param_block(body: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
+/// `.OUTPUTS` as sy-f-misc records it: `{"type": first word, "note": the rest}`.
+fn declared_return(outputs: &str) -> Option<Value> {
+    let text = collapse(outputs);
+    let (kind, note) = match text.split_once(' ') {
+        Some((k, n)) => (k, n.trim()),
+        None => (text.as_str(), ""),
+    };
+    match (kind.is_empty(), note.is_empty()) {
+        (true, _) => None,
+        (false, true) => Some(json!({ "type": kind })),
+        (false, false) => Some(json!({ "type": kind, "note": note })),
+    }
+}
+
 /// A function's or the file's `TOOL_CONFIG`, raw (the normalizer in `permissions.rs` reads it).
 fn raw(config: Option<&Value>) -> Value {
     config.cloned().unwrap_or_else(|| json!({}))
@@ -726,7 +740,10 @@ pub fn describe(source: &str, path: &str) -> Value {
         .collect();
     let mut tools = Vec::new();
     for f in &functions {
-        if f.name.starts_with('_') || f.name.to_ascii_lowercase().starts_with("format-") {
+        // sy-f-misc's reader keeps `_*` and `Internal-*` private and `Format-*` as formatters.
+        let lower = f.name.to_ascii_lowercase();
+        if lower.starts_with('_') || lower.starts_with("internal-") || lower.starts_with("format-")
+        {
             continue;
         }
         let mut props = Map::new();
@@ -748,13 +765,17 @@ pub fn describe(source: &str, path: &str) -> Value {
         if !required.is_empty() {
             params["required"] = Value::Array(required);
         }
-        tools.push(json!({
+        let mut tool = json!({
             "type": "function",
             "function": {"name": f.name, "description": f.help.text(), "parameters": params},
             "permissions": raw(f.config.as_ref()),
             "format": formatters.contains(&f.name.to_ascii_lowercase()),
             "nullDefaults": [],
-        }));
+        });
+        if let Some(declared) = declared_return(&f.help.outputs) {
+            tool["declaredReturnType"] = declared;
+        }
+        tools.push(tool);
     }
     let stem = std::path::Path::new(path)
         .file_stem()
@@ -1002,6 +1023,29 @@ function Get-Items {
         // a function's own setting replaces the file's for what it sets
         assert_eq!(perms(2), (json!("auto"), json!("always")));
         assert_eq!(doc["rulePrompt"], "File tools.");
+    }
+
+    #[test]
+    fn outputs_are_kept_and_internal_functions_are_private() {
+        let doc = describe(
+            "function Get-Size {\n  <# .SYNOPSIS\n  Size.\n  .OUTPUTS\n  int The size\n  in bytes. #>\n  param([string]$P)\n}\nfunction Internal-Helper {\n  param([string]$X)\n}\nfunction Get-Bare {\n  <# .SYNOPSIS\n  Bare.\n  .OUTPUTS\n  hashtable #>\n}\n",
+            "s.ps1",
+        );
+        let names: Vec<&str> = doc["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Get-Size", "Get-Bare"]);
+        assert_eq!(
+            doc["tools"][0]["declaredReturnType"],
+            json!({"type": "int", "note": "The size in bytes."})
+        );
+        assert_eq!(
+            doc["tools"][1]["declaredReturnType"],
+            json!({"type": "hashtable"})
+        );
     }
 
     #[test]
