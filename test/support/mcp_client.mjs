@@ -11,7 +11,7 @@ const { Client } = await sdk("client/index.js");
 const { StdioClientTransport } = await sdk("client/stdio.js");
 
 const errors = [];
-const transport = new StdioClientTransport({ command, args, stderr: "ignore" });
+const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "ignore" });
 const client = new Client({ name: "cmdc-test", version: "1.0.0" });
 client.onerror = (e) => errors.push(String(e));
 

@@ -8,6 +8,7 @@ JSON-RPC message shows up there).
 """
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -18,7 +19,8 @@ from mcp.client.stdio import stdio_client
 
 
 async def main() -> None:
-    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
+    # The SDK passes a minimal environment by default; the server must see MIX_ENV and the like.
+    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:], env=dict(os.environ))
     report: dict = {}
     errors: list = []
 

@@ -57,7 +57,7 @@ defmodule CMDC.Tool.MCPStdioTest do
     File.rm(stderr)
 
     for source <- ["IO.puts", ":inspect", ":io.format", "IO.write", "(:user)", "spawned", "OS"] do
-      assert noise =~ source
+      assert noise =~ source, "stderr: #{inspect(noise)}\nreport: #{out}"
     end
 
     assert [noisy, map, text, wrong, not_json] = report["calls"]

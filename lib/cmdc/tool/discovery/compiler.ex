@@ -57,8 +57,7 @@ defmodule CMDC.Tool.Discovery.Compiler do
   def compile(paths, opts) do
     timeout = Keyword.get(opts, :compile_timeout, @default_timeout)
     call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
-    dir = Path.join(System.tmp_dir!(), "cmdc_discovery_#{System.unique_integer([:positive])}")
-    File.mkdir_p!(dir)
+    dir = private_dir!()
 
     try do
       # A task owns the port, so no port message reaches the caller's mailbox.
@@ -71,6 +70,26 @@ defmodule CMDC.Tool.Discovery.Compiler do
       |> Task.await(:infinity)
     after
       File.rm_rf(dir)
+    end
+  end
+
+  # The host loads the .beam files found here: the folder is new (never one that already
+  # existed, which another user could have prepared) and only ours. The OS pid keeps two VMs
+  # (two MCP servers started at once, say) from choosing the same name.
+  defp private_dir!(attempt \\ 0) do
+    name = "cmdc_discovery_#{System.pid()}_#{System.unique_integer([:positive])}"
+    dir = Path.join(System.tmp_dir!(), name)
+
+    case File.mkdir(dir) do
+      :ok ->
+        File.chmod!(dir, 0o700)
+        dir
+
+      {:error, :eexist} when attempt < 5 ->
+        private_dir!(attempt + 1)
+
+      {:error, reason} ->
+        raise File.Error, reason: reason, action: "make directory", path: dir
     end
   end
 
