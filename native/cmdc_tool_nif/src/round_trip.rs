@@ -98,6 +98,12 @@ fn tool_name_original<'a>(env: Env<'a>, registered: Term<'a>, called: &str) -> T
     }
 }
 
+/// The name of an MCP server's tool: `server__tool` made to follow the one tool-name rule.
+#[rustler::nif]
+fn tool_name_namespaced(server: &str, tool: &str) -> String {
+    names::namespaced(server, tool)
+}
+
 /// `:ok` when `name` follows the one tool-name rule, else `{:error, message}`.
 #[rustler::nif]
 fn tool_name_check<'a>(env: Env<'a>, name: &str) -> Term<'a> {
