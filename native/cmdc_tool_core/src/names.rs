@@ -92,27 +92,9 @@ pub fn for_provider(name: &str, rule: Rule) -> Cow<'_, str> {
         return Cow::Borrowed(name);
     }
     let mut out: String = match rule {
-        Rule::OpenAI => name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect(),
+        Rule::OpenAI => underscore_outside(name, "_-"),
         Rule::Gemini => {
-            let body: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || "_.:-".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let body = underscore_outside(name, "_.:-");
             if body.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
                 body
             } else {
@@ -135,16 +117,7 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     if valid(text) {
         return Cow::Borrowed(text);
     }
-    let mut out: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut out = underscore_outside(text, "_.-");
     if out.len() > 128 || out.is_empty() {
         out.truncate(128 - 9);
         out.push_str(&format!("_{:08x}", fnv1a(text.as_bytes())));
@@ -198,6 +171,19 @@ pub fn original<'a>(
         }
     }
     found
+}
+
+/// `text` with each character other than ASCII letters, digits and `allowed` replaced by `_`.
+fn underscore_outside(text: &str, allowed: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || allowed.contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// 32-bit FNV-1a: a stable suffix for cut names (the same name gives the same suffix on every
