@@ -26,7 +26,7 @@ use jsonschema::{Draft, Validator};
 use num_cmp::NumCmp;
 use serde_json::{Map, Number, Value};
 
-use crate::schema::draft_for;
+use crate::schema::{draft_for, options_for, MatchCost};
 use crate::tape::{is_ascii, Beam, Tape};
 
 /// Deepest instance nesting accepted (the same limit as every other path).
@@ -140,8 +140,9 @@ enum Rest {
 struct StringChecks {
     min: Option<u64>,
     max: Option<u64>,
-    /// `pattern` and `format`: the crate's validator for a one-keyword schema.
-    leaves: Vec<Validator<Beam>>,
+    /// `pattern` and `format`: the crate's validator for a one-keyword schema, and what one
+    /// match costs.
+    leaves: Vec<(Validator<Beam>, MatchCost)>,
 }
 
 #[derive(Default)]
@@ -552,9 +553,10 @@ fn string(checks: &StringChecks, s: &str, budget: &mut Budget) -> Checked {
         let len = char_count(s);
         require(checks.min.is_none_or(|m| len >= m) && checks.max.is_none_or(|m| len <= m))?;
     }
-    for leaf in &checks.leaves {
-        // Regular expressions and formats cost more per byte than reading the value.
-        budget.spend(4 + (s.len() >> 4) as i64)?;
+    for (leaf, cost) in &checks.leaves {
+        // Regular expressions and formats cost more per byte than reading the value; a
+        // pattern that can backtrack is charged its whole limit, before it runs.
+        budget.spend(cost.units(s.len()))?;
         require(leaf_is_valid(leaf, s))?;
     }
     Ok(())
@@ -871,13 +873,17 @@ impl Compiler<'_> {
         })
     }
 
-    fn leaf(&self, keyword: &str, value: &Value) -> Option<Validator<Beam>> {
+    fn leaf(&self, keyword: &str, value: &Value) -> Option<(Validator<Beam>, MatchCost)> {
         let mut one = Map::new();
         one.insert(keyword.into(), value.clone());
-        jsonschema::options_for::<Beam>()
-            .with_draft(self.draft)
+        let cost = match (keyword, value) {
+            ("pattern", Value::String(pattern)) => MatchCost::of(pattern),
+            _ => MatchCost::LEAF,
+        };
+        let validator = options_for::<Beam>(Some(self.draft))
             .build(&Value::Object(one))
-            .ok()
+            .ok()?;
+        Some((validator, cost))
     }
 
     fn node(&mut self, schema: &Value, root: bool) -> Option<Node> {
@@ -1299,6 +1305,31 @@ mod tests {
             dirty: false,
         };
         assert_eq!(p.validate(&big, &mut budget), Err(Stop::Yield));
+    }
+
+    #[test]
+    fn a_pattern_that_can_backtrack_is_charged_its_limit_before_it_runs() {
+        let s = json!({"type": "string", "pattern": "^(a*)*\\1b$"});
+        let p = Program::compile(&s, Draft::Draft7).unwrap();
+        let mut budget = Budget {
+            remaining: crate::schema::BACKTRACK_UNITS,
+            dirty: false,
+        };
+        assert_eq!(p.validate(&json!("aab"), &mut budget), Err(Stop::Yield));
+        // Dirty, it runs; past its limit it is invalid here and the other path names the error.
+        assert_eq!(run(&p, &json!("aab")), Ok(()));
+        assert_eq!(run(&p, &json!("a".repeat(30))), Err(Stop::Invalid));
+        // A linear pattern over a 2,000-word alternation costs by its size: ~40 strings.
+        let words: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
+        let s = json!({"items": {"pattern": format!("^({})$", words.join("|"))}});
+        let p = Program::compile(&s, Draft::Draft7).unwrap();
+        let strings = Value::Array(vec![json!("w1999"); 2000]);
+        let mut budget = Budget {
+            remaining: 12_000,
+            dirty: false,
+        };
+        assert_eq!(p.validate(&strings, &mut budget), Err(Stop::Yield));
+        assert_eq!(run(&p, &strings), Ok(()));
     }
 
     fn suite_dir() -> Option<PathBuf> {

@@ -2,7 +2,7 @@
 //! per-tool settings and "did you mean" suggestions. Generic over the module handle `M` (an atom
 //! in the NIF, a `String` in tests) and the compiled schema handle `S`, so it knows no BEAM type.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{btree_map, BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 pub use crate::names::{check as check_name, NAME_RULE};
@@ -52,18 +52,63 @@ pub enum RegistryError<M> {
     Conflict { name: String, holder: Holder<M> },
 }
 
+/// Tools in registration order: each has a sequence number, the key of an ordered map, so
+/// adding and removing one is O(log n) and the order needs no re-indexing.
+#[derive(Debug)]
+struct Ordered<M, S> {
+    entries: BTreeMap<u64, Arc<Entry<M, S>>>,
+    /// Name → sequence number.
+    index: HashMap<String, u64>,
+    next: u64,
+}
+
+impl<M, S> Default for Ordered<M, S> {
+    fn default() -> Self {
+        Ordered {
+            entries: BTreeMap::new(),
+            index: HashMap::new(),
+            next: 0,
+        }
+    }
+}
+
+impl<M, S> Ordered<M, S> {
+    fn get(&self, name: &str) -> Option<&Arc<Entry<M, S>>> {
+        self.index.get(name).and_then(|seq| self.entries.get(seq))
+    }
+
+    /// Adds `e`, or replaces the entry of the same name in its place.
+    fn put(&mut self, e: Entry<M, S>) {
+        match self.index.get(&e.name) {
+            Some(seq) => {
+                self.entries.insert(*seq, Arc::new(e));
+            }
+            None => {
+                self.index.insert(e.name.clone(), self.next);
+                self.entries.insert(self.next, Arc::new(e));
+                self.next += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, name: &str) -> bool {
+        match self.index.remove(name) {
+            Some(seq) => self.entries.remove(&seq).is_some(),
+            None => false,
+        }
+    }
+}
+
 /// A whole set of tools, indexed, ready to swap in with [`Registry::apply_set`].
 #[derive(Debug)]
 pub struct ToolSet<M, S> {
-    entries: Vec<Arc<Entry<M, S>>>,
-    index: HashMap<String, usize>,
+    tools: Ordered<M, S>,
 }
 
-/// Names → tools. Writes are O(batch) except `unregister` (O(n) to keep the order).
+/// Names → tools. Registering or unregistering a tool is O(log n); a batch, O(batch log n).
 #[derive(Debug)]
 pub struct Registry<M, S> {
-    entries: Vec<Arc<Entry<M, S>>>,
-    index: HashMap<String, usize>,
+    tools: Ordered<M, S>,
     reserved: HashSet<String>,
     settings: HashMap<String, Vec<u8>>,
     generation: u64,
@@ -72,8 +117,7 @@ pub struct Registry<M, S> {
 impl<M: Clone + PartialEq, S> Registry<M, S> {
     pub fn new<I: IntoIterator<Item = String>>(reserved: I) -> Self {
         Registry {
-            entries: Vec::new(),
-            index: HashMap::new(),
+            tools: Ordered::default(),
             reserved: reserved.into_iter().collect(),
             settings: HashMap::new(),
             generation: 0,
@@ -86,20 +130,20 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.tools.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.tools.entries.is_empty()
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<Entry<M, S>>> {
-        self.index.get(name).map(|&i| &self.entries[i])
+        self.tools.get(name)
     }
 
     /// Tools in registration order.
-    pub fn entries(&self) -> &[Arc<Entry<M, S>>] {
-        &self.entries
+    pub fn entries(&self) -> btree_map::Values<'_, u64, Arc<Entry<M, S>>> {
+        self.tools.entries.values()
     }
 
     pub fn reserved(&self) -> &HashSet<String> {
@@ -161,13 +205,7 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
             return Ok(());
         }
         for e in batch {
-            match self.index.get(&e.name) {
-                Some(&i) => self.entries[i] = Arc::new(e),
-                None => {
-                    self.index.insert(e.name.clone(), self.entries.len());
-                    self.entries.push(Arc::new(e));
-                }
-            }
+            self.tools.put(e);
         }
         self.generation += 1;
         Ok(())
@@ -183,27 +221,20 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
     /// Checks a replacement set and builds its index (under a read lock, or none).
     pub fn prepare_set(&self, batch: Vec<Entry<M, S>>) -> Result<ToolSet<M, S>, RegistryError<M>> {
         self.check_batch(&batch)?;
-        let mut entries: Vec<Arc<Entry<M, S>>> = Vec::with_capacity(batch.len());
-        let mut index = HashMap::with_capacity(batch.len());
+        let mut tools = Ordered::default();
         for e in batch {
-            match index.get(&e.name) {
-                Some(&i) => entries[i] = Arc::new(e),
-                None => {
-                    index.insert(e.name.clone(), entries.len());
-                    entries.push(Arc::new(e));
-                }
-            }
+            tools.put(e);
         }
-        Ok(ToolSet { entries, index })
+        Ok(ToolSet { tools })
     }
 
     /// Installs a prepared set (O(settings) under the write lock) and hands back the old one,
     /// for the caller to drop once the lock is released.
     pub fn apply_set(&mut self, set: ToolSet<M, S>) -> ToolSet<M, S> {
-        self.settings.retain(|name, _| set.index.contains_key(name));
+        self.settings
+            .retain(|name, _| set.tools.index.contains_key(name));
         let old = ToolSet {
-            entries: std::mem::replace(&mut self.entries, set.entries),
-            index: std::mem::replace(&mut self.index, set.index),
+            tools: std::mem::replace(&mut self.tools, set.tools),
         };
         self.generation += 1;
         old
@@ -211,14 +242,8 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
 
     /// Removes a tool and its settings: `true` when it was registered.
     pub fn unregister(&mut self, name: &str) -> bool {
-        let Some(i) = self.index.remove(name) else {
+        if !self.tools.remove(name) {
             return false;
-        };
-        self.entries.remove(i);
-        for e in &self.entries[i..] {
-            if let Some(slot) = self.index.get_mut(&e.name) {
-                *slot -= 1;
-            }
         }
         self.settings.remove(name);
         self.generation += 1;
@@ -227,7 +252,7 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
 
     /// Stores a tool's settings (opaque bytes to this crate). `false` when the name is unknown.
     pub fn put_settings(&mut self, name: &str, settings: Vec<u8>) -> bool {
-        if !self.index.contains_key(name) {
+        if !self.tools.index.contains_key(name) {
             return false;
         }
         self.settings.insert(name.to_owned(), settings);
@@ -240,7 +265,7 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
 
     /// The registered names nearest to `name`, best first.
     pub fn suggest(&self, name: &str) -> Vec<String> {
-        suggest(self.entries.iter().map(|e| e.name.as_str()), name)
+        suggest(self.entries().map(|e| e.name.as_str()), name)
     }
 }
 
@@ -446,10 +471,39 @@ mod tests {
         r.put_settings("b", vec![1]);
         assert!(r.unregister("b"));
         assert!(!r.unregister("b"));
-        let names: Vec<&str> = r.entries().iter().map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = r.entries().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["a", "c"]);
         assert_eq!(r.get("c").unwrap().module, "C");
         assert_eq!(r.settings("b"), None);
+    }
+
+    /// Issue 16: unregistering one of 30k tools was an O(n) shift and re-index under the write
+    /// lock. Now no other tool's slot moves: its key and its index entry stay as they were.
+    #[test]
+    fn unregister_touches_only_its_own_tool_at_30k_tools() {
+        let mut r = reg();
+        let batch = (0..30_000)
+            .map(|i| entry(&format!("tool_{i}"), &format!("M{i}")))
+            .collect();
+        r.register(batch).unwrap();
+        let index = r.tools.index.clone();
+        let keys: Vec<u64> = r.tools.entries.keys().copied().collect();
+        for i in (0..30_000).step_by(3) {
+            assert!(r.unregister(&format!("tool_{i}")));
+        }
+        assert_eq!(r.len(), 20_000);
+        for (name, seq) in &r.tools.index {
+            assert_eq!(index.get(name), Some(seq), "{name} moved");
+        }
+        let kept: Vec<u64> = keys.into_iter().filter(|k| k % 3 != 0).collect();
+        assert_eq!(r.tools.entries.keys().copied().collect::<Vec<_>>(), kept);
+        // Order is registration order; a new tool goes last, a re-registered one stays put.
+        r.register(vec![entry("late", "L"), entry("tool_1", "M1")])
+            .unwrap();
+        let names: Vec<&str> = r.entries().map(|e| e.name.as_str()).collect();
+        assert_eq!(names[..2], ["tool_1", "tool_2"]);
+        assert_eq!(names.last(), Some(&"late"));
+        assert_eq!(r.get("tool_29999").unwrap().module, "M29999");
     }
 
     #[test]

@@ -40,6 +40,15 @@ pub fn run(program: &Program, term: Term, dirty: bool) -> Result<(), Stop> {
     run_with(program, term, dirty, layout::get())
 }
 
+/// [`run`] on a normal scheduler, telling the VM the time it used (its units converted to the
+/// ~100 ns units of `term::report_units`).
+pub fn run_reported(program: &Program, term: Term) -> Result<(), Stop> {
+    let mut spent = 0;
+    let result = run_spending(program, term, false, layout::get(), &mut spent);
+    crate::term::report_units(term.get_env(), spent * NORMAL_BUDGET / NORMAL_UNITS);
+    result
+}
+
 /// `run` through the `enif_*` API only (the tests compare both).
 pub fn run_api(program: &Program, term: Term, dirty: bool) -> Result<(), Stop> {
     run_with(program, term, dirty, None)
@@ -51,21 +60,34 @@ fn run_with(
     dirty: bool,
     layout: Option<Layout>,
 ) -> Result<(), Stop> {
+    run_spending(program, term, dirty, layout, &mut 0)
+}
+
+fn run_spending(
+    program: &Program,
+    term: Term,
+    dirty: bool,
+    layout: Option<Layout>,
+    spent: &mut i64,
+) -> Result<(), Stop> {
     let reader = Reader {
         env: term.get_env().as_c_arg(),
         layout,
     };
+    let start = if dirty { DIRTY_BUDGET } else { NORMAL_UNITS };
     let mut budget = Budget {
-        remaining: if dirty { DIRTY_BUDGET } else { NORMAL_UNITS },
+        remaining: start,
         dirty,
     };
-    program.validate(
+    let result = program.validate(
         Raw {
             term: term.as_c_arg(),
             reader: &reader,
         },
         &mut budget,
-    )
+    );
+    *spent = start - budget.remaining;
+    result
 }
 
 struct Reader {

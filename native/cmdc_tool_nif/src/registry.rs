@@ -296,11 +296,7 @@ fn registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom
 #[rustler::nif]
 fn registry_list<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
     let state = reg.read();
-    let modules: Vec<Term<'a>> = state
-        .entries()
-        .iter()
-        .map(|e| e.module.encode(env))
-        .collect();
+    let modules: Vec<Term<'a>> = state.entries().map(|e| e.module.encode(env)).collect();
     modules.encode(env)
 }
 
@@ -310,7 +306,6 @@ fn registry_contextual<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a>
     let state = reg.read();
     let list: Vec<Term<'a>> = state
         .entries()
-        .iter()
         .filter(|e| e.contextual)
         .map(|e| (e.name.as_str(), e.module).encode(env))
         .collect();
@@ -491,7 +486,10 @@ fn registry_build<'a>(
     // A snapshot: the lock is held only to clone the entry handles.
     let (current, entries) = {
         let state = reg.read();
-        (state.generation(), state.entries().to_vec())
+        (
+            state.generation(),
+            state.entries().cloned().collect::<Vec<_>>(),
+        )
     };
     if current != generation {
         return Err(Error::Stale);

@@ -11,7 +11,7 @@ use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
-    check, check_for, compile, compile_for, parse_draft, Documents, Failure,
+    check, check_for, compile, compile_for, parse_draft, pattern_factor, Documents, Failure,
 };
 use jsonschema::{Draft, Validator};
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
@@ -21,7 +21,7 @@ use crate::atoms;
 use crate::beam;
 use crate::error::{Error, Result};
 use crate::json::DecodeError;
-use crate::term::{self, Budget};
+use crate::term::{self, Budget, NORMAL_BUDGET};
 use cmdc_tool_core::tape::Beam;
 
 /// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
@@ -39,6 +39,8 @@ pub struct Schema {
     pub converted: Mutex<ConversionCache>,
     /// Where strict mode's rewrite made nulls stand for absent keys (`crate::round_trip`).
     null_plan: OnceLock<NullPlan>,
+    /// The cost of `validator`'s regexes per unit of reading an instance (0 without patterns).
+    pattern_factor: i64,
 }
 
 /// `(format, strict) → (tool name, conversion)`.
@@ -52,6 +54,7 @@ impl Schema {
         draft: Option<Draft>,
     ) -> Self {
         Schema {
+            pattern_factor: pattern_factor(&source),
             validator: AssertUnwindSafe(validator),
             converting: AssertUnwindSafe(converting),
             compiled: AssertUnwindSafe(Program::compile(&source, resolved_draft(&source, draft))),
@@ -85,20 +88,38 @@ impl Schema {
 impl rustler::Resource for Schema {}
 
 /// Validates the caller's term in place: `{:ok, args}` (the same term, no copy) or the failures.
+/// On a normal scheduler the time used is reported to the VM, and all work is charged before
+/// it runs (`{:error, :yield}` when it would not fit).
 pub(crate) fn validate_term<'a>(
     schema: &Schema,
     args: Term<'a>,
-    budget: Budget,
+    mut budget: Budget,
 ) -> Result<Term<'a>> {
+    let dirty = budget.is_dirty();
     if let Some(program) = schema.compiled.as_ref() {
-        match crate::compiled::run(program, args, budget.is_dirty()) {
+        let checked = if dirty {
+            crate::compiled::run(program, args, true)
+        } else {
+            crate::compiled::run_reported(program, args)
+        };
+        match checked {
             Ok(()) => return Ok(args),
             Err(Stop::Yield) => return Err(Error::Yield),
             // Invalid or undecided: the `jsonschema` path decides and names the errors.
             Err(_) => {}
         }
     }
-    let tape = beam::build(args, &mut { budget }).map_err(|e| Error::not_json(&e))?;
+    let built = beam::build(args, &mut budget).and_then(|tape| {
+        // The validator's regexes run per value read: charged here, before they run.
+        if !dirty && schema.pattern_factor > 0 {
+            budget.spend(budget.spent().saturating_mul(schema.pattern_factor))?;
+        }
+        Ok(tape)
+    });
+    if !dirty {
+        crate::term::report_units(args.get_env(), budget.spent().min(NORMAL_BUDGET));
+    }
+    let tape = built.map_err(|e| Error::not_json(&e))?;
     check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
     Ok(args)
 }

@@ -2,19 +2,14 @@ defmodule CMDC.Tool.StallTest do
   # No NIF call holds a normal scheduler past ~1 ms, whatever the input (issue 16, item 1): the
   # normal-scheduler NIFs answer `{:error, :yield}` *before* doing long work, and the public functions
   # then finish it on a dirty scheduler. Figures (sleeper lateness against the VM's own
-  # term_to_binary) are printed by bench/stall.exs; the timings here are loose upper bounds on
-  # the best of several calls, far above what a fixed call takes and far below the old cost.
+  # term_to_binary) belong in a bench; these tests assert the mechanism only (no timings): the
+  # normal-scheduler call yields before the work, and the public function's answer is right.
   use ExUnit.Case, async: true
 
   alias CMDC.Tool.{JSON, Native, Schema}
 
   setup do
     %{any: Schema.compile!(%{})}
-  end
-
-  # Best of five, in microseconds: the least disturbed run on a busy machine.
-  defp best_us(fun) do
-    1..5 |> Enum.map(fn _ -> elem(:timer.tc(fun), 0) end) |> Enum.min()
   end
 
   test "a big integer is not converted on a normal scheduler: the NIF yields first", %{any: any} do
@@ -36,8 +31,8 @@ defmodule CMDC.Tool.StallTest do
     list = List.duplicate(1, 3_000_000)
     assert Native.schema_validate(any, list) == {:error, :yield}
     assert Native.json_encode(list, false) == {:error, :yield}
-    assert best_us(fn -> Native.schema_validate(any, list) end) < 2_000
-    assert best_us(fn -> Native.json_encode(list, false) end) < 2_000
+    assert {:ok, ^list} = Schema.validate(any, list)
+    assert {:ok, "[1,1," <> _} = JSON.encode(list)
     improper = list ++ [1 | 2]
     assert Native.schema_validate(any, improper) == {:error, :yield}
     assert {:error, [%{message: message}]} = Schema.validate(any, improper)
@@ -47,7 +42,7 @@ defmodule CMDC.Tool.StallTest do
   test "a map of 2M keys yields before any slot is reserved for it", %{any: any} do
     map = Map.new(1..2_000_000, &{Integer.to_string(&1), &1})
     assert Native.schema_validate(any, map) == {:error, :yield}
-    assert best_us(fn -> Native.schema_validate(any, map) end) < 2_000
+    assert {:ok, ^map} = Schema.validate(any, map)
   end
 
   test "an error formats a bounded prefix of the term, not the whole term", %{any: any} do
@@ -56,7 +51,6 @@ defmodule CMDC.Tool.StallTest do
     assert {:error, [%{path: "/0/t", message: message}]} = Schema.validate(any, term)
     assert message =~ ~r/^a tuple \(\{1,2,3,.*\.\.\.\) is not a JSON value$/
     assert String.length(message) < 120
-    assert best_us(fn -> Native.schema_validate(any, term) end) < 2_000
 
     assert {:error, message} = JSON.encode(%{"k" => [List.duplicate(<<0xFF>>, 200_000)]})
     assert message =~ "/k/0/0: a binary that is not valid UTF-8 (<<255>>)"
@@ -64,5 +58,33 @@ defmodule CMDC.Tool.StallTest do
     # Keys that are not strings are shown bounded too, in the message and the path.
     assert {:error, message} = JSON.encode(%{tuple => 1})
     assert String.length(message) < 200
+  end
+
+  test "a pattern that can backtrack runs dirty and ends in a clear error past its limit" do
+    schema = Schema.compile!(%{"type" => "string", "pattern" => "^(a*)*\\1b$"})
+    hostile = String.duplicate("a", 30)
+    # Charged its whole backtracking limit before it runs: never on a normal scheduler.
+    assert Native.schema_validate(schema, "aab") == {:error, :yield}
+    assert Native.schema_validate(schema, hostile) == {:error, :yield}
+    assert {:ok, "aab"} = Schema.validate(schema, "aab")
+    assert {:error, [failure]} = Schema.validate(schema, hostile)
+    assert failure.keyword == "pattern"
+    assert failure.message =~ "backtracking steps"
+  end
+
+  test "a pattern over 2,000 strings yields on a normal scheduler, then answers dirty" do
+    words = Enum.map_join(0..1999, "|", &"w#{&1}")
+    schema = Schema.compile!(%{"items" => %{"pattern" => "^(#{words})$"}})
+    strings = List.duplicate("w1999", 2_000)
+    assert Native.schema_validate(schema, strings) == {:error, :yield}
+    assert {:ok, ^strings} = Schema.validate(schema, strings)
+    bad = strings ++ ["nope"]
+    assert {:error, [%{path: "/2000", keyword: "pattern"}]} = Schema.validate(schema, bad)
+
+    # patternProperties takes the generic validator: its regexes are charged there too.
+    props = Map.new(1..500, &{"k#{&1}", &1})
+    schema = Schema.compile!(%{"patternProperties" => %{"^k(?=\\d)" => %{"type" => "integer"}}})
+    assert Native.schema_validate(schema, props) == {:error, :yield}
+    assert {:ok, ^props} = Schema.validate(schema, props)
   end
 end
