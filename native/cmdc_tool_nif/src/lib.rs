@@ -6,6 +6,7 @@ pub mod beam;
 pub mod bench;
 pub mod compiled;
 pub mod discovery;
+pub mod encode;
 pub mod error;
 pub mod exec;
 pub mod json;
