@@ -1,6 +1,6 @@
 # The MCP stdio server as a client sees it: time from start to the first tools/list answer,
 # and tools/call round trips per second for a trivial tool.
-# Run: mix run bench/mcp.exs   (the server is started as `bin/cmdc-mcp`, a real subprocess)
+# Run: MIX_ENV=bench mix run bench/mcp.exs   (the server is started as `bin/cmdc-mcp`, a real subprocess)
 alias CMDC.Tool.JSON
 
 root = Path.expand("..", __DIR__)
