@@ -19,7 +19,10 @@ reference = [Path.join(root, "test/support/mcp_py_server.py"), "stdio"]
 
 first_list = fn command ->
   {out, 0} = System.cmd(python, [start_py | command], env: env, stderr_to_stdout: false)
-  %{"first_list_ms" => ms} = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+
+  %{"first_list_ms" => ms} =
+    out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+
   ms
 end
 
@@ -70,7 +73,11 @@ open = fn args ->
     "clientInfo" => %{"name" => "bench", "version" => "1"}
   }
 
-  Port.command(port, frame.(%{"jsonrpc" => "2.0", "id" => 0, "method" => "initialize", "params" => init}))
+  Port.command(
+    port,
+    frame.(%{"jsonrpc" => "2.0", "id" => 0, "method" => "initialize", "params" => init})
+  )
+
   Port.command(port, frame.(%{"jsonrpc" => "2.0", "method" => "notifications/initialized"}))
   Port.command(port, frame.(%{"jsonrpc" => "2.0", "id" => 1, "method" => "tools/list"}))
   %{"result" => %{"tools" => _}} = recv.(port, 1)
