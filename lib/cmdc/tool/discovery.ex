@@ -477,8 +477,8 @@ defmodule CMDC.Tool.Discovery do
     }
 
     case Native.discovery_scan(native, previous) do
-      {:ok, scan, digest} -> {scan, digest}
-      {:unchanged, _digest} -> :unchanged
+      {:ok, {:unchanged, _digest}} -> :unchanged
+      {:ok, {scan, digest}} -> {scan, digest}
       {:error, message} -> raise ArgumentError, message
     end
   end

@@ -238,12 +238,10 @@ defmodule CMDC.Tool.Exec do
   """
   @spec write(t(), iodata()) :: :ok | {:error, String.t()}
   def write(%__MODULE__{handle: handle}, data) do
-    data = IO.iodata_to_binary(data)
-
-    # Copying a large binary could hold a normal scheduler too long: use the dirty twin.
-    if byte_size(data) > 1_048_576,
-      do: Native.exec_write_dirty(handle, data),
-      else: Native.exec_write(handle, data)
+    case Native.with_dirty(exec_write(handle, IO.iodata_to_binary(data))) do
+      {:ok, _bytes} -> :ok
+      {:error, message} -> {:error, message}
+    end
   end
 
   @doc "Closes the stdin of a program started with `stdin: :pipe` (it reads end of file)."

@@ -341,7 +341,7 @@ defmodule CMDC.Tool.Script do
   @doc """
   Starts a call and returns at once with its handle; the calling process then receives
   `{:cmdc_script, handle, event}` messages (`{:progress, json}`, then `{:ok, json, os_pid}` or
-  `{:error, json}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
+  `{:error, call_error}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
   `cancel/1` from any process. Options as for `call/3`.
   """
   @spec start_call(module(), map(), keyword()) :: {:ok, reference()} | {:error, call_error()}
@@ -421,15 +421,8 @@ defmodule CMDC.Tool.Script do
              %{kind: "result", message: "the worker's result is unreadable: " <> message, log: ""}}
         end
 
-      {:cmdc_script, ^handle, {:error, json}} ->
-        case JSON.decode(json) do
-          {:ok, e} ->
-            {:error,
-             %{kind: e["kind"] || "error", message: e["message"] || "", log: e["log"] || ""}}
-
-          {:error, _} ->
-            {:error, %{kind: "error", message: json, log: ""}}
-        end
+      {:cmdc_script, ^handle, {:error, %{kind: _, message: _, log: _} = error}} ->
+        {:error, error}
     after
       limit ->
         Native.script_cancel(handle)

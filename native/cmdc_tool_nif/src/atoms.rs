@@ -8,6 +8,8 @@ rustler::atoms! {
     path,
     keyword,
     message,
+    kind,
+    log,
     schema_path,
     not_found,
     invalid_tool,
