@@ -133,6 +133,7 @@ defmodule CMDC.Tool.Native do
   def schema_drop_nulls(_schema, _args), do: err()
   def tool_name_original(_registered, _called), do: err()
   def tool_name_check(_name), do: err()
+  def tool_name_namespaced(_server, _tool), do: err()
   def tool_name_for(_name, _format), do: err()
 
   # scripts.rs

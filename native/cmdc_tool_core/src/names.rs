@@ -96,27 +96,9 @@ pub fn for_provider(name: &str, rule: Rule) -> Cow<'_, str> {
         return Cow::Borrowed(name);
     }
     let mut out: String = match rule {
-        Rule::OpenAI => name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect(),
+        Rule::OpenAI => underscore_outside(name, "_-"),
         Rule::Gemini => {
-            let body: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || "_.:-".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let body = underscore_outside(name, "_.:-");
             if body.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
                 body
             } else {
@@ -130,6 +112,27 @@ pub fn for_provider(name: &str, rule: Rule) -> Cow<'_, str> {
         out.push_str(&format!("_{:08x}", fnv1a(name.as_bytes())));
     }
     Cow::Owned(out)
+}
+
+/// A name that follows [`NAME_RULE`] made from any text (an MCP server's tool name, say): each
+/// character outside the rule becomes `_`, and a name over 128 characters is cut to 119 plus `_`
+/// and 8 hex digits of a hash of the whole text, so distinct long names stay distinct.
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    if valid(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = underscore_outside(text, "_.-");
+    if out.len() > 128 || out.is_empty() {
+        out.truncate(128 - 9);
+        out.push_str(&format!("_{:08x}", fnv1a(text.as_bytes())));
+    }
+    Cow::Owned(out)
+}
+
+/// The name of `tool` from the MCP server `server`: `server__tool`, made to follow [`NAME_RULE`]
+/// by [`sanitize`].
+pub fn namespaced(server: &str, tool: &str) -> String {
+    sanitize(&format!("{server}__{tool}")).into_owned()
 }
 
 /// Two names of one list that a provider would be given as the same name: `(a, b, mapped)`.
@@ -172,6 +175,19 @@ pub fn original<'a>(
         }
     }
     found
+}
+
+/// `text` with each character other than ASCII letters, digits and `allowed` replaced by `_`.
+fn underscore_outside(text: &str, allowed: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || allowed.contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// 32-bit FNV-1a: a stable suffix for cut names (the same name gives the same suffix on every
@@ -218,6 +234,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("129 characters"));
+    }
+
+    #[test]
+    fn any_text_is_made_a_valid_name() {
+        assert_eq!(sanitize("read_file"), "read_file");
+        assert_eq!(namespaced("files", "read_file"), "files__read_file");
+        assert_eq!(
+            namespaced("my server", "get.weather"),
+            "my_server__get.weather"
+        );
+        assert_eq!(namespaced("s", "héllo/wörld"), "s__h_llo_w_rld");
+        assert_eq!(sanitize(""), format!("_{:08x}", fnv1a(b"")));
+        let long_a = namespaced("srv", &"a".repeat(200));
+        let long_b = namespaced("srv", &format!("{}b", "a".repeat(199)));
+        for long in [&long_a, &long_b] {
+            assert_eq!(long.len(), 128);
+            assert!(valid(long), "{long}");
+        }
+        assert_ne!(long_a, long_b);
+        // What a provider then gets follows its own rule.
+        assert!(Rule::OpenAI.accepts(&for_provider(&long_a, Rule::OpenAI)));
     }
 
     #[test]

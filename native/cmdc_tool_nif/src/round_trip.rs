@@ -92,6 +92,12 @@ fn tool_name_original(registered: Vec<String>, called: &str) -> Option<String> {
     names::original(registered.iter().map(String::as_str), called).map(str::to_owned)
 }
 
+/// The name of an MCP server's tool: `server__tool` made to follow the one tool-name rule.
+#[rustler::nif]
+fn tool_name_namespaced(server: &str, tool: &str) -> String {
+    names::namespaced(server, tool)
+}
+
 /// `{:ok, name}` when `name` follows the one tool-name rule, else `{:error, message}`.
 #[rustler::nif]
 fn tool_name_check(name: &str) -> Result<&str> {

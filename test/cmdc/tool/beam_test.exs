@@ -63,6 +63,8 @@ defmodule CMDC.Tool.BeamTest do
     assert Native.term_layout() == :direct
   end
 
+  # Thousands of cases: a loaded machine needs more than the default minute.
+  @tag timeout: 600_000
   test "in-place (direct reads and API reads) and converting paths agree on random terms" do
     TermGen.seed(ExUnit.configuration()[:seed])
     compiled = Enum.map(@schemas, &Schema.compile!/1)
@@ -80,6 +82,8 @@ defmodule CMDC.Tool.BeamTest do
     end
   end
 
+  # Thousands of cases: a loaded machine needs more than the default minute.
+  @tag timeout: 600_000
   test "the compiled program and the jsonschema path agree on random schemas and terms" do
     TermGen.seed(ExUnit.configuration()[:seed])
     tally = %{valid: 0, invalid: 0, fallback: 0, unsupported: 0}

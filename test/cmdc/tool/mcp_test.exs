@@ -2,6 +2,7 @@ defmodule CMDC.Tool.MCPTest do
   use ExUnit.Case, async: true
   doctest CMDC.Tool.MCP
 
+  alias CMDC.Test.MCPIO
   alias CMDC.Tool.MCP
   alias CMDC.Tool.Examples.{Echo, ReadFile}
 
@@ -101,35 +102,9 @@ defmodule CMDC.Tool.MCPTest do
     end
   end
 
-  # An IO device fed line by line by the test (StringIO cannot wait for more input).
-  defp feeder do
-    spawn_link(fn -> feed_loop([]) end)
-  end
-
-  defp feed_loop(queue) do
-    receive do
-      {:feed, line} -> feed_loop(queue ++ [line])
-      :eof -> feed_loop(queue ++ [:eof])
-      {:io_request, from, ref, {:get_line, _enc, _prompt}} -> answer(from, ref, queue)
-      {:io_request, from, ref, {:get_line, _prompt}} -> answer(from, ref, queue)
-    end
-  end
-
-  defp answer(from, ref, []) do
-    receive do
-      {:feed, line} -> answer(from, ref, [line])
-      :eof -> answer(from, ref, [:eof])
-    end
-  end
-
-  defp answer(from, ref, [next | rest]) do
-    send(from, {:io_reply, ref, next})
-    feed_loop(rest)
-  end
-
   test "server: new tool lists send list_changed only when the tools changed; malformed frames never stop it" do
     {:ok, out} = StringIO.open("")
-    input = feeder()
+    input = MCPIO.feeder()
     me = self()
 
     server =
@@ -141,7 +116,7 @@ defmodule CMDC.Tool.MCPTest do
     send(input, {:feed, "not json\n"})
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":1,"method":"initialize"}\n)})
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"ping"}\n)})
-    Process.sleep(100)
+    MCPIO.await_frames(out, 3)
     CMDC.Tool.MCP.Server.refresh(server, [Echo])
     CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":3,"method":"tools/list"}\n)})
@@ -164,7 +139,7 @@ defmodule CMDC.Tool.MCPTest do
 
   test "server: without list_changed, a new tool list is served but never announced" do
     {:ok, out} = StringIO.open("")
-    input = feeder()
+    input = MCPIO.feeder()
     me = self()
 
     server =
@@ -174,7 +149,7 @@ defmodule CMDC.Tool.MCPTest do
       end)
 
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":1,"method":"initialize"}\n)})
-    Process.sleep(100)
+    MCPIO.await_frames(out, 1)
     CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"tools/list"}\n)})
     send(input, :eof)

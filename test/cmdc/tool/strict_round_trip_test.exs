@@ -126,6 +126,32 @@ defmodule CMDC.Tool.StrictRoundTripTest do
     CMDC.Tool.Cluster.unpublish(pid)
   end
 
+  test "the MCP server hands the tool what the original schema means" do
+    {:ok, out} = StringIO.open("")
+    input = CMDC.Test.MCPIO.feeder()
+    me = self()
+
+    spawn_link(fn ->
+      CMDC.Tool.MCP.Server.serve([Booking], input: input, output: out)
+      send(me, :stopped)
+    end)
+
+    CMDC.Test.MCPIO.feed(input, %{"jsonrpc" => "2.0", "id" => 1, "method" => "initialize"})
+
+    CMDC.Test.MCPIO.feed(input, %{
+      "jsonrpc" => "2.0",
+      "id" => 2,
+      "method" => "tools/call",
+      "params" => %{"name" => "fs.book", "arguments" => @sent}
+    })
+
+    [_, %{"id" => 2, "result" => result}] = CMDC.Test.MCPIO.await_frames(out, 2)
+    CMDC.Test.MCPIO.eof(input)
+    assert_receive :stopped, 5_000
+    assert %{"isError" => false, "content" => [%{"text" => text}]} = result
+    assert CMDC.Tool.JSON.decode!(text) == @meant
+  end
+
   test "two names a provider would be given as one are refused with a clear error" do
     a = CMDC.Tool.Test.Factory.tool("fs.read")
     b = CMDC.Tool.Test.Factory.tool("fs_read")

@@ -182,29 +182,19 @@ defmodule CMDC.Tool.MCP.Client do
   defp now, do: System.monotonic_time(:millisecond)
 
   @doc """
-  The name a server's tool gets: `server__tool`, each part reduced to `[A-Za-z0-9_-]` (other
-  characters become `_`), at most 64 characters (longer names keep their head and end with a
-  hash of the whole, so they stay distinct).
+  The name a server's tool gets: `server__tool`, made to follow the one tool-name rule (MCP's:
+  1 to 128 of `A-Za-z0-9_.-`; other characters become `_`, and a longer name keeps its head and
+  ends with a hash of the whole, so names stay distinct). A provider with a narrower rule gets
+  a mapped name, which the runner maps back (`CMDC.Tool.RoundTrip`).
 
       iex> CMDC.Tool.MCP.Client.tool_name("files", "read_file")
       "files__read_file"
 
       iex> CMDC.Tool.MCP.Client.tool_name("my server", "get.weather")
-      "my_server__get_weather"
+      "my_server__get.weather"
   """
   @spec tool_name(String.t(), String.t()) :: String.t()
-  def tool_name(server, tool) do
-    name = clean(server) <> "__" <> clean(tool)
-
-    if byte_size(name) <= 64 do
-      name
-    else
-      hash = :erlang.phash2(name, 4_294_967_296) |> Integer.to_string(36) |> String.downcase()
-      binary_part(name, 0, 63 - byte_size(hash)) <> "_" <> hash
-    end
-  end
-
-  defp clean(part), do: String.replace(part, ~r/[^A-Za-z0-9_-]/, "_")
+  def tool_name(server, tool), do: CMDC.Tool.Native.tool_name_namespaced(server, tool)
 
   @doc "Stops the client and its server."
   @spec stop(t()) :: :ok
