@@ -85,20 +85,20 @@ impl Options<'_> for ScanOpts {
 impl From<ScanOpts> for Config {
     fn from(opts: ScanOpts) -> Self {
         Config {
-        cwd: PathBuf::from(opts.cwd),
-        home: PathBuf::from(opts.home),
-        cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
-        paths: opts.paths,
-        explicit: opts.explicit,
-        project: opts.project,
-        user: opts.user,
-        plugins: opts.plugins,
-        trust: match opts.trust {
-            None => Trust::Auto,
-            Some(true) => Trust::Always,
-            Some(false) => Trust::Never,
-        },
-        trusted: opts.trusted,
+            cwd: PathBuf::from(opts.cwd),
+            home: PathBuf::from(opts.home),
+            cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
+            paths: opts.paths,
+            explicit: opts.explicit,
+            project: opts.project,
+            user: opts.user,
+            plugins: opts.plugins,
+            trust: match opts.trust {
+                None => Trust::Auto,
+                Some(true) => Trust::Always,
+                Some(false) => Trust::Never,
+            },
+            trusted: opts.trusted,
         }
     }
 }

@@ -308,9 +308,7 @@ fn write(handle: &ExecHandle, data: Binary) -> Result<usize> {
     };
     match guard.as_ref() {
         Some(tx) if tx.send(data.as_slice().to_vec()).is_ok() => Ok(data.len()),
-        Some(_) => Err(Error::process(
-            "the program has ended: its stdin is closed",
-        )),
+        Some(_) => Err(Error::process("the program has ended: its stdin is closed")),
         None => Err(Error::process(
             "stdin is closed (or the program was not started with stdin: :pipe)",
         )),

@@ -222,9 +222,13 @@ fn script_stop(path: Option<String>) -> usize {
 }
 
 /// Starts reading the scripts' descriptions: `{:ok, handle}`, then the message
-/// `{:cmdc_script, handle, {:loaded, [{path, status, json} | {path, :error, message}]}}`.
+/// `{:cmdc_script, handle, {:loaded, [{path, {:ok, {status, json}} | {:error, message}}]}}`.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn script_load<'a>(env: Env<'a>, paths: Vec<String>, opts: Term<'a>) -> Result<ResourceArc<Handle>> {
+fn script_load<'a>(
+    env: Env<'a>,
+    paths: Vec<String>,
+    opts: Term<'a>,
+) -> Result<ResourceArc<Handle>> {
     let opts = load::LoadOpts::from(options::decode::<LoadOpts>(opts)?);
     let rt = crate::runtime::get()?;
     let pid = env.pid();
@@ -239,11 +243,12 @@ fn script_load<'a>(env: Env<'a>, paths: Vec<String>, opts: Term<'a>) -> Result<R
         reply.send(move |env| {
             let items: Vec<Term> = results
                 .into_iter()
-                .map(|(path, r)| match r {
-                    Loaded::Ok(status, text) => {
-                        (path, status, binary(env, text.as_bytes())).encode(env)
-                    }
-                    Loaded::Err(e) => (path, atoms::error(), Error::from(e)).encode(env),
+                .map(|(path, r)| {
+                    let r = match r {
+                        Loaded::Ok(status, text) => Ok((status, binary(env, text.as_bytes()))),
+                        Loaded::Err(e) => Err(Error::from(e)),
+                    };
+                    (path, r).encode(env)
                 })
                 .collect();
             (msg::loaded(), items).encode(env)

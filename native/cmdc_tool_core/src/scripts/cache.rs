@@ -87,7 +87,7 @@ pub fn read_cache(script: &Path) -> Result<Cached> {
         Err(e) => return Ok(Cached::Corrupt(format!("not JSON: {e}"))),
     };
     if let Err(why) = check_document(&doc, kind) {
-        return Ok(Cached::Corrupt(why));
+        return Ok(Cached::Corrupt(why.to_string()));
     }
     let script_mtime = script_meta.modified().map_err(|e| unreadable(script, &e))?;
     let current = match doc.get("scriptStamp").and_then(Value::as_str) {
@@ -105,37 +105,47 @@ pub fn read_cache(script: &Path) -> Result<Cached> {
     }
 }
 
-/// Checks that a document has the shape a script description must have: `Err` says what is
-/// missing (the reason a cache is rebuilt).
-pub fn check_document(doc: &Value, kind: Kind) -> std::result::Result<(), String> {
-    let obj = doc.as_object().ok_or("the document is not a JSON object")?;
+/// Checks that a document has the shape a script description must have: an [`Error::Json`]
+/// says what is missing (the reason a cache is rebuilt).
+pub fn check_document(doc: &Value, kind: Kind) -> Result<()> {
+    let bad = |why: String| Error::Json(why);
+    let obj = doc
+        .as_object()
+        .ok_or_else(|| bad("the document is not a JSON object".into()))?;
     match obj.get("type").and_then(Value::as_str) {
         Some(t) if t == kind.module_type() => {}
-        Some(t) => return Err(format!("type is {t:?}, expected {:?}", kind.module_type())),
-        None => return Err("no \"type\" field".into()),
+        Some(t) => {
+            return Err(bad(format!(
+                "type is {t:?}, expected {:?}",
+                kind.module_type()
+            )))
+        }
+        None => return Err(bad("no \"type\" field".into())),
     }
     if !obj.get("name").is_some_and(Value::is_string) {
-        return Err("no \"name\" string".into());
+        return Err(bad("no \"name\" string".into()));
     }
     let tools = obj
         .get("tools")
         .and_then(Value::as_array)
-        .ok_or("no \"tools\" array")?;
+        .ok_or_else(|| bad("no \"tools\" array".into()))?;
     for (i, tool) in tools.iter().enumerate() {
         let function = tool
             .get("function")
             .and_then(Value::as_object)
-            .ok_or(format!("tools[{i}] has no \"function\" object"))?;
+            .ok_or_else(|| bad(format!("tools[{i}] has no \"function\" object")))?;
         if !function.get("name").is_some_and(Value::is_string) {
-            return Err(format!("tools[{i}].function has no \"name\""));
+            return Err(bad(format!("tools[{i}].function has no \"name\"")));
         }
         if !function.get("parameters").is_some_and(Value::is_object) {
-            return Err(format!("tools[{i}].function has no \"parameters\" object"));
+            return Err(bad(format!(
+                "tools[{i}].function has no \"parameters\" object"
+            )));
         }
     }
     if let Some(p) = obj.get("rulePrompt") {
         if !p.is_string() && !p.is_null() {
-            return Err("\"rulePrompt\" is not a string".into());
+            return Err(bad("\"rulePrompt\" is not a string".into()));
         }
     }
     Ok(())
@@ -278,8 +288,16 @@ mod tests {
             .unwrap();
         assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
 
-        assert!(write_cache(&script, b"[1]").is_err());
-        assert!(read_cache(&dir.join("missing.py")).is_err());
+        let err = write_cache(&script, b"[1]").unwrap_err();
+        assert!(
+            matches!(&err, Error::Json(m) if m.contains("not a JSON object")),
+            "{err:?}"
+        );
+        let err = read_cache(&dir.join("missing.py")).unwrap_err();
+        assert!(
+            matches!(&err, Error::Invalid(m) if m.starts_with("cannot read the script")),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -244,7 +244,12 @@ pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
         Err(_) => {
             return paths
                 .into_iter()
-                .map(|p| (p, Loaded::Err(Error::Process("the cache scan failed".into()))))
+                .map(|p| {
+                    (
+                        p,
+                        Loaded::Err(Error::Process("the cache scan failed".into())),
+                    )
+                })
                 .collect()
         }
     };

@@ -108,7 +108,10 @@ mod tests {
         // a frame cut short is an error, not a clean end
         let mut cut = &frame[..6];
         let e = read_frame(&mut cut).await.unwrap_err();
-        assert!(matches!(&e, Error::Process(m) if m.contains("broke")), "{e:?}");
+        assert!(
+            matches!(&e, Error::Process(m) if m.contains("broke")),
+            "{e:?}"
+        );
     }
 
     #[test]
