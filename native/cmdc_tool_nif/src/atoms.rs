@@ -17,7 +17,6 @@ rustler::atoms! {
     reserved,
     none,
     tool,
-    miss,
     stale,
     direct,
     api,
