@@ -60,6 +60,17 @@ defmodule CMDC.Tool.Script do
 
   and `__script__/0`: `%{path: ..., function: ..., group: ..., kind: :python | :powershell}`.
 
+  ## Title, annotations, structured output
+
+  A Python function's `title` and `annotations` attributes (literals, like the permission
+  attributes) become the tool's `title/0` and `annotations/0` (`CMDC.Tool.Structured`); a bad
+  one is dropped with a warning. Its return type hint gives `output_schema/0` when it maps to
+  a JSON object (`dict`, `dict[str, T]`, a `TypedDict`), unless it has a `format`
+  function: its results are then checked against it and served as MCP `structuredContent`.
+
+      forecast.title = "City forecast"
+      forecast.annotations = {"readOnlyHint": True, "openWorldHint": False}
+
   ## Running
 
   `execute/2` of a generated module sends the call to a worker process of the script (started
@@ -268,7 +279,8 @@ defmodule CMDC.Tool.Script do
              settings: settings(tool, doc["defaultPermissions"]),
              script: %{path: path, function: name, group: group, kind: kind},
              call_opts: call_opts
-           }}
+           }
+           |> Map.merge(display(tool, path, name))}
         end)
 
       {:ok,
@@ -282,6 +294,23 @@ defmodule CMDC.Tool.Script do
          status: status(status),
          warnings: doc["warnings"] || []
        }, defs}
+    end
+  end
+
+  # The optional `CMDC.Tool.Structured` callbacks' values (read by the generated modules):
+  # `title` and `annotations` from the function's attributes, `outputSchema` from its return
+  # type hint. A bad title or annotations is dropped with a warning, as a bad permission is.
+  defp display(tool, path, name) do
+    output =
+      if is_map(tool["outputSchema"]), do: %{output_schema: tool["outputSchema"]}, else: %{}
+
+    case CMDC.Tool.Structured.split_display(Map.take(tool, ["title", "annotations"])) do
+      {:ok, display, _} ->
+        display |> Enum.reject(fn {_, v} -> v == nil end) |> Map.new() |> Map.merge(output)
+
+      {:error, reason} ->
+        Logger.warning("cmdc_tool: #{Path.basename(path)}: #{name}: #{reason}; ignored")
+        output
     end
   end
 
