@@ -2,6 +2,7 @@
 //! failures in the shape the Elixir side returns.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use jsonschema::json::{Json, SerdeJson};
@@ -128,10 +129,14 @@ pub struct Failure {
 
 impl Failure {
     pub fn from_error(e: &ValidationError) -> Self {
+        // Room for a typical message up front: `to_string` grows from nothing, a few
+        // reallocations per failure.
+        let mut message = String::with_capacity(128);
+        let _ = write!(message, "{e}");
         Failure {
             path: e.instance_path().as_str().to_owned(),
             keyword: e.kind().keyword().to_owned(),
-            message: e.to_string(),
+            message,
             schema_path: e.schema_path().as_str().to_owned(),
         }
     }
@@ -160,11 +165,20 @@ pub fn check_for<'i, F: Json>(
     if validator.is_valid(node.clone()) {
         return Ok(());
     }
-    Err(validator
+    match failures_for(validator, node) {
+        failures if failures.is_empty() => Ok(()),
+        failures => Err(failures),
+    }
+}
+
+/// The failures of an instance already found invalid (by the compiled program): no boolean
+/// check first. Empty when `validator` finds it valid after all.
+pub fn failures_for<'i, F: Json>(validator: &'i Validator<F>, node: F::Node<'i>) -> Vec<Failure> {
+    validator
         .iter_errors(node)
         .take(MAX_ERRORS)
         .map(|e| Failure::from_error(&e))
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

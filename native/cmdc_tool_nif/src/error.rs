@@ -100,7 +100,7 @@ impl From<RegistryError<Atom>> for Error {
 fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
     crate::term::string_map(
         env,
-        &[
+        [
             (atoms::path(), f.path.as_str()),
             (atoms::keyword(), f.keyword.as_str()),
             (atoms::message(), f.message.as_str()),
@@ -118,7 +118,7 @@ impl Encoder for Error {
             Error::Core(cmdc_tool_core::error::Error::Script { kind, message, log }) => {
                 crate::term::string_map(
                     env,
-                    &[
+                    [
                         (atoms::kind(), kind.as_str()),
                         (atoms::message(), message.as_str()),
                         (atoms::log(), log.as_str()),

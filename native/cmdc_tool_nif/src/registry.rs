@@ -421,7 +421,7 @@ pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
         .map(|w| {
             crate::term::string_map(
                 env,
-                &[
+                [
                     (atoms::tool(), w.tool.as_str()),
                     (atoms::path(), w.path.as_str()),
                     (atoms::keyword(), w.keyword.as_str()),

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
-use cmdc_tool_core::schema::{check_for, compile_for, parse_draft, Documents, Failure};
+use cmdc_tool_core::schema::{
+    check_for, compile_for, failures_for, parse_draft, Documents, Failure,
+};
 use jsonschema::{Draft, Validator};
 use rustler::{Binary, Env, NifMap, ResourceArc, Term};
 use serde_json::Value;
@@ -81,15 +83,25 @@ pub(crate) fn validate_term<'a>(
     args: Term<'a>,
     budget: Budget,
 ) -> Result<Term<'a>> {
+    let mut invalid = false;
     if let Some(program) = schema.compiled.as_ref() {
         match crate::compiled::run(program, args, budget.is_dirty()) {
             Ok(()) => return Ok(args),
             Err(Stop::Yield) => return Err(Error::Yield),
             // Invalid or undecided: the `jsonschema` path decides and names the errors.
-            Err(_) => {}
+            Err(stop) => invalid = stop == Stop::Invalid,
         }
     }
     let tape = beam::build(args, &mut { budget }).map_err(|e| Error::not_json(&e))?;
+    if invalid {
+        // Known invalid: straight to the errors, without `check_for`'s boolean pass.
+        let failures = failures_for::<Beam>(&schema.validator, tape.root());
+        return if failures.is_empty() {
+            Ok(args)
+        } else {
+            Err(Error::Invalid(failures))
+        };
+    }
     check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
     Ok(args)
 }
