@@ -271,10 +271,7 @@ defmodule CMDC.Tool do
       %{keyword: "type", path: "/path"}
   """
   @spec validate(module(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
-  def validate(tool_module, args) do
-    with {:ok, schema} <- module_schema(tool_module),
-         do: CMDC.Tool.RoundTrip.validate(schema, args)
-  end
+  def validate(tool_module, args), do: Schema.validate_module(tool_module, args)
 
   @doc """
   Resolves the tool named `tool_name` in a registry and validates `args` against its schema, in
@@ -327,11 +324,8 @@ defmodule CMDC.Tool do
 
   defp module_schema(tool_module) do
     case Schema.for_module(tool_module) do
-      {:ok, schema} ->
-        {:ok, schema}
-
-      {:error, message} ->
-        {:error, [%{path: "", keyword: "schema", message: message, schema_path: ""}]}
+      {:ok, schema} -> {:ok, schema}
+      {:error, message} -> {:error, [Schema.schema_error(message)]}
     end
   end
 

@@ -94,6 +94,12 @@ defmodule CMDC.Tool.Native do
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
 
+  # modules.rs
+  def module_schema(_module, _kind, _md5), do: err()
+  def module_schema_put(_module, _kind, _md5, _compiled), do: err()
+  def module_validate(_module, _md5, _args), do: err()
+  def module_validate_dirty(_module, _md5, _args), do: err()
+
   # registry.rs
   def registry_new(_reserved), do: err()
   def registry_default, do: err()
