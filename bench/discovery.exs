@@ -68,7 +68,7 @@ median = fn fun, runs ->
   times |> Enum.sort() |> Enum.at(div(runs, 2))
 end
 
-{cold_scan, {:ok, scan, _digest}} = :timer.tc(fn -> Native.discovery_scan(native, nil) end)
+{cold_scan, {:ok, {scan, _digest}}} = :timer.tc(fn -> Native.discovery_scan(native, nil) end)
 ^count = length(scan.files)
 warm_scan = median.(fn -> Native.discovery_scan(native, nil) end, 21)
 

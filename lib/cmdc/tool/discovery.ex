@@ -148,6 +148,13 @@ defmodule CMDC.Tool.Discovery do
       iex> File.rm_rf(dir) |> elem(0)
       :ok
 
+  ## Errors
+
+  `discover/1` does not fail on what it finds: a root that does not exist, a file or folder
+  that cannot be read, a bad metadata file, manifest or trust list, a file that does not
+  compile, is an entry of `errors` (`%{type, source, provider, path, reason}`, `reason` a binary
+  saying what to fix). Only options it does not know raise `ArgumentError`.
+
   ## Reload
 
   `load_into/2` registers what `discover/1` finds and returns a state (`t:t/0`);
@@ -532,8 +539,8 @@ defmodule CMDC.Tool.Discovery do
     }
 
     case Native.discovery_scan(native, previous) do
-      {:ok, scan, digest} -> {scan, digest}
-      {:unchanged, _digest} -> :unchanged
+      {:ok, {:unchanged, _digest}} -> :unchanged
+      {:ok, {scan, digest}} -> {scan, digest}
       {:error, message} -> raise ArgumentError, message
     end
   end

@@ -102,6 +102,17 @@ defmodule CMDC.Tool.Script do
       `CMDC.Context.update/2` (text as is, other values as JSON text), i.e. to the runner's
       partial results.
 
+  ## Errors
+
+    * `load/2`, `load_many/2`: `{:error, message}` for a script (a binary saying what to fix:
+      not a `.py`/`.ps1` file, the script cannot be read, a syntax error, no interpreter).
+    * `call/3`, `start_call/3`, `await/2`: `{:error, %{kind: kind, message: message, log: log}}`
+      (`t:call_error/0`, binaries). `kind` says how the call failed: `"exception"`,
+      `"arguments"`, `"unknown_function"`, `"import"`, `"timeout"`, `"cancelled"`, `"crashed"`,
+      `"missing"` (the script file is gone), `"interpreter"`, `"pwsh_missing"`, `"native"`, ...;
+      `message` is what a model is shown; `log` is what the script printed meanwhile.
+    * `execute/2` of a generated module: `{:error, message}`, as `CMDC.Tool` defines it.
+
   ## Options (of `load/2`, `load_many/2`, `call/3`)
 
     * `:python` - the interpreter to use when the script's folder has no `.venv`/`venv` and
@@ -200,19 +211,19 @@ defmodule CMDC.Tool.Script do
           receive do
             {:cmdc_script, ^handle, {:loaded, items}} -> items
           after
-            limit -> Enum.map(absolute, &{&1, :error, "loading scripts timed out"})
+            limit -> Enum.map(absolute, &{&1, {:error, "loading scripts timed out"}})
           end
 
         {:error, message} ->
-          Enum.map(absolute, &{&1, :error, message})
+          Enum.map(absolute, &{&1, {:error, message}})
       end
 
     built =
       paths
       |> Enum.zip(results)
       |> Enum.map(fn
-        {path, {_abs, :error, message}} -> {path, {:error, message}}
-        {path, {abs, status, json}} -> {path, build(abs, status, json, opts)}
+        {path, {_abs, {:error, message}}} -> {path, {:error, message}}
+        {path, {abs, {:ok, {status, json}}}} -> {path, build(abs, status, json, opts)}
       end)
 
     # one code-loading commit for every tool module of every script
@@ -370,7 +381,7 @@ defmodule CMDC.Tool.Script do
   @doc """
   Starts a call and returns at once with its handle; the calling process then receives
   `{:cmdc_script, handle, event}` messages (`{:progress, json}`, then `{:ok, json, os_pid}` or
-  `{:error, json}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
+  `{:error, call_error}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
   `cancel/1` from any process. Options as for `call/3`.
   """
   @spec start_call(module(), map(), keyword()) :: {:ok, reference()} | {:error, call_error()}
@@ -450,15 +461,8 @@ defmodule CMDC.Tool.Script do
              %{kind: "result", message: "the worker's result is unreadable: " <> message, log: ""}}
         end
 
-      {:cmdc_script, ^handle, {:error, json}} ->
-        case JSON.decode(json) do
-          {:ok, e} ->
-            {:error,
-             %{kind: e["kind"] || "error", message: e["message"] || "", log: e["log"] || ""}}
-
-          {:error, _} ->
-            {:error, %{kind: "error", message: json, log: ""}}
-        end
+      {:cmdc_script, ^handle, {:error, %{kind: _, message: _, log: _} = error}} ->
+        {:error, error}
     after
       limit ->
         Native.script_cancel(handle)

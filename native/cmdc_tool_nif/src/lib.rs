@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod json;
 pub mod layout;
+pub mod options;
 pub mod permissions;
 pub mod registry;
 pub mod round_trip;

@@ -419,19 +419,6 @@ fn registry_validate_json_dirty<'a>(
 // ---------------------------------------------------------------------------------------------
 // Provider output, cached
 
-fn format_of(format: Term) -> Result<Format> {
-    format
-        .atom_to_string()
-        .ok()
-        .and_then(|f| Format::parse(&f))
-        .ok_or_else(|| {
-            Error::Message(format!(
-                "unknown format {format:?}; expected one of :openai, :openai_responses, \
-                 :anthropic, :gemini, :gemini_json_schema, :mcp"
-            ))
-        })
-}
-
 pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
     let list: Vec<Term<'a>> = warnings
         .iter()
@@ -460,7 +447,7 @@ fn registry_cached_json<'a>(
     strict: bool,
     context_key: Binary<'a>,
 ) -> Result<Option<Term<'a>>> {
-    let format = format_of(format)?;
+    let format = crate::options::format(format)?;
     let key = (format, strict, context_key.as_slice().to_vec());
     let built = {
         let cache = lock(&reg.cache);
@@ -487,7 +474,7 @@ fn registry_build<'a>(
     generation: u64,
     overrides: HashMap<String, String>,
 ) -> Result<(u64, Term<'a>, Term<'a>, Term<'a>)> {
-    let fmt = format_of(format)?;
+    let fmt = crate::options::format(format)?;
     // A snapshot: the lock is held only to clone the entry handles.
     let (current, entries) = {
         let state = reg.read();
@@ -496,7 +483,7 @@ fn registry_build<'a>(
     if current != generation {
         return Err(Error::Stale);
     }
-    providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt).map_err(Error::Message)?;
+    providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt)?;
     let (start, end) = providers::list_json_delimiters(fmt, entries.len());
     let mut json = Vec::with_capacity(256 * entries.len() + 32);
     json.extend_from_slice(start);
@@ -555,8 +542,8 @@ fn providers_convert<'a>(
     format: Term<'a>,
     strict: bool,
 ) -> Result<(Term<'a>, Term<'a>)> {
-    let fmt = format_of(format)?;
-    providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt).map_err(Error::Message)?;
+    let fmt = crate::options::format(format)?;
+    providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt)?;
     let mut params: Vec<Value> = Vec::with_capacity(tools.len());
     for (name, _, p) in &tools {
         let what = format!("tool {name:?}: parameters are not JSON");

@@ -163,11 +163,6 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert esc.reason =~ "leaves the plugin folder"
   end
 
-  test "the native scan refuses malformed options with a message" do
-    assert {:error, message} = CMDC.Tool.Native.discovery_scan(%{cwd: 1}, nil)
-    assert message =~ "expected a map"
-  end
-
   test "each source can be switched off", c do
     p = c.prefix
     write(c.root, "extra/a.ex", tool("#{p}.A", "#{p}_a"))
