@@ -1,6 +1,6 @@
 # Discovery cost for 1,000 tool files: the native scan cold and warm, the first full load
 # (compiling every file in the compiler VM), and a warm refresh where nothing changed.
-# Run: mix run bench/discovery.exs
+# Run: MIX_ENV=bench mix run bench/discovery.exs
 alias CMDC.Tool.{Discovery, Native}
 
 defmodule Bench.Registry do

@@ -14,7 +14,7 @@
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 
-use cmdc_tool_core::tape::{is_ascii, Beam, Item, Tape};
+use cmdc_tool_core::tape::{is_ascii, Item, Tape};
 use rustler::sys::{
     enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size, enif_get_uint64,
     enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
@@ -468,20 +468,4 @@ impl<'a> Walker<'a> {
         }
         Ok(atom_keys && binary_keys)
     }
-}
-
-/// Checks the accessor contract of the validator on a term encoding
-/// `jsonschema::json::conformance::document()`; used by the test suite.
-pub fn conformance(term: Term) -> Result<(), String> {
-    let tape = build(term, &mut Budget::dirty()).map_err(|e| e.message())?;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        jsonschema::json::conformance::assert_conformance::<Beam>(&tape.root())
-    }))
-    .map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "conformance check failed".into())
-    })
 }

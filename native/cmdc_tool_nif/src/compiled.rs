@@ -19,11 +19,10 @@ use rustler::sys::{
     enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifCharEncoding,
     ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
 };
-use rustler::{Encoder, Env, ResourceArc, Term};
+use rustler::Term;
 
 use crate::beam::{atoms, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP};
 use crate::layout::{self, Layout, Shape};
-use crate::schema::Schema;
 use crate::term::{DIRTY_BUDGET, NORMAL_BUDGET};
 
 /// Work units of the program on a normal scheduler. A unit here (one value checked in place)
@@ -388,51 +387,4 @@ impl<'r> Instance<'r> for Raw<'r> {
             }
         }
     }
-}
-
-mod answers {
-    rustler::atoms! { valid, invalid, fallback, unsupported }
-}
-
-/// The program's own answer, for the tests comparing it with the `jsonschema` path:
-/// `:valid`, `:invalid`, `:fallback` (not decided there), or `:unsupported` (the schema did not
-/// compile into a program). `api` reads terms through `enif_*` only.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_compiled<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    input: Term<'a>,
-    api: bool,
-) -> Term<'a> {
-    let Some(program) = schema.compiled.as_ref() else {
-        return answers::unsupported().encode(env);
-    };
-    let result = if api {
-        run_api(program, input, true)
-    } else {
-        run(program, input, true)
-    };
-    match result {
-        Ok(()) => answers::valid(),
-        Err(Stop::Invalid) => answers::invalid(),
-        Err(_) => answers::fallback(),
-    }
-    .encode(env)
-}
-
-/// Benchmark figure: ns per run of the program on the caller's term, looped inside one NIF call.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn bench_compiled_validate<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    input: Term<'a>,
-    iterations: u64,
-) -> Term<'a> {
-    let Some(program) = schema.compiled.as_ref() else {
-        return (crate::atoms::error(), "the schema has no compiled program").encode(env);
-    };
-    let ns = crate::schema::best_of_five(iterations.max(1), &|| {
-        run(program, std::hint::black_box(input), false).is_ok()
-    });
-    (crate::atoms::ok(), ns).encode(env)
 }

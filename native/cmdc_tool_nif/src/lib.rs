@@ -1,9 +1,10 @@
 //! cmdc_tool's native core. Every `#[rustler::nif]` in the modules below is registered with
 //! `CMDC.Tool.Native` by `rustler::init!`; this file holds only the module list and the table.
+//! `testing` (the `testing` cargo feature) adds the test and benchmark NIFs, whose stubs
+//! `CMDC.Tool.Native.Testing` adds to `CMDC.Tool.Native` in the same builds.
 
 pub mod atoms;
 pub mod beam;
-pub mod bench;
 pub mod compiled;
 pub mod discovery;
 pub mod error;
@@ -19,5 +20,7 @@ pub mod schema;
 pub mod scripts;
 pub mod stdio;
 pub mod term;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 rustler::init!("Elixir.CMDC.Tool.Native");

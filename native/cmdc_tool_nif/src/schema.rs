@@ -5,19 +5,15 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
 
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
-use cmdc_tool_core::schema::{
-    check, check_for, compile, compile_for, parse_draft, Documents, Failure,
-};
+use cmdc_tool_core::schema::{check_for, compile_for, parse_draft, Documents, Failure};
 use jsonschema::{Draft, Validator};
-use rustler::{Binary, Encoder, Env, ResourceArc, Term};
+use rustler::{Binary, Env, ResourceArc, Term};
 use serde_json::Value;
 
-use crate::atoms;
 use crate::beam;
 use crate::error::{Error, Result};
 use crate::json::DecodeError;
@@ -28,10 +24,9 @@ use cmdc_tool_core::tape::Beam;
 pub struct Schema {
     /// Validates terms in place (`beam.rs`): the path every term takes.
     pub validator: AssertUnwindSafe<Validator<Beam>>,
-    /// The same schema over `serde_json::Value`: the converting path, kept for the tests that
-    /// check both paths agree and for the pure-Rust benchmark figure.
-    pub converting: AssertUnwindSafe<Validator>,
     pub source: Value,
+    /// The draft asked for at compile time (`None`: the schema's `$schema`, else Draft 7).
+    pub draft: Option<Draft>,
     /// The schema compiled into checks that read terms directly (`compiled.rs`), when it uses
     /// only the keywords that path implements; tried first, `validator` decides the rest.
     pub compiled: AssertUnwindSafe<Option<Program>>,
@@ -45,17 +40,12 @@ pub struct Schema {
 pub type ConversionCache = HashMap<(Format, bool), (String, Arc<Converted>)>;
 
 impl Schema {
-    pub fn new(
-        validator: Validator<Beam>,
-        converting: Validator,
-        source: Value,
-        draft: Option<Draft>,
-    ) -> Self {
+    pub fn new(validator: Validator<Beam>, source: Value, draft: Option<Draft>) -> Self {
         Schema {
             validator: AssertUnwindSafe(validator),
-            converting: AssertUnwindSafe(converting),
             compiled: AssertUnwindSafe(Program::compile(&source, resolved_draft(&source, draft))),
             source,
+            draft,
             converted: Mutex::new(HashMap::new()),
             null_plan: OnceLock::new(),
         }
@@ -151,11 +141,8 @@ fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Sc
         })?),
     };
     let docs = documents(&opts);
-    let validator = compile_for::<Beam>(&source, docs.clone(), draft)?;
-    let converting = compile(&source, docs, draft)?;
-    Ok(ResourceArc::new(Schema::new(
-        validator, converting, source, draft,
-    )))
+    let validator = compile_for::<Beam>(&source, docs, draft)?;
+    Ok(ResourceArc::new(Schema::new(validator, source, draft)))
 }
 
 #[rustler::nif]
@@ -188,120 +175,4 @@ fn schema_validate_json_dirty<'a>(
     text: Binary<'a>,
 ) -> Result<Term<'a>> {
     validate_text(env, &schema, text.as_slice())
-}
-
-/// Validates through the converting path (for the tests comparing both paths): term ->
-/// `serde_json::Value` -> validation, with the in-place path's budget.
-#[rustler::nif]
-fn schema_validate_converting<'a>(schema: ResourceArc<Schema>, args: Term<'a>) -> Result<Term<'a>> {
-    let value = term::to_value(args, &mut Budget::normal()).map_err(|e| Error::not_json(&e))?;
-    check(&schema.converting, &value).map_err(Error::Invalid)?;
-    Ok(args)
-}
-
-/// Validates in place reading the term through the `enif_*` API only (for the tests comparing
-/// it with the direct reads of `layout.rs`).
-#[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_api<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a>> {
-    let tape = beam::build_api(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
-    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
-    Ok(args)
-}
-
-/// `:direct` when terms are read from memory (the layout checked out on this emulator), else
-/// `:api`.
-#[rustler::nif]
-fn term_layout(env: Env) -> Term {
-    match crate::layout::get() {
-        Some(_) => atoms::direct().encode(env),
-        None => atoms::api().encode(env),
-    }
-}
-
-/// Runs the `jsonschema` accessor-contract check on a term encoding its conformance document.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn beam_conformance<'a>(env: Env<'a>, document: Term<'a>) -> Term<'a> {
-    match crate::beam::conformance(document) {
-        Ok(()) => atoms::ok().encode(env),
-        Err(message) => (atoms::error(), message).encode(env),
-    }
-}
-
-/// The schema as a term (as compiled), for callers that need the source back.
-#[rustler::nif]
-fn schema_source<'a>(env: Env<'a>, schema: ResourceArc<Schema>) -> Term<'a> {
-    term::from_value(env, &schema.source)
-}
-
-/// Pure-Rust figure for the benchmark: ns per full validation (`check`) and per `is_valid` of
-/// pre-parsed JSON text, measured inside Rust with no term conversion.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn bench_rust_validate<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    text: Binary<'a>,
-    iterations: u64,
-) -> Term<'a> {
-    let value: Value = match serde_json::from_slice(text.as_slice()) {
-        Ok(v) => v,
-        Err(e) => return (atoms::error(), e.to_string()).encode(env),
-    };
-    let n = iterations.max(1);
-    let full = best_of_five(n, &|| {
-        check(&schema.converting, std::hint::black_box(&value)).is_ok()
-    });
-    let bare = best_of_five(n, &|| {
-        schema.converting.is_valid(std::hint::black_box(&value))
-    });
-    (atoms::ok(), (full, bare)).encode(env)
-}
-
-/// Breakdown for the benchmark, looped inside one NIF call (no Elixir call overhead) on the
-/// caller's term: ns per walk into the index, per walk + `is_valid`, per `is_valid` alone.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn bench_term_validate<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    input: Term<'a>,
-    iterations: u64,
-) -> Term<'a> {
-    let n = iterations.max(1);
-    let walk = best_of_five(n, &|| {
-        beam::build(std::hint::black_box(input), &mut Budget::normal()).is_ok()
-    });
-    let full = best_of_five(n, &|| match beam::build(
-        std::hint::black_box(input),
-        &mut Budget::normal(),
-    ) {
-        Ok(tape) => schema.validator.is_valid(tape.root()),
-        Err(_) => false,
-    });
-    let tape = beam::build(input, &mut Budget::dirty());
-    let check = match &tape {
-        Ok(tape) => best_of_five(n, &|| {
-            schema.validator.is_valid(std::hint::black_box(tape.root()))
-        }),
-        Err(_) => f64::NAN,
-    };
-    (atoms::ok(), (walk, full, check)).encode(env)
-}
-
-/// An empty NIF with the same arguments as `schema_validate`: the call overhead from Elixir.
-#[rustler::nif]
-fn bench_noop<'a>(env: Env<'a>, _schema: &'a Schema, _input: Term<'a>) -> Term<'a> {
-    atoms::ok().encode(env)
-}
-
-/// ns per call of `f`, best of five rounds of `n` calls: the round least disturbed by other work
-/// on the machine.
-pub(crate) fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
-    (0..5)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..n {
-                std::hint::black_box(f());
-            }
-            start.elapsed().as_nanos() as f64 / n as f64
-        })
-        .fold(f64::INFINITY, f64::min)
 }
