@@ -242,7 +242,13 @@ defmodule CMDC.Tool.Registry do
 
   @doc false
   # Used by CMDC.Tool: {:ok, module} | :error, a plain hash lookup.
-  def find(%__MODULE__{ref: ref}, name) when is_binary(name), do: Native.registry_find(ref, name)
+  def find(%__MODULE__{ref: ref}, name) when is_binary(name) do
+    case Native.registry_find(ref, name) do
+      nil -> :error
+      module -> {:ok, module}
+    end
+  end
+
   def find(%__MODULE__{} = reg, name), do: find(reg, to_name(name))
 
   @doc false

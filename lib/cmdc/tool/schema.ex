@@ -63,9 +63,9 @@ defmodule CMDC.Tool.Schema do
 
   def compile(schema, opts) do
     native_opts = %{
-      "draft" => opts[:draft] && to_string(opts[:draft]),
-      "documents" => Map.new(Keyword.get(opts, :documents, %{})),
-      "dirs" => Map.new(Keyword.get(opts, :dirs, %{}))
+      draft: opts[:draft] && to_string(opts[:draft]),
+      documents: Map.new(Keyword.get(opts, :documents, %{})),
+      dirs: for({prefix, dir} <- Keyword.get(opts, :dirs, %{}), do: {prefix, to_string(dir)})
     }
 
     Native.schema_compile(schema, native_opts)

@@ -88,6 +88,20 @@ fn explain(term: Term, budget: &Budget) -> TermError {
     }
 }
 
+/// A binary's bytes if `term` is one (bit strings are not), through the API. The binary belongs
+/// to the caller's term, alive for the whole NIF call: callers keep the slice no longer.
+#[inline]
+pub(crate) fn inspect_bytes(env: *mut ErlNifEnv, term: ErlNifTerm) -> Option<&'static [u8]> {
+    let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
+    if unsafe { enif_inspect_binary(env, term, bin.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    Some(unsafe {
+        let bin = bin.assume_init();
+        std::slice::from_raw_parts(bin.data, bin.size)
+    })
+}
+
 /// `enif_term_type`, read as a plain `int`: a future term type must not become an invalid enum.
 #[inline]
 pub(crate) fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
@@ -138,16 +152,7 @@ impl<'a> Walker<'a> {
     /// A binary's bytes if `term` is one (not checked for UTF-8), through the API.
     #[inline]
     fn bytes(&self, term: ErlNifTerm) -> Option<&'static [u8]> {
-        let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
-        if unsafe { enif_inspect_binary(self.env, term, bin.as_mut_ptr()) } == 0 {
-            return None;
-        }
-        // The binary belongs to the caller's term, alive for the whole NIF call; the tape that
-        // keeps this slice is bound to that call's lifetime.
-        Some(unsafe {
-            let bin = bin.assume_init();
-            std::slice::from_raw_parts(bin.data, bin.size)
-        })
+        inspect_bytes(self.env, term)
     }
 
     /// Reads `term` into `slot`.
@@ -328,7 +333,7 @@ impl<'a> Walker<'a> {
         Ok(false)
     }
 
-    /// A key that is not a heap binary: another binary, or an atom.
+    /// A key not read directly: another binary, or an atom.
     #[inline(never)]
     fn other_key(&mut self, key: ErlNifTerm, slot: usize) -> Result<bool, Stop> {
         if let Some(bytes) = self.bytes(key) {

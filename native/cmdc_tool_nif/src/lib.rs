@@ -7,6 +7,7 @@ pub mod atoms;
 pub mod beam;
 pub mod compiled;
 pub mod discovery;
+pub mod encode;
 pub mod error;
 pub mod exec;
 pub mod json;

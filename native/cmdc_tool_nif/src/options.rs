@@ -1,7 +1,8 @@
 //! The one way options reach a NIF: the Elixir side passes a map with atom keys; the NIF decodes
 //! it into this crate's `#[derive(NifMap)]` struct for that NIF (the wire shape: times in ms,
-//! paths as strings) with [`decode`], and that struct's one `From` turns it into the core's
-//! options (`Duration`s, `PathBuf`s). A map of the wrong shape is a bug of the Elixir caller;
+//! paths as strings) with [`decode`], and that struct's one `From` (`TryFrom` when converting
+//! can fail, e.g. schema documents that must be JSON) turns it into the core's options
+//! (`Duration`s, `PathBuf`s). A map of the wrong shape is a bug of the Elixir caller;
 //! it still answers `{:error, message}` naming the NIF and the expected shape, never `badarg`.
 
 use cmdc_tool_core::providers::Format;

@@ -264,14 +264,10 @@ fn settings_term<'a>(env: Env<'a>, settings: Option<&[u8]>) -> Term<'a> {
 // ---------------------------------------------------------------------------------------------
 // Reads
 
-/// `{:ok, module}` or `:error`: a hash lookup, for `CMDC.Tool.find/2`.
+/// The module registered as `name`, or `nil`: a hash lookup, for `CMDC.Tool.find/2`.
 #[rustler::nif]
-fn registry_find<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
-    let state = reg.read();
-    match state.get(as_str(&name)) {
-        Some(e) => (atoms::ok(), e.module).encode(env),
-        None => atoms::error().encode(env),
-    }
+fn registry_find(reg: ResourceArc<Registry>, name: Binary) -> Option<Atom> {
+    reg.read().get(as_str(&name)).map(|e| e.module)
 }
 
 fn fetch(reg: &Registry, name: &str, dirty: bool) -> Result<Atom> {

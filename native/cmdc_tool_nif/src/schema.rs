@@ -11,12 +11,13 @@ use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{check_for, compile_for, parse_draft, Documents, Failure};
 use jsonschema::{Draft, Validator};
-use rustler::{Binary, Env, ResourceArc, Term};
+use rustler::{Binary, Env, NifMap, ResourceArc, Term};
 use serde_json::Value;
 
 use crate::beam;
 use crate::error::{Error, Result};
 use crate::json::DecodeError;
+use crate::options::{self, Options};
 use crate::term::{self, Budget};
 use cmdc_tool_core::tape::Beam;
 
@@ -150,28 +151,52 @@ pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> R
     Ok(args)
 }
 
-/// Options: `%{"documents" => %{uri => schema}, "dirs" => %{url_prefix => folder}}`.
-fn documents(opts: &Value) -> Documents {
-    let mut docs = Documents::default();
-    if let Some(Value::Object(map)) = opts.get("documents") {
-        docs.documents = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    }
-    if let Some(Value::Object(map)) = opts.get("dirs") {
-        docs.dirs = map
-            .iter()
-            .filter_map(|(k, v)| v.as_str().map(|d| (k.clone(), PathBuf::from(d))))
+/// `CMDC.Tool.Schema.compile/2`'s options.
+#[derive(NifMap)]
+struct CompileOpts<'a> {
+    /// `"7"`, `"2020-12"`, ... or `nil` (the schema's `$schema`, else Draft 7).
+    draft: Option<String>,
+    /// `%{uri => schema}`: the documents `$ref`s resolve against.
+    documents: Term<'a>,
+    /// `[{url_prefix, folder}]`: a `$ref` under the prefix reads the file inside the folder.
+    dirs: Vec<(String, String)>,
+}
+
+impl<'a> Options<'a> for CompileOpts<'a> {
+    const NIF: &'static str = "schema_compile";
+    const EXPECTED: &'static str = "draft (string or nil), documents (a map of URI => schema) \
+        and dirs (a list of {url_prefix, folder} strings)";
+}
+
+/// The core's documents. Fallible (the documents must be JSON), so `TryFrom`.
+impl<'a> TryFrom<CompileOpts<'a>> for Documents {
+    type Error = Error;
+
+    fn try_from(opts: CompileOpts<'a>) -> Result<Self> {
+        let documents = match term::to_value(opts.documents, &mut Budget::dirty()) {
+            Ok(Value::Object(map)) => map.into_iter().collect(),
+            Ok(_) => {
+                return Err(Error::Message(
+                    "documents must be a map of URI => schema".into(),
+                ))
+            }
+            Err(e) => return Err(Error::bad_term("invalid schema document", &e)),
+        };
+        let dirs = opts
+            .dirs
+            .into_iter()
+            .map(|(prefix, dir)| (prefix, PathBuf::from(dir)))
             .collect();
+        Ok(Documents { documents, dirs })
     }
-    docs
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
 fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Schema>> {
     let source = term::to_value(schema, &mut Budget::dirty())
         .map_err(|e| Error::bad_term("invalid schema", &e))?;
-    let opts = term::to_value(opts, &mut Budget::dirty())
-        .map_err(|e| Error::bad_term("invalid schema", &e))?;
-    let draft = match opts.get("draft").and_then(Value::as_str) {
+    let opts = options::decode::<CompileOpts>(opts)?;
+    let draft = match opts.draft.as_deref() {
         None => None,
         Some(name) => Some(parse_draft(name).ok_or_else(|| {
             Error::Message(format!(
@@ -179,7 +204,7 @@ fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Sc
             ))
         })?),
     };
-    let docs = documents(&opts);
+    let docs = Documents::try_from(opts)?;
     let validator = compile_for::<Beam>(&source, docs, draft)?;
     Ok(ResourceArc::new(Schema::new(validator, source, draft)))
 }

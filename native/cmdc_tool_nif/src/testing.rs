@@ -9,7 +9,7 @@ use std::time::Instant;
 use cmdc_tool_core::compiled::Stop;
 use cmdc_tool_core::schema::{check, check_for, compile, Documents};
 use jsonschema::Validator;
-use rustler::{Binary, Encoder, Env, ResourceArc, Term};
+use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
 use crate::atoms;
@@ -105,13 +105,11 @@ fn term_layout(env: Env) -> Term {
 }
 
 /// Runs the `jsonschema` accessor-contract check on a term encoding its conformance document:
-/// `:ok` or `{:error, message}`.
+/// `{:ok, :ok}` or `{:error, message}`.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn beam_conformance<'a>(env: Env<'a>, document: Term<'a>) -> Term<'a> {
-    match conformance(document) {
-        Ok(()) => atoms::ok().encode(env),
-        Err(message) => (atoms::error(), message).encode(env),
-    }
+fn beam_conformance(document: Term) -> Result<Atom> {
+    conformance(document)?;
+    Ok(atoms::ok())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,8 +226,8 @@ fn bench_rust_text_validate(
 
 /// Checks the accessor contract of the validator on a term encoding
 /// `jsonschema::json::conformance::document()`.
-fn conformance(term: Term) -> Result<(), String> {
-    let tape = beam::build(term, &mut Budget::dirty()).map_err(|e| e.message())?;
+fn conformance(term: Term) -> Result<()> {
+    let tape = beam::build(term, &mut Budget::dirty()).map_err(|e| Error::Message(e.message()))?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         jsonschema::json::conformance::assert_conformance::<Beam>(&tape.root())
     }))
@@ -240,4 +238,5 @@ fn conformance(term: Term) -> Result<(), String> {
             .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
             .unwrap_or_else(|| "conformance check failed".into())
     })
+    .map_err(Error::Message)
 }

@@ -7,7 +7,7 @@ defmodule CMDC.Tool.ErrorShapesTest do
   import CMDC.Tool.ScriptCase
   import ExUnit.CaptureLog
 
-  alias CMDC.Tool.{Discovery, Exec, Permissions, Registry, RoundTrip, Script}
+  alias CMDC.Tool.{Discovery, Exec, Permissions, Registry, RoundTrip, Schema, Script}
 
   describe "scripts" do
     test "a file that is not a script, and a missing script, are {:error, message}" do
@@ -53,6 +53,33 @@ defmodule CMDC.Tool.ErrorShapesTest do
       File.rm!(path)
       assert {:error, %{kind: "missing", message: message, log: ""}} = Script.call(module, %{})
       assert message =~ "cannot read the script"
+    end
+  end
+
+  describe "schemas" do
+    test "a schema that does not compile, and an unknown draft, are {:error, message}" do
+      assert {:error, message} = Schema.compile(%{"type" => "strnig"})
+      assert message =~ "invalid schema"
+
+      assert {:error, message} = Schema.compile(%{"type" => "object"}, draft: "5")
+      assert message =~ ~s(unknown draft "5")
+    end
+
+    test "arguments that break the schema are {:error, [failure]} with binaries" do
+      schema =
+        Schema.compile!(%{
+          "type" => "object",
+          "properties" => %{"n" => %{"type" => "integer"}},
+          "required" => ["n"]
+        })
+
+      assert {:error, [%{path: "/n", keyword: "type", message: m, schema_path: sp}]} =
+               Schema.validate(schema, %{"n" => "one"})
+
+      assert is_binary(m) and is_binary(sp)
+
+      assert {:error, [%{path: "/n", keyword: "json"}]} =
+               Schema.validate(schema, %{"n" => self()})
     end
   end
 
