@@ -180,10 +180,11 @@ defmodule CMDC.Tool.Schema do
     end
   end
 
+  # The module version: the one invalidation rule of the stored schemas.
   defp module_md5(module) do
-    module.module_info(:md5)
+    :erlang.get_module_info(module, :md5)
   rescue
-    UndefinedFunctionError -> nil
+    ArgumentError -> nil
   end
 
   # `{:ok, schema}` or `{:error, message}`, the message naming the module and the callback.

@@ -6,6 +6,7 @@
 //! Elixir side's (`CMDC.Tool.Schema.for_module/1`): it calls the module, then stores here.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{OnceLock, RwLock};
 
 use cmdc_tool_core::schema::Failure;
@@ -21,8 +22,30 @@ type Compiled = std::result::Result<ResourceArc<Schema>, String>;
 /// `(module, kind)` as atom terms (atoms are never freed, so their terms are stable keys).
 type Key = (rustler::sys::ErlNifTerm, rustler::sys::ErlNifTerm);
 
-fn cache() -> &'static RwLock<HashMap<Key, (Vec<u8>, Compiled)>> {
-    static CACHE: OnceLock<RwLock<HashMap<Key, (Vec<u8>, Compiled)>>> = OnceLock::new();
+/// `(module, kind) → (module MD5, compiled)`.
+type Cache = RwLock<HashMap<Key, (Vec<u8>, Compiled), BuildHasherDefault<WordHasher>>>;
+
+/// The keys are atom terms, distinct words already: a multiply-rotate mix of them is hash
+/// enough, where SipHash would be a quarter of a lookup's cost on the validation path.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|b| self.write_usize(*b as usize));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
@@ -30,11 +53,17 @@ fn key(module: Atom, kind: Atom) -> Key {
     (module.as_c_arg(), kind.as_c_arg())
 }
 
-fn cached(module: Atom, kind: Atom, md5: &[u8]) -> Option<Compiled> {
+/// `f` of what is stored for this version of the module, under the read lock (no copy).
+fn with_cached<R>(
+    module: Atom,
+    kind: Atom,
+    md5: &[u8],
+    f: impl FnOnce(Option<&Compiled>) -> R,
+) -> R {
     let cache = cache().read().unwrap_or_else(|e| e.into_inner());
     match cache.get(&key(module, kind)) {
-        Some((stored, compiled)) if stored == md5 => Some(compiled.clone()),
-        _ => None,
+        Some((stored, compiled)) if stored == md5 => f(Some(compiled)),
+        _ => f(None),
     }
 }
 
@@ -42,7 +71,7 @@ fn cached(module: Atom, kind: Atom, md5: &[u8]) -> Option<Compiled> {
 /// the module has nothing stored.
 #[rustler::nif]
 fn module_schema(module: Atom, kind: Atom, md5: Binary) -> Option<Compiled> {
-    cached(module, kind, md5.as_slice())
+    with_cached(module, kind, md5.as_slice(), |c| c.cloned())
 }
 
 /// Stores what `{:ok, schema} | {:error, message}` compiling this version of the module gave,
@@ -78,16 +107,21 @@ fn validate<'a>(
     args: Term<'a>,
     dirty: bool,
 ) -> Result<Term<'a>> {
-    match cached(module, atoms::parameters(), md5) {
-        None => Err(Error::Miss),
-        Some(Err(message)) => Err(Error::Invalid(vec![Failure {
-            path: String::new(),
-            keyword: "schema".into(),
-            message,
-            schema_path: String::new(),
-        }])),
-        Some(Ok(schema)) => schema::validate_call(env, &schema, args, dirty),
-    }
+    with_cached(
+        module,
+        atoms::parameters(),
+        md5,
+        |compiled| match compiled {
+            None => Err(Error::Miss),
+            Some(Err(message)) => Err(Error::Invalid(vec![Failure {
+                path: String::new(),
+                keyword: "schema".into(),
+                message: message.clone(),
+                schema_path: String::new(),
+            }])),
+            Some(Ok(schema)) => schema::validate_call(env, schema, args, dirty),
+        },
+    )
 }
 
 #[rustler::nif]
