@@ -99,6 +99,8 @@ defmodule CMDC.Tool.Native do
   def module_schema_put(_module, _kind, _md5, _compiled), do: err()
   def module_validate(_module, _md5, _args), do: err()
   def module_validate_dirty(_module, _md5, _args), do: err()
+  def module_validate_json(_module, _md5, _text), do: err()
+  def module_validate_json_dirty(_module, _md5, _text), do: err()
 
   # registry.rs
   def registry_new(_reserved), do: err()

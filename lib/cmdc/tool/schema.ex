@@ -143,20 +143,38 @@ defmodule CMDC.Tool.Schema do
   # CMDC.Tool.validate/2: the arguments validated against for_module/1's schema in one native
   # call (strict mode's nulls dropped, as CMDC.Tool.RoundTrip does), compiled on first use.
   def validate_module(module, args) do
-    md5 = module_md5(module)
+    compiled = &CMDC.Tool.RoundTrip.validate(&1, args)
 
-    case md5 && Native.with_dirty(module_validate(module, md5, args)) do
-      {:error, :miss} -> validate_module(module, args, for_module(module))
-      nil -> validate_module(module, args, for_module(module))
-      result -> result
+    case module_md5(module) do
+      nil -> with_compiled(module, compiled)
+      md5 -> stored(Native.with_dirty(module_validate(module, md5, args)), module, compiled)
     end
   end
 
-  # Just compiled (and stored, for the next call): the same rule through the schema.
-  defp validate_module(_module, args, {:ok, schema}),
-    do: CMDC.Tool.RoundTrip.validate(schema, args)
+  @doc false
+  # CMDC.Tool.validate_json/2: the same for the JSON text a model sent, decoded in that call.
+  def validate_module_json(module, text) do
+    compiled = &CMDC.Tool.RoundTrip.validate_json(&1, text)
 
-  defp validate_module(_module, _args, {:error, message}), do: {:error, [schema_error(message)]}
+    case is_binary(text) and module_md5(module) do
+      md5 when is_binary(md5) ->
+        stored(Native.with_dirty(module_validate_json(module, md5, text)), module, compiled)
+
+      _no_version_or_not_text ->
+        with_compiled(module, compiled)
+    end
+  end
+
+  # Nothing stored for this version yet: compiled (and stored, for the next call) now.
+  defp stored({:error, :miss}, module, compiled), do: with_compiled(module, compiled)
+  defp stored(result, _module, _compiled), do: result
+
+  defp with_compiled(module, fun) do
+    case for_module(module) do
+      {:ok, schema} -> fun.(schema)
+      {:error, message} -> {:error, [schema_error(message)]}
+    end
+  end
 
   @doc false
   def schema_error(message), do: %{path: "", keyword: "schema", message: message, schema_path: ""}

@@ -10,11 +10,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{OnceLock, RwLock};
 
 use cmdc_tool_core::schema::Failure;
-use rustler::{Atom, Binary, ResourceArc, Term};
+use rustler::{Atom, Binary, Env, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error::{Error, Result};
-use crate::schema::{self, Schema};
+use crate::schema::{self, Args, Schema};
 
 /// A compiled schema, or the message of why the module's schema does not compile.
 type Compiled = std::result::Result<ResourceArc<Schema>, String>;
@@ -97,14 +97,14 @@ fn module_schema_put(module: Atom, kind: Atom, md5: Binary, compiled: Term) -> R
 }
 
 /// A call's arguments validated against the module's stored `:parameters` schema in one call
-/// (`schema::validate_call`: strict mode's nulls dropped): `{:ok, args}`, the failures (one
-/// with keyword `"schema"` when it does not compile), or `:miss` (nothing stored for this
-/// version: the caller compiles and stores it).
+/// (`schema::validate_call`: strict mode's nulls dropped; JSON text decoded first): `{:ok, args}`,
+/// the failures (one with keyword `"schema"` when it does not compile), or `:miss` (nothing
+/// stored for this version: the caller compiles and stores it).
 fn validate<'a>(
-    env: rustler::Env<'a>,
+    env: Env<'a>,
     module: Atom,
     md5: &[u8],
-    args: Term<'a>,
+    args: Args<'a>,
     dirty: bool,
 ) -> Result<Term<'a>> {
     with_cached(
@@ -119,27 +119,59 @@ fn validate<'a>(
                 message: message.clone(),
                 schema_path: String::new(),
             }])),
-            Some(Ok(schema)) => schema::validate_call(env, schema, args, dirty),
+            Some(Ok(schema)) => schema::validate_args(env, schema, args, dirty),
         },
     )
 }
 
 #[rustler::nif]
 fn module_validate<'a>(
-    env: rustler::Env<'a>,
+    env: Env<'a>,
     module: Atom,
     md5: Binary<'a>,
     args: Term<'a>,
 ) -> Result<Term<'a>> {
-    validate(env, module, md5.as_slice(), args, false)
+    validate(env, module, md5.as_slice(), Args::Term(args), false)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
 fn module_validate_dirty<'a>(
-    env: rustler::Env<'a>,
+    env: Env<'a>,
     module: Atom,
     md5: Binary<'a>,
     args: Term<'a>,
 ) -> Result<Term<'a>> {
-    validate(env, module, md5.as_slice(), args, true)
+    validate(env, module, md5.as_slice(), Args::Term(args), true)
+}
+
+#[rustler::nif]
+fn module_validate_json<'a>(
+    env: Env<'a>,
+    module: Atom,
+    md5: Binary<'a>,
+    text: Binary<'a>,
+) -> Result<Term<'a>> {
+    validate(
+        env,
+        module,
+        md5.as_slice(),
+        Args::Text(text.as_slice()),
+        false,
+    )
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn module_validate_json_dirty<'a>(
+    env: Env<'a>,
+    module: Atom,
+    md5: Binary<'a>,
+    text: Binary<'a>,
+) -> Result<Term<'a>> {
+    validate(
+        env,
+        module,
+        md5.as_slice(),
+        Args::Text(text.as_slice()),
+        true,
+    )
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::atoms;
 use crate::error::{Error, Result};
-use crate::schema::{self, Schema};
+use crate::schema::{self, Args, Schema};
 use crate::term::{self, Budget};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
@@ -354,20 +354,8 @@ fn call<'a>(
     dirty: bool,
 ) -> Result<(Atom, Term<'a>, Term<'a>)> {
     let (module, schema, settings) = entry(reg, name, dirty)?;
-    let args = match args {
-        Args::Term(term) => term,
-        Args::Text(text) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => {
-            return Err(Error::Yield)
-        }
-        Args::Text(text) => schema::decode_args(env, text)?,
-    };
-    let args = schema::validate_call(env, &schema, args, dirty)?;
+    let args = schema::validate_args(env, &schema, args, dirty)?;
     Ok((module, args, settings_term(env, settings.as_deref())))
-}
-
-enum Args<'a> {
-    Term(Term<'a>),
-    Text(&'a [u8]),
 }
 
 #[rustler::nif]

@@ -128,6 +128,30 @@ pub(crate) fn validate_call<'a>(
     }
 }
 
+/// A call's arguments: a term, or the JSON text a model sent.
+pub(crate) enum Args<'a> {
+    Term(Term<'a>),
+    Text(&'a [u8]),
+}
+
+/// `validate_call` of a call's arguments, JSON text decoded first (`:yield` on a normal
+/// scheduler for text over what it may decode there).
+pub(crate) fn validate_args<'a>(
+    env: Env<'a>,
+    schema: &Schema,
+    args: Args<'a>,
+    dirty: bool,
+) -> Result<Term<'a>> {
+    let args = match args {
+        Args::Term(term) => term,
+        Args::Text(text) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => {
+            return Err(Error::Yield)
+        }
+        Args::Text(text) => decode_args(env, text)?,
+    };
+    validate_call(env, schema, args, dirty)
+}
+
 /// Decodes a call's JSON text under the budget of the scheduler it runs on (`:yield` on a
 /// normal scheduler when the text holds more work than it may do, a big integer); text that
 /// is not JSON is the one failure with keyword `"json"`.
