@@ -248,6 +248,16 @@ defmodule CMDC.Tool.Exec do
     end
   end
 
+  @doc """
+  Kills every program started through this module that still runs, in any process, with
+  everything it started (its process group and descendants that left it), and returns how many
+  there were. For a host about to exit: `cancel/1` asks a run to stop and the VM may be gone
+  before it has, while the kernel's parent-death signal reaches each program but not its
+  children. Never call it where other parts of the VM still need their programs.
+  """
+  @spec kill_all() :: non_neg_integer()
+  def kill_all, do: Native.exec_kill_all()
+
   @doc "Closes the stdin of a program started with `stdin: :pipe` (it reads end of file)."
   @spec close_stdin(t()) :: :ok
   def close_stdin(%__MODULE__{handle: handle}), do: Native.exec_close_stdin(handle)

@@ -77,6 +77,7 @@ defmodule CMDC.Tool.Native do
   def exec_write(_handle, _data), do: err()
   def exec_write_dirty(_handle, _data), do: err()
   def exec_close_stdin(_handle), do: err()
+  def exec_kill_all, do: err()
 
   # json.rs
   def json_decode(_text), do: err()
@@ -93,6 +94,14 @@ defmodule CMDC.Tool.Native do
   def schema_validate_dirty(_schema, _args), do: err()
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
+
+  # modules.rs
+  def module_schema(_module, _kind, _md5), do: err()
+  def module_schema_put(_module, _kind, _md5, _compiled), do: err()
+  def module_validate(_module, _md5, _args), do: err()
+  def module_validate_dirty(_module, _md5, _args), do: err()
+  def module_validate_json(_module, _md5, _text), do: err()
+  def module_validate_json_dirty(_module, _md5, _text), do: err()
 
   # registry.rs
   def registry_new(_reserved), do: err()

@@ -20,4 +20,6 @@ rustler::atoms! {
     stale,
     direct,
     api,
+    parameters,
+    miss,
 }

@@ -39,6 +39,9 @@ pub enum Error {
     NotJson { path: String, message: String },
     /// The registry changed since the caller read its generation: reason `:stale`.
     Stale,
+    /// Nothing cached for that key (`crate::modules`): reason `:miss`, the caller compiles and
+    /// stores it.
+    Miss,
 }
 
 /// The result of a fallible NIF.
@@ -114,6 +117,7 @@ impl Encoder for Error {
         match self {
             Error::Yield => atoms::r#yield().encode(env),
             Error::Stale => atoms::stale().encode(env),
+            Error::Miss => atoms::miss().encode(env),
             Error::NotJson { path, message } => (path, message).encode(env),
             Error::Core(cmdc_tool_core::error::Error::Script { kind, message, log }) => {
                 crate::term::string_map(

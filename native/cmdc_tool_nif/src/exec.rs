@@ -315,6 +315,13 @@ fn write(handle: &ExecHandle, data: Binary) -> Result<usize> {
     }
 }
 
+/// Kills every running program and what it started (`CMDC.Tool.Exec.kill_all/0`); walks
+/// `/proc`, hence a dirty scheduler.
+#[rustler::nif(schedule = "DirtyIo")]
+fn exec_kill_all() -> usize {
+    exec::kill_all()
+}
+
 /// Closes an interactive program's stdin (the program sees end of file once queued bytes are
 /// written). Closing twice does nothing.
 #[rustler::nif]

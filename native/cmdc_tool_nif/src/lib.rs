@@ -12,6 +12,7 @@ pub mod error;
 pub mod exec;
 pub mod json;
 pub mod layout;
+pub mod modules;
 pub mod options;
 pub mod permissions;
 pub mod registry;

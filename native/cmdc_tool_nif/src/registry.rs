@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::atoms;
 use crate::error::{Error, Result};
-use crate::schema::{self, Schema};
+use crate::schema::{self, Args, Schema};
 use crate::term::{self, Budget};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
@@ -328,34 +328,34 @@ fn tool_suggest(names: Vec<String>, name: String) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Resolve and validate in one call
 
-fn schema_of(reg: &Registry, name: &str) -> Option<ResourceArc<Schema>> {
-    reg.read().get(name).map(|e| e.schema.clone())
+/// What a call needs of the tool `name`: its module, compiled schema and stored settings.
+type CallEntry = (Atom, ResourceArc<Schema>, Option<Vec<u8>>);
+
+fn entry(reg: &Registry, name: &str, dirty: bool) -> Result<CallEntry> {
+    let state = reg.read();
+    match state.get(name) {
+        Some(e) => Ok((
+            e.module,
+            e.schema.clone(),
+            state.settings(name).map(<[u8]>::to_vec),
+        )),
+        None => Err(missing(&state, name, dirty)),
+    }
 }
 
-/// Resolves `name` and validates `args` against its compiled schema in one call:
-/// `{:ok, {module, settings}}` (settings as stored, or `:none`), the failures, or not found.
-fn validate<'a>(
+/// A call resolved, validated and given its settings, in one native call (`schema::validate_call`,
+/// strict mode's nulls dropped): `{:ok, {module, args, settings}}` (settings as stored, or
+/// `:none`), the failures, or not found. `args` is a term, or JSON text decoded first.
+fn call<'a>(
     env: Env<'a>,
     reg: &Registry,
     name: &str,
-    args: Term<'a>,
-    budget: Budget,
-) -> Result<(Atom, Term<'a>)> {
-    let dirty = budget.is_dirty();
-    let entry = {
-        let state = reg.read();
-        match state.get(name) {
-            Some(e) => (
-                e.module,
-                e.schema.clone(),
-                state.settings(name).map(<[u8]>::to_vec),
-            ),
-            None => return Err(missing(&state, name, dirty)),
-        }
-    };
-    let (module, schema, settings) = entry;
-    schema::validate_term(&schema, args, budget)?;
-    Ok((module, settings_term(env, settings.as_deref())))
+    args: Args<'a>,
+    dirty: bool,
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    let (module, schema, settings) = entry(reg, name, dirty)?;
+    let args = schema::validate_args(env, &schema, args, dirty)?;
+    Ok((module, args, settings_term(env, settings.as_deref())))
 }
 
 #[rustler::nif]
@@ -364,8 +364,8 @@ fn registry_validate<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     args: Term<'a>,
-) -> Result<(Atom, Term<'a>)> {
-    validate(env, &reg, as_str(&name), args, Budget::normal())
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Term(args), false)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -374,22 +374,8 @@ fn registry_validate_dirty<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     args: Term<'a>,
-) -> Result<(Atom, Term<'a>)> {
-    validate(env, &reg, as_str(&name), args, Budget::dirty())
-}
-
-fn validate_json<'a>(
-    env: Env<'a>,
-    reg: &Registry,
-    name: &str,
-    text: &[u8],
-    dirty: bool,
-) -> Result<Term<'a>> {
-    match schema_of(reg, name) {
-        Some(_) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => Err(Error::Yield),
-        Some(schema) => schema::validate_text(env, &schema, text),
-        None => Err(missing(&reg.read(), name, dirty)),
-    }
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Term(args), true)
 }
 
 #[rustler::nif]
@@ -398,8 +384,8 @@ fn registry_validate_json<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate_json(env, &reg, as_str(&name), text.as_slice(), false)
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), false)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -408,8 +394,8 @@ fn registry_validate_json_dirty<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate_json(env, &reg, as_str(&name), text.as_slice(), true)
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), true)
 }
 
 // ---------------------------------------------------------------------------------------------

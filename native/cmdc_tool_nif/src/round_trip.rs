@@ -20,6 +20,12 @@ fn schema_drop_nulls<'a>(
     schema: ResourceArc<Schema>,
     args: Term<'a>,
 ) -> Option<Term<'a>> {
+    without_nulls(env, &schema, args)
+}
+
+/// `args` without the nulls the strict rewrite of `schema` introduced, or `None` (nothing to
+/// drop). May walk the whole term: callers run it on a dirty scheduler.
+pub(crate) fn without_nulls<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Option<Term<'a>> {
     let plan = schema.null_plan();
     if plan.is_empty() {
         return None;

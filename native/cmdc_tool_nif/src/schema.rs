@@ -106,14 +106,77 @@ pub(crate) fn validate_term<'a>(
     Ok(args)
 }
 
-/// Decodes and validates JSON text, under the budget of the scheduler it runs on: `:yield`
-/// on a normal scheduler when the text holds more work than it may do (a big integer).
-/// `{:ok, decoded}` or the failures.
-pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Result<Term<'a>> {
-    let args = crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
+/// A tool call's arguments validated: as `validate_term`, and when they fail, once more
+/// without the nulls strict mode put for absent optional fields (`crate::round_trip`), so a
+/// call shaped by a strict schema reaches the tool as its original schema means it.
+/// `Ok(args)` (maybe without those nulls) or the first failures. The one rule of every path
+/// that validates a call: registry, tool module, runner, MCP server, cluster.
+pub(crate) fn validate_call<'a>(
+    env: Env<'a>,
+    schema: &Schema,
+    args: Term<'a>,
+    dirty: bool,
+) -> Result<Term<'a>> {
+    let budget = if dirty {
+        Budget::dirty()
+    } else {
+        Budget::normal()
+    };
+    let failures = match validate_term(schema, args, budget) {
+        Err(Error::Invalid(failures)) => failures,
+        other => return other,
+    };
+    let no_plan = schema.null_plan.get().is_some_and(NullPlan::is_empty);
+    if no_plan || failures.iter().any(|f| f.keyword == "json") {
+        return Err(Error::Invalid(failures));
+    }
+    // Making the plan and walking the whole term is a dirty scheduler's work.
+    if !dirty {
+        return Err(Error::Yield);
+    }
+    match crate::round_trip::without_nulls(env, schema, args) {
+        Some(dropped) if validate_term(schema, dropped, Budget::dirty()).is_ok() => Ok(dropped),
+        _ => Err(Error::Invalid(failures)),
+    }
+}
+
+/// A call's arguments: a term, or the JSON text a model sent.
+pub(crate) enum Args<'a> {
+    Term(Term<'a>),
+    Text(&'a [u8]),
+}
+
+/// `validate_call` of a call's arguments, JSON text decoded first (`:yield` on a normal
+/// scheduler for text over what it may decode there).
+pub(crate) fn validate_args<'a>(
+    env: Env<'a>,
+    schema: &Schema,
+    args: Args<'a>,
+    dirty: bool,
+) -> Result<Term<'a>> {
+    let args = match args {
+        Args::Term(term) => term,
+        Args::Text(text) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => {
+            return Err(Error::Yield)
+        }
+        Args::Text(text) => decode_args(env, text)?,
+    };
+    validate_call(env, schema, args, dirty)
+}
+
+/// Decodes a call's JSON text under the budget of the scheduler it runs on (`:yield` on a
+/// normal scheduler when the text holds more work than it may do, a big integer); text that
+/// is not JSON is the one failure with keyword `"json"`.
+pub(crate) fn decode_args<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>> {
+    crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
         DecodeError::Yield => Error::Yield,
         DecodeError::Invalid(message) => Error::Invalid(vec![Failure::json("", message)]),
-    })?;
+    })
+}
+
+/// Decodes and validates JSON text: `{:ok, decoded}` or the failures.
+pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Result<Term<'a>> {
+    let args = decode_args(env, text)?;
     if let Some(program) = schema.compiled.as_ref() {
         if crate::compiled::run(program, args, true).is_ok() {
             return Ok(args);

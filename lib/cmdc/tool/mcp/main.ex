@@ -48,10 +48,16 @@ defmodule CMDC.Tool.MCP.Main do
   @doc "Runs the command and halts the VM with its status (what `bin/cmdc-mcp` calls)."
   @spec main([String.t()]) :: no_return()
   def main(argv) do
-    case run(argv) do
-      :ok -> System.halt(0)
-      {:error, status} -> System.halt(status)
-    end
+    status =
+      case run(argv) do
+        :ok -> 0
+        {:error, status} -> status
+      end
+
+    # The server gave its calls a moment to stop; whatever still runs goes now, with what it
+    # started (the kernel's parent-death signal would reach each program alone).
+    CMDC.Tool.Exec.kill_all()
+    System.halt(status)
   end
 
   @doc """
