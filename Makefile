@@ -27,6 +27,7 @@ demo: setup
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p cmdc_tool_nif --all-targets --features testing -- -D warnings
 	mix format --check-formatted
 	MIX_ENV=test mix compile --warnings-as-errors --force
 
@@ -43,7 +44,7 @@ fmt:
 	mix format
 
 bench: setup
-	for b in bench/*.exs; do mix run $$b || exit 1; done
+	for b in bench/*.exs; do MIX_ENV=bench mix run $$b || exit 1; done
 
 clean:
 	mix clean

@@ -7,6 +7,12 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   small compiler is defined here, in `mix.exs`, so Mix sees it before compiling anything. It
   rebuilds only when a file of the crate (`*.rs`, `Cargo.toml`, `Cargo.lock`) is newer than the
   installed library. It works the same when `:cmdc_tool` is a `path:` dependency.
+
+  The crate's `testing` feature (the test and benchmark NIFs, `CMDC.Tool.Native.Testing`) is
+  built for `MIX_ENV=test` and `MIX_ENV=bench`, or with `CMDC_NIF_TESTING=1`; never otherwise.
+  That build is installed under its own name (`library/1`), so the two builds never replace
+  each other in the shared `priv/`, and `CMDC.Tool.Native` loads the one whose NIF table its
+  stubs match.
   """
   use Mix.Task.Compiler
 
@@ -15,22 +21,41 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   @impl true
   def run(_args) do
     root = Path.expand(__DIR__)
-    target = Path.join([Mix.Project.app_path(), "priv", "native", "lib#{@crate}.so"])
-    sources = sources(root)
+    features = features()
+    target = Path.join([Mix.Project.app_path(), "priv", "native", library(features) <> ".so"])
 
-    if stale?(sources, target) do
-      build(root, target)
+    if stale?(sources(root), target) do
+      build(root, target, features)
     else
       {:noop, []}
     end
   end
+
+  @doc """
+  The cargo features of the library this build makes: `["testing"]` for `MIX_ENV=test` and
+  `MIX_ENV=bench` or with `CMDC_NIF_TESTING=1`, else `[]`.
+  """
+  def features do
+    if Mix.env() in [:test, :bench] or System.get_env("CMDC_NIF_TESTING") == "1",
+      do: ["testing"],
+      else: []
+  end
+
+  @doc "The installed library's name (no extension) for a set of `features/0`."
+  def library([]), do: "lib#{@crate}"
+  def library(features), do: Enum.join(["lib#{@crate}" | features], "_")
 
   @impl true
   def manifests, do: []
 
   @impl true
   def clean do
-    File.rm(Path.join([Mix.Project.app_path(), "priv", "native", "lib#{@crate}.so"]))
+    for features <- [[], ["testing"]],
+        do:
+          File.rm(
+            Path.join([Mix.Project.app_path(), "priv", "native", library(features) <> ".so"])
+          )
+
     :ok
   end
 
@@ -49,12 +74,19 @@ defmodule Mix.Tasks.Compile.CmdcNative do
     end
   end
 
-  defp build(root, target) do
+  defp build(root, target, features) do
     cargo = find_cargo(System.get_env("CARGO"))
+    feature_args = if features == [], do: [], else: ["--features", Enum.join(features, ",")]
 
     # Build output goes to stderr: stdout may be a protocol channel (`mix cmdc.mcp`).
-    IO.puts(:stderr, "==> cmdc_tool: cargo build --release (native/#{@crate})")
-    args = ["build", "--release", "--manifest-path", Path.join(root, "Cargo.toml"), "-p", @crate]
+    IO.puts(
+      :stderr,
+      "==> cmdc_tool: " <> Enum.join(["cargo build --release" | feature_args], " ")
+    )
+
+    args =
+      ["build", "--release", "--manifest-path", Path.join(root, "Cargo.toml"), "-p", @crate] ++
+        feature_args
 
     case System.cmd(cargo, args,
            cd: root,
@@ -124,6 +156,7 @@ defmodule CMDC.Tool.MixProject do
     [extra_applications: [:logger, :inets, :ssl], mod: {CMDC.Tool.Application, []}]
   end
 
-  defp elixirc_paths(:test), do: ["lib", "test/support"]
+  # Benchmarks use the test helpers (tool factories, MCP servers) and the testing NIFs.
+  defp elixirc_paths(env) when env in [:test, :bench], do: ["lib", "test/support"]
   defp elixirc_paths(_), do: ["lib"]
 end

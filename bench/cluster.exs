@@ -1,5 +1,5 @@
 # Remote tool calls between two BEAM nodes on this machine, next to local calls.
-# Run: mix run bench/cluster.exs
+# Run: MIX_ENV=bench mix run bench/cluster.exs
 alias CMDC.Tool.{Cluster, Runner}
 alias CMDC.Tool.Examples.Echo
 

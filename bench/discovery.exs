@@ -1,6 +1,6 @@
 # Discovery cost for 1,000 tool files: the native scan cold and warm, the first full load
 # (compiling every file in the compiler VM), and a warm refresh where nothing changed.
-# Run: mix run bench/discovery.exs
+# Run: MIX_ENV=bench mix run bench/discovery.exs
 alias CMDC.Tool.{Discovery, Native}
 
 defmodule Bench.Registry do
@@ -68,7 +68,7 @@ median = fn fun, runs ->
   times |> Enum.sort() |> Enum.at(div(runs, 2))
 end
 
-{cold_scan, {:ok, scan, _digest}} = :timer.tc(fn -> Native.discovery_scan(native, nil) end)
+{cold_scan, {:ok, {scan, _digest}}} = :timer.tc(fn -> Native.discovery_scan(native, nil) end)
 ^count = length(scan.files)
 warm_scan = median.(fn -> Native.discovery_scan(native, nil) end, 21)
 

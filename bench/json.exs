@@ -1,7 +1,7 @@
 # JSON text <-> terms beside serde_json on the same bytes (`from_slice::<Value>`, `to_vec`),
 # measured in one run at three sizes: every figure with its reference, the ratio and the target
 # (issue 18: within 1.0x).
-# Run: mix run bench/json.exs
+# Run: MIX_ENV=bench mix run bench/json.exs
 alias CMDC.Tool.{JSON, Native}
 
 defmodule Bench.Loop do

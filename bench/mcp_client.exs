@@ -2,8 +2,8 @@
 # Python client (mcp on PyPI), both against the same server: the official Python SDK's server
 # (test/support/mcp_py_server.py), over stdio and over Streamable HTTP (loopback).
 #
-# Run: MIX_ENV=test mix run bench/mcp_client.exs [CALLS]   (MIX_ENV=test: the servers' helpers
-# live in test/support; the venv is made under _build/ on first use)
+# Run: MIX_ENV=bench mix run bench/mcp_client.exs [CALLS]   (the servers' helpers
+# live in test/support, compiled for MIX_ENV=bench; the venv is made under _build/ on first use)
 alias CMDC.Tool.MCP.Client
 alias CMDC.Tool.MCPServers
 

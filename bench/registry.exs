@@ -1,4 +1,4 @@
-# Figures for the tool registry and provider output: `mix run bench/registry.exs`.
+# Figures for the tool registry and provider output: `MIX_ENV=bench mix run bench/registry.exs`.
 #
 #   1. find by name in registries of 10, 1,000 and 10,000 tools: the native registry vs
 #      Enum.find/2 over modules (cmdc's CMDC.Tool.find/2 on a list);
@@ -10,8 +10,6 @@
 #
 # Targets (from issue 3): registry find under 1 µs at 10,000 tools; a cached to_schema of 1,000
 # tools at least 20x faster than the plain-Elixir builder. Timings vary with machine load.
-
-Code.require_file("../test/support/tool_factory.ex", __DIR__)
 
 defmodule Bench do
   alias CMDC.Tool.Registry

@@ -1,5 +1,5 @@
 # Overhead of CMDC.Tool.Runner over a direct execute/2 call, and run_many throughput.
-# Run: mix run bench/runner.exs
+# Run: MIX_ENV=bench mix run bench/runner.exs
 alias CMDC.Tool.Runner
 alias CMDC.Tool.Examples.Echo
 

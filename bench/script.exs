@@ -1,7 +1,7 @@
 # Script tools: call latency and throughput through a warm worker, next to spawning python3 per
 # call (the seeds' way), and a warm start-up with 100 cached scripts.
 #
-#     mix run bench/script.exs
+#     MIX_ENV=bench mix run bench/script.exs
 #
 # Prints figures; asserts nothing.
 

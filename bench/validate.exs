@@ -1,7 +1,7 @@
 # Validation from Elixir beside the same work in pure Rust (`jsonschema` on a pre-parsed
 # `serde_json::Value`, serde_json on the same bytes), measured in one run: every figure is printed
 # with its reference, the ratio and the target (issue 18).
-# Run: mix run bench/validate.exs
+# Run: MIX_ENV=bench mix run bench/validate.exs (MIX_ENV=bench builds the reference NIFs)
 alias CMDC.Tool.{JSON, Native, Schema}
 
 schema_source = %{
@@ -90,10 +90,25 @@ invalid_text = JSON.encode!(invalid)
 
 elixir_valid = measure.(fn -> Schema.validate(schema, valid) end, n)
 module_valid = measure.(fn -> CMDC.Tool.validate(Bench.SearchIssues, valid) end, n)
+registry = CMDC.Tool.Registry.new()
+:ok = CMDC.Tool.Registry.register(registry, Bench.SearchIssues)
+{:ok, {Bench.SearchIssues, _, _}} = CMDC.Tool.Registry.call(registry, "search_issues", valid)
+registry_call = measure.(fn -> CMDC.Tool.Registry.call(registry, "search_issues", valid) end, n)
+
+# What the runner did before one call did it all: find, validate the module, read settings.
+registry_three =
+  measure.(
+    fn ->
+      {:ok, module} = CMDC.Tool.find(registry, "search_issues")
+      CMDC.Tool.validate(module, valid)
+      CMDC.Tool.Registry.settings(registry, "search_issues")
+    end,
+    n
+  )
+
 elixir_invalid = measure.(fn -> Schema.validate(schema, invalid) end, div(n, 4))
 json_valid = measure.(fn -> Schema.validate_json(schema, valid_text) end, n)
 decode_args = measure.(fn -> JSON.decode(valid_text) end, n)
-converting_valid = measure.(fn -> Native.schema_validate_converting(schema, valid) end, div(n, 4))
 
 {:ok, {_rust_check, rust_is_valid}} = Native.bench_rust_validate(schema, valid_text, 1_000_000)
 {:ok, {rust_text_valid, _}} = Native.bench_rust_text_validate(schema, valid_text, 500_000)
@@ -141,10 +156,11 @@ IO.puts(
 row.("valid map, Schema.validate/2", elixir_valid, rust_is_valid, 1.0)
 row.("valid map, CMDC.Tool.validate(module, args)", module_valid, elixir_valid, 1.1)
 IO.puts("  (reference of the line above: Schema.validate/2, the target is within 10%)")
+row.("registry: resolve + validate + settings, one call", registry_call, registry_three, 1.0)
+IO.puts("  (reference of the line above: find + validate(module) + settings, three calls)")
 row.("invalid map, full error list", elixir_invalid, rust_errors, 1.3)
 row.("JSON text -> validated map, validate_json/2", json_valid, rust_text_valid, 1.0)
 row.("decode the args text, JSON.decode/1", decode_args, rust_decode_args, 1.0)
-row.("valid map, converting path (term -> serde Value)", converting_valid, rust_is_valid, nil)
 
 IO.puts("\nwhere the valid map's time goes")
 part.("the loop calling it (harness)", harness)

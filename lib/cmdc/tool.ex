@@ -271,10 +271,7 @@ defmodule CMDC.Tool do
       %{keyword: "type", path: "/path"}
   """
   @spec validate(module(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
-  def validate(tool_module, args) do
-    with {:ok, schema} <- module_schema(tool_module),
-         do: CMDC.Tool.RoundTrip.validate(schema, args)
-  end
+  def validate(tool_module, args), do: Schema.validate_module(tool_module, args)
 
   @doc """
   Resolves the tool named `tool_name` in a registry and validates `args` against its schema, in
@@ -303,10 +300,7 @@ defmodule CMDC.Tool do
       {:ok, %{"text" => "hi"}}
   """
   @spec validate_json(module(), String.t()) :: {:ok, term()} | {:error, [Schema.error()]}
-  def validate_json(tool_module, text) do
-    with {:ok, schema} <- module_schema(tool_module),
-         do: CMDC.Tool.RoundTrip.validate_json(schema, text)
-  end
+  def validate_json(tool_module, text), do: Schema.validate_module_json(tool_module, text)
 
   @doc """
   Resolves the tool named `tool_name` in a registry, decodes the JSON text the model sent and
@@ -324,16 +318,6 @@ defmodule CMDC.Tool do
           | {:error, {:not_found, String.t(), [String.t()]}}
   def validate_json(%Registry{} = registry, tool_name, text),
     do: Registry.validate_json(registry, tool_name, text)
-
-  defp module_schema(tool_module) do
-    case Schema.for_module(tool_module) do
-      {:ok, schema} ->
-        {:ok, schema}
-
-      {:error, message} ->
-        {:error, [%{path: "", keyword: "schema", message: message, schema_path: ""}]}
-    end
-  end
 
   @doc """
   Turns validation errors into one compact text a model can act on: what was wrong, where, and

@@ -702,6 +702,9 @@ def doc_type_schema(text, types):
 
 # Handed over raw: the one normalizer (cmdc_tool_core's permissions.rs) reads every spelling.
 PERMISSION_KEYS = {"executionPolicy", "resultApprovalPolicy", "permissionLevel", "requireExecutionApproval", "requireResultApproval"}
+# MCP's display fields, as function attributes (`fn.title = "..."`, `fn.annotations = {...}`);
+# the host checks them.
+DISPLAY_KEYS = ("title", "annotations")
 
 
 def literal_or_marker(value, warnings, where):
@@ -759,6 +762,11 @@ def describe_source(source, path):
                     attrs["format"] = value
                 elif t.attr in PERMISSION_KEYS:
                     attrs[t.attr] = literal_or_marker(value, warnings, "%s.%s" % (t.value.id, t.attr))
+                elif t.attr in DISPLAY_KEYS:
+                    try:
+                        attrs[t.attr] = ast.literal_eval(value)
+                    except Exception:
+                        warnings.append("%s.%s is not a literal; ignored" % (t.value.id, t.attr))
     formatters = set()
     for attrs in fn_attrs.values():
         f = attrs.get("format")
@@ -770,13 +778,18 @@ def describe_source(source, path):
             continue
         attrs = fn_attrs.get(name, {})
         spec, nullable = function_spec(node, types)
-        tools.append({
+        tool = {
             "type": "function",
             "function": spec,
             "permissions": {k: v for k, v in attrs.items() if k in PERMISSION_KEYS},
             "format": "format" in attrs,
             "nullDefaults": nullable,
-        })
+        }
+        tool.update({k: attrs[k] for k in DISPLAY_KEYS if k in attrs})
+        # A format function makes the result text: no structured output then.
+        if "format" not in attrs:
+            tool.update(output_spec(node, types))
+        tools.append(tool)
     doc = ast.get_docstring(tree)
     stem = os.path.splitext(os.path.basename(path))[0]
     out = {
@@ -790,6 +803,16 @@ def describe_source(source, path):
     if warnings:
         out["warnings"] = warnings
     return out
+
+
+def output_spec(node, types):
+    """The output schema a return type hint gives, where it maps: an object (dict, TypedDict,
+    dataclass). Other types give none: their result stays plain text (wrapping them as
+    {"result": value} would change the text every caller sees)."""
+    s = types.schema(node.returns) if node.returns is not None else {}
+    if s.get("type") == "object" and "$ref" not in s and "$defs" not in s:
+        return {"outputSchema": s}
+    return {}
 
 
 def function_spec(node, types):

@@ -29,6 +29,17 @@ defmodule CMDC.Tool.Peers do
     end
   end
 
+  @doc """
+  Run on a peer (`:erpc`): registers `modules` in a new registry, stores `settings`
+  (`%{name => map}`), and publishes it (`CMDC.Tool.Cluster.publish/2` with `opts`).
+  """
+  def publish_registry(modules, settings, opts) do
+    registry = CMDC.Tool.Registry.new()
+    :ok = CMDC.Tool.Registry.register(registry, modules)
+    for {name, map} <- settings, do: :ok = CMDC.Tool.Registry.put_settings(registry, name, map)
+    CMDC.Tool.Cluster.publish(registry, opts)
+  end
+
   @doc "Starts a peer node with this node's code paths; returns `{peer, node}`."
   def start!(name) do
     distribute!()

@@ -7,33 +7,62 @@ defmodule CMDC.Tool.CLI do
   @builtins [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown]
 
   @doc "The tools the commands show and serve, with the load report."
-  def load(paths \\ [], opts \\ []) do
-    with_progress("discovering tools", fn -> discover(paths, opts) end)
-  end
+  def load(paths \\ [], opts \\ []), do: paths |> watch(opts) |> elem(0)
 
   @doc "Just the tool modules (what `mix cmdc.mcp` serves)."
   def tools(paths \\ [], opts \\ []), do: load(paths, opts).tools
 
+  @doc """
+  Loads as `load/2` and returns `{report, state}`; `reload/1` takes the state and rescans the
+  tool files (`cmdc-mcp --watch`).
+  """
+  def watch(paths \\ [], opts \\ []) do
+    with_progress("discovering tools", fn ->
+      {:changed, files} = CMDC.Tool.Discovery.rediscover(discovery_opts(paths, opts))
+      state = %{files: files, mcp: mcp_servers(files.report, opts)}
+      {report(state), state}
+    end)
+  end
+
+  @doc """
+  Rescans the tool files of a `watch/2` state: `:unchanged` (stat calls only: no file read,
+  no compiler started), or `{:changed, report, state}` (only new and changed files compiled or
+  read again). The MCP servers of the first load stay. Modules of the previous report that
+  the new one dropped stay loaded until `forget_stale/1`.
+  """
+  def reload(state) do
+    case CMDC.Tool.Discovery.rediscover(state.files) do
+      {:unchanged, _} ->
+        :unchanged
+
+      {:changed, files} ->
+        state = %{state | files: files}
+        {:changed, report(state), state}
+    end
+  end
+
+  @doc "Deletes the modules the last `reload/1` dropped (call it once nothing uses them)."
+  def forget_stale(state), do: %{state | files: CMDC.Tool.Discovery.delete_stale(state.files)}
+
   # Built-in examples, then what discovery finds: examples/tools/ of this project, the paths
   # given, the project's and the user's tool folders and plugins (scripts included).
-  defp discover(paths, opts) do
-    builtin = Enum.map(@builtins, &%{module: &1, kind: :elixir, source: "built-in"})
+  defp discovery_opts(paths, opts) do
+    [
+      paths: example_paths() ++ paths,
+      cwd: File.cwd!(),
+      reserved: @builtins,
+      trust_project: opts[:trust],
+      script_loader: &load_script/1
+    ]
+  end
 
-    report =
-      CMDC.Tool.Discovery.discover(
-        paths: example_paths() ++ paths,
-        cwd: File.cwd!(),
-        reserved: @builtins,
-        trust_project: opts[:trust],
-        script_loader: &load_script/1
-      )
+  defp report(%{files: %{report: report}, mcp: mcp}) do
+    builtin = Enum.map(@builtins, &%{module: &1, kind: :elixir, source: "built-in"})
 
     found =
       Enum.map(report.tools, fn t ->
         %{module: t.module, kind: kind(t), source: "#{t.provider}: #{relative(t.path)}"}
       end)
-
-    mcp = mcp_servers(report, opts)
 
     found =
       found ++ Enum.map(mcp.tools, &%{module: &1.module, kind: :mcp, source: mcp_source(&1)})
@@ -297,10 +326,10 @@ defmodule CMDC.Tool.CLI do
 
   # The one name rule (native/cmdc_tool_core/src/names.rs), and the names providers are given.
   defp name_problem(name) do
-    with :ok <- CMDC.Tool.Native.tool_name_check(name) do
+    with {:ok, _} <- CMDC.Tool.Native.tool_name_check(name) do
       mapped =
         for format <- [:openai, :gemini],
-            given = CMDC.Tool.Native.tool_name_for(name, format),
+            {:ok, given} = CMDC.Tool.Native.tool_name_for(name, format),
             given != name,
             do: "given to #{format} as #{given} (the runner maps calls back)"
 

@@ -17,9 +17,10 @@ defmodule CMDC.Tool.Cluster do
       flight to it ends in an error result naming the node, never a hang; when the node comes
       back and publishes again, its tools reappear.
 
-  Arguments are validated where the call starts, against the schema the owner published, so
-  bad arguments never cross the network; the call then runs on the owner's node (through
-  `CMDC.Tool.Runner` there), streaming partial results straight to the caller.
+  A call runs on the owner's node through `CMDC.Tool.Runner` there, over the tools the owner
+  published (its registry, with the registry's validator and settings), streaming partial
+  results straight to the caller. Its arguments are validated once, there: the owner's
+  validator is the tool's, and invalid arguments never reach the tool.
   """
 
   use GenServer
@@ -32,7 +33,8 @@ defmodule CMDC.Tool.Cluster do
           description: String.t(),
           parameters: map(),
           module: module(),
-          node: node()
+          node: node(),
+          publisher: pid()
         }
 
   ## Publishing
@@ -73,6 +75,7 @@ defmodule CMDC.Tool.Cluster do
 
   @impl true
   def handle_call(:describe, _from, state), do: {:reply, describe(state), state}
+  def handle_call(:tools, _from, state), do: {:reply, state.tools, state}
 
   defp describe(%{tools: tools, only: only}) do
     tools
@@ -84,7 +87,8 @@ defmodule CMDC.Tool.Cluster do
         description: CMDC.Tool.description(module),
         parameters: module.parameters(),
         module: module,
-        node: node()
+        node: node(),
+        publisher: self()
       }
     end)
   end
@@ -204,8 +208,8 @@ defmodule CMDC.Tool.Cluster do
   @doc """
   Runs a call on the node that owns the tool and returns a `CMDC.Tool.Result`.
 
-  The arguments (a map or JSON text) are validated here, against the schema the owner
-  published, so invalid arguments never leave this node. Options are those of
+  The arguments (a map or JSON text) are validated once, on the owner's node, by its runner
+  over the tools the owner published. Options are those of
   `CMDC.Tool.Runner.run/4` (`:timeout`, `:on_update`, ...) plus `:scope` and `:node`.
   Partial results stream from the remote tool to `:on_update` in order; a time-out or
   `cancel/1` kills the remote execution; a node that goes down mid-call ends it with an error
@@ -244,66 +248,27 @@ defmodule CMDC.Tool.Cluster do
   defp start(id, name, arguments, context, opts, caller, ref) do
     scope = Keyword.get(opts, :scope, :default)
 
-    with {:ok, entry} <- locate(name, opts),
-         {:ok, args} <- check(entry, arguments) do
-      call = %{id: id, name: name, arguments: args}
-      runner_opts = Keyword.drop(opts, [:scope, :node, :on_update])
-      remote(entry, call, context, runner_opts, caller, ref)
-    else
+    case locate(name, opts) do
+      {:ok, entry} ->
+        call = %{id: id, name: name, arguments: arguments}
+        runner_opts = Keyword.drop(opts, [:scope, :node, :on_update])
+        remote(entry, call, context, runner_opts, caller, ref)
+
       {:error, :not_found} ->
         names = scope |> list(opts) |> Enum.map(& &1.name)
         CMDC.Tool.Result.error(CMDC.Tool.unknown_tool_message(names, name), :unknown_tool)
-
-      {:error, %CMDC.Tool.Result{} = result} ->
-        result
     end
   end
 
   defp locate(name, opts) when is_binary(name), do: find(name, opts)
   defp locate(_name, _opts), do: {:error, :not_found}
 
-  defp check(entry, arguments) do
-    case schema_for(entry.parameters) do
-      {:ok, schema} ->
-        result =
-          if is_binary(arguments),
-            do: CMDC.Tool.RoundTrip.validate_json(schema, arguments),
-            else: CMDC.Tool.RoundTrip.validate(schema, arguments)
-
-        case result do
-          {:ok, args} ->
-            {:ok, args}
-
-          {:error, errors} ->
-            text = CMDC.Tool.format_errors(errors, entry.parameters)
-            {:error, CMDC.Tool.Result.error(text, :invalid)}
-        end
-
-      {:error, message} ->
-        {:error, CMDC.Tool.Result.error(message, :invalid)}
-    end
-  end
-
-  # Compiled schemas of remote tools, by content: a schema compiles once per node.
-  defp schema_for(parameters) do
-    key = {__MODULE__, :schema, :erlang.phash2(parameters)}
-
-    case :persistent_term.get(key, nil) do
-      nil ->
-        result = CMDC.Tool.Schema.compile(parameters)
-        :persistent_term.put(key, result)
-        result
-
-      result ->
-        result
-    end
-  end
-
   defp remote(entry, call, context, opts, caller, ref) do
     {pid, mon} =
       Node.spawn_monitor(entry.node, __MODULE__, :remote_call, [
         self(),
         ref,
+        entry.publisher,
         entry.module,
         call,
         context,
@@ -348,12 +313,20 @@ defmodule CMDC.Tool.Cluster do
   end
 
   @doc false
-  # Runs on the tool's node: the local runner does the work; this process relays and dies with
-  # the caller (which kills the tool through the runner).
-  def remote_call(relay, ref, module, call, context, opts) do
+  # Runs on the tool's node: the local runner does the work over the tools the publisher holds
+  # (validation, settings, execution); this process relays and dies with the caller (which
+  # kills the tool through the runner).
+  def remote_call(relay, ref, publisher, module, call, context, opts) do
     Process.monitor(relay)
-    handle = CMDC.Tool.Runner.async([module], call, context, opts)
+    handle = CMDC.Tool.Runner.async(published(publisher, module), call, context, opts)
     remote_loop(relay, ref, handle)
+  end
+
+  # The publisher's tools; only the module when the publisher has stopped meanwhile.
+  defp published(publisher, module) do
+    GenServer.call(publisher, :tools, 5_000)
+  catch
+    :exit, _ -> [module]
   end
 
   defp remote_loop(relay, ref, %{ref: hr} = handle) do

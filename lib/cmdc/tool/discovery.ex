@@ -63,12 +63,16 @@ defmodule CMDC.Tool.Discovery do
         "name": "new_name",            // renames the file's only tool
         "description": "…",            // replaces its description
         "disabled": true,              // lists it in :ignored instead of loading it
+        "title": "New name",           // MCP title (see CMDC.Tool.Structured)
+        "annotations": {"readOnlyHint": true},  // MCP annotations (hints, snake_case too)
         "timeout": 30000,              // any other key is a setting
         "settings": {"permission": "ask"},
         "tools": {"tool_name": {"name": "…", "disabled": false, "timeout": 5000}}
       }
 
   `tools` entries (keyed by the tool's own name) override the file-level keys for one tool.
+  `title` and `annotations` replace what the tool's own `title/0` and `annotations/0` give; a
+  bad one (not a string, an unknown hint, a hint that is not a boolean) is that tool's error.
   Settings (string keys, JSON values) are returned in each tool's `:settings` and stored with
   `put_settings/3` by `load_into/2`. A renamed or re-described tool is served by a small
   generated module delegating to the original. Invalid metadata skips the file, with the
@@ -119,6 +123,9 @@ defmodule CMDC.Tool.Discovery do
     * `:compile_timeout` - ms allowed to compile one file (default 10_000).
     * `:call_timeout` - ms allowed for a tool's `name/0`, `description/0` and `parameters/0`
       when read in the compiler VM (default 5_000).
+    * `:compile_cache` - the folder keeping compiled files (`false`: none); see
+      `CMDC.Tool.Discovery.CompileCache`: a file compiled before with the same content is not
+      compiled again (no compiler VM starts when all are cached).
     * `:script_loader` - loads a `.py`/`.ps1` file: `fn path -> {:ok, [module]} | {:error, term}`.
 
   ## Result
@@ -140,6 +147,13 @@ defmodule CMDC.Tool.Discovery do
       true
       iex> File.rm_rf(dir) |> elem(0)
       :ok
+
+  ## Errors
+
+  `discover/1` does not fail on what it finds: a root that does not exist, a file or folder
+  that cannot be read, a bad metadata file, manifest or trust list, a file that does not
+  compile, is an entry of `errors` (`%{type, source, provider, path, reason}`, `reason` a binary
+  saying what to fix). Only options it does not know raise `ArgumentError`.
 
   ## Reload
 
@@ -168,7 +182,8 @@ defmodule CMDC.Tool.Discovery do
             report: %{tools: [], errors: [], ignored: []},
             changes: @no_changes,
             digest: nil,
-            reserved: nil
+            reserved: nil,
+            stale: []
 
   @typedoc """
   The state `load_into/2` returns and `refresh/2` takes: the options, what each file gave
@@ -176,7 +191,8 @@ defmodule CMDC.Tool.Discovery do
   last `report` (as `discover/1` returns it) and what the last call `changes`d: tool names
   `added`, `removed` and `changed` (recompiled or re-described), and the paths `recompiled`.
   `digest` fingerprints the last scan and `reserved` the names others held in the registry:
-  when neither changed, `refresh/2` returns at once.
+  when neither changed, `refresh/2` returns at once. `stale`: modules `rediscover/1` no longer
+  uses, `{module, path}`, for `delete_stale/1`.
   """
   @type t :: %__MODULE__{
           opts: keyword(),
@@ -190,7 +206,8 @@ defmodule CMDC.Tool.Discovery do
             recompiled: [String.t()]
           },
           digest: non_neg_integer() | nil,
-          reserved: list() | nil
+          reserved: list() | nil,
+          stale: [{module(), String.t()}]
         }
 
   @type source :: :explicit | :project | :user | :plugin
@@ -225,6 +242,49 @@ defmodule CMDC.Tool.Discovery do
   def discover(opts \\ []) do
     {report, _files, _stale, _digest} = run(opts, %{}, reserved(opts), nil)
     report
+  end
+
+  @doc """
+  Discovers without a registry, keeping what each file gave: the first call takes options (as
+  `discover/1`), later ones the state returned. Returns `{:unchanged, state}` when the scan
+  (stat calls only) finds nothing changed, else `{:changed, state}` with `state.report` (as
+  `discover/1` returns it) and `state.changes`; only new and changed files are compiled or read
+  again. The modules no file provides any more (files removed, modules renamed) stay loaded,
+  listed in `state.stale`, until `delete_stale/1`: call it once nothing uses the old tools any
+  more. What a file watcher calls.
+
+      iex> dir = Path.join(System.tmp_dir!(), "cmdc_doc_#{System.unique_integer([:positive])}")
+      iex> File.mkdir_p!(dir)
+      iex> {:changed, state} = CMDC.Tool.Discovery.rediscover(cwd: dir, home: dir, paths: [dir])
+      iex> {state.report.tools, elem(CMDC.Tool.Discovery.rediscover(state), 0)}
+      {[], :unchanged}
+      iex> File.rm_rf(dir) |> elem(0)
+      :ok
+  """
+  @spec rediscover(t() | keyword()) :: {:changed | :unchanged, t()}
+  def rediscover(opts) when is_list(opts), do: rediscover(%__MODULE__{opts: opts})
+
+  def rediscover(%__MODULE__{} = state) do
+    reserved = reserved(state.opts)
+    previous = if reserved == state.reserved, do: state.digest
+
+    case run(state.opts, state.files, reserved, previous) do
+      :unchanged ->
+        {:unchanged, %{state | changes: @no_changes}}
+
+      {report, files, stale, digest} ->
+        {:changed, %{advance(state, report, files, digest, reserved) | stale: stale}}
+    end
+  end
+
+  @doc """
+  Deletes from the VM the modules `rediscover/1` listed in `state.stale` (unless something
+  reloaded them meanwhile) and returns the state without them.
+  """
+  @spec delete_stale(t()) :: t()
+  def delete_stale(%__MODULE__{} = state) do
+    delete_modules(state.stale)
+    %{state | stale: []}
   end
 
   @doc """
@@ -279,18 +339,7 @@ defmodule CMDC.Tool.Discovery do
           {:ok, report} ->
             put_settings(reg_mod, registry, state.tools, report.tools)
             delete_modules(stale)
-            changes = changes(state, report, files)
-
-            {:ok,
-             %{
-               state
-               | files: files,
-                 tools: report.tools,
-                 report: report,
-                 changes: changes,
-                 digest: digest,
-                 reserved: reserved
-             }}
+            {:ok, advance(state, report, files, digest, reserved)}
 
           {:error, reason} ->
             {:error, reason}
@@ -349,6 +398,19 @@ defmodule CMDC.Tool.Discovery do
     end
 
     :ok
+  end
+
+  # The state after a scan that found changes.
+  defp advance(state, report, files, digest, reserved) do
+    %{
+      state
+      | files: files,
+        tools: report.tools,
+        report: report,
+        changes: changes(state, report, files),
+        digest: digest,
+        reserved: reserved
+    }
   end
 
   defp changes(state, report, files) do
@@ -477,8 +539,8 @@ defmodule CMDC.Tool.Discovery do
     }
 
     case Native.discovery_scan(native, previous) do
-      {:ok, scan, digest} -> {scan, digest}
-      {:unchanged, _digest} -> :unchanged
+      {:ok, {:unchanged, _digest}} -> :unchanged
+      {:ok, {scan, digest}} -> {scan, digest}
       {:error, message} -> raise ArgumentError, message
     end
   end

@@ -16,6 +16,10 @@ defmodule CMDC.Tool.Exec do
     * stdout and stderr are kept up to `:max_output` bytes each; the rest is read and dropped,
       so a flood never blocks the program. stdout lines can be streamed while it runs.
 
+  Errors: `{:error, message}` (a binary) from every function that can fail: a program that
+  cannot start, a missing working folder, a write to a closed stdin. A program that runs and
+  fails is not an error: it is `{:ok, %Result{status: :exited, code: code}}`.
+
   Processes that leave the group on purpose (`setsid`, daemons) escape the kill, and killed
   grandchildren are reaped by the system's init (in a container without an init they stay
   zombies until its PID 1 reaps them).
@@ -238,13 +242,21 @@ defmodule CMDC.Tool.Exec do
   """
   @spec write(t(), iodata()) :: :ok | {:error, String.t()}
   def write(%__MODULE__{handle: handle}, data) do
-    data = IO.iodata_to_binary(data)
-
-    # Copying a large binary could hold a normal scheduler too long: use the dirty twin.
-    if byte_size(data) > 1_048_576,
-      do: Native.exec_write_dirty(handle, data),
-      else: Native.exec_write(handle, data)
+    case Native.with_dirty(exec_write(handle, IO.iodata_to_binary(data))) do
+      {:ok, _bytes} -> :ok
+      {:error, message} -> {:error, message}
+    end
   end
+
+  @doc """
+  Kills every program started through this module that still runs, in any process, with
+  everything it started (its process group and descendants that left it), and returns how many
+  there were. For a host about to exit: `cancel/1` asks a run to stop and the VM may be gone
+  before it has, while the kernel's parent-death signal reaches each program but not its
+  children. Never call it where other parts of the VM still need their programs.
+  """
+  @spec kill_all() :: non_neg_integer()
+  def kill_all, do: Native.exec_kill_all()
 
   @doc "Closes the stdin of a program started with `stdin: :pipe` (it reads end of file)."
   @spec close_stdin(t()) :: :ok

@@ -1,15 +1,24 @@
 defmodule CMDC.Tool.Native do
   @moduledoc false
-  # The only module that declares NIF stubs. Only modules under lib/cmdc/tool/ call it; each
-  # stub mirrors a `#[rustler::nif]` in native/cmdc_tool_nif/src/ (same name and arity), and
-  # `:erlang.load_nif/2` refuses the library if one is missing.
+  # The only module that declares NIF stubs: those of the NIFs that ship. Only modules under
+  # lib/cmdc/tool/ call it; each stub mirrors a `#[rustler::nif]` in native/cmdc_tool_nif/src/
+  # (same name and arity), and `:erlang.load_nif/2` refuses the library if one is missing.
 
   # Every fallible NIF answers `{:ok, value}` or `{:error, reason}`; the reasons are made in one
   # place, native/cmdc_tool_nif/src/error.rs. A NIF over a normal scheduler's ~1 ms budget
   # answers `{:error, :yield}`, and `with_dirty/1` calls its `_dirty` twin.
 
   @on_load :load_nif
-  @lib "libcmdc_tool_nif"
+
+  # The library the native compiler (mix.exs) builds for this Mix environment, and with its
+  # `testing` feature the test and benchmark NIFs' stubs: the stubs match its table exactly.
+  @features Mix.Tasks.Compile.CmdcNative.features()
+  @lib Mix.Tasks.Compile.CmdcNative.library(@features)
+  if "testing" in @features, do: use(CMDC.Tool.Native.Testing)
+
+  @doc false
+  # Recompiled when CMDC_NIF_TESTING changes what the native compiler builds.
+  def __mix_recompile__?, do: Mix.Tasks.Compile.CmdcNative.features() != @features
 
   @doc false
   def load_nif do
@@ -68,6 +77,7 @@ defmodule CMDC.Tool.Native do
   def exec_write(_handle, _data), do: err()
   def exec_write_dirty(_handle, _data), do: err()
   def exec_close_stdin(_handle), do: err()
+  def exec_kill_all, do: err()
 
   # json.rs
   def json_decode(_text), do: err()
@@ -84,22 +94,14 @@ defmodule CMDC.Tool.Native do
   def schema_validate_dirty(_schema, _args), do: err()
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
-  def schema_validate_converting(_schema, _args), do: err()
-  def schema_source(_schema), do: err()
-  def beam_conformance(_document), do: err()
-  def bench_rust_validate(_schema, _text, _iterations), do: err()
-  def bench_term_validate(_schema, _args, _iterations), do: err()
-  def bench_noop(_schema, _args), do: err()
-  def schema_validate_api(_schema, _args), do: err()
-  def term_layout, do: err()
 
-  # compiled.rs
-  def schema_validate_compiled(_schema, _args, _api), do: err()
-  def bench_compiled_validate(_schema, _args, _iterations), do: err()
-
-  # bench.rs
-  def bench_rust_json(_text, _iterations), do: err()
-  def bench_rust_text_validate(_schema, _text, _iterations), do: err()
+  # modules.rs
+  def module_schema(_module, _kind, _md5), do: err()
+  def module_schema_put(_module, _kind, _md5, _compiled), do: err()
+  def module_validate(_module, _md5, _args), do: err()
+  def module_validate_dirty(_module, _md5, _args), do: err()
+  def module_validate_json(_module, _md5, _text), do: err()
+  def module_validate_json_dirty(_module, _md5, _text), do: err()
 
   # registry.rs
   def registry_new(_reserved), do: err()

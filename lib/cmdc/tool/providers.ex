@@ -109,8 +109,11 @@ defmodule CMDC.Tool.Providers do
         end)
 
       case Native.providers_convert(tools, format, strict) do
-        {:ok, {tools_etf, warnings}} -> {:erlang.binary_to_term(tools_etf), warnings}
-        {:error, message} -> raise ArgumentError, message
+        {:ok, {tools_etf, warnings}} ->
+          {with_mcp_fields(:erlang.binary_to_term(tools_etf), format, modules), warnings}
+
+        {:error, message} ->
+          raise ArgumentError, message
       end
     end
   end
@@ -119,14 +122,17 @@ defmodule CMDC.Tool.Providers do
     {format, strict} = options(opts)
     generation = Native.registry_generation(reg.ref)
 
-    case :persistent_term.get(term_key(reg, generation, format, strict, context), nil) do
-      nil ->
-        {_json, tools, warnings} = build(reg, format, strict, context)
-        {tools, warnings}
+    {tools, warnings} =
+      case :persistent_term.get(term_key(reg, generation, format, strict, context), nil) do
+        nil ->
+          {_json, tools, warnings} = build(reg, format, strict, context)
+          {tools, warnings}
 
-      cached ->
-        cached
-    end
+        cached ->
+          cached
+      end
+
+    {with_mcp_fields(tools, format, reg), warnings}
   end
 
   @doc """
@@ -146,6 +152,16 @@ defmodule CMDC.Tool.Providers do
 
   def to_json(%Registry{} = reg, context, opts) do
     {format, strict} = options(opts)
+
+    if format == :mcp and mcp_fields(reg) != %{} do
+      {tools, _warnings} = convert(reg, context, opts)
+      CMDC.Tool.JSON.encode!(tools)
+    else
+      cached_json(reg, format, strict, context)
+    end
+  end
+
+  defp cached_json(reg, format, strict, context) do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_cached_json(reg.ref, format, strict, key) do
@@ -184,6 +200,27 @@ defmodule CMDC.Tool.Providers do
         }
       }
     end)
+  end
+
+  # MCP's tool objects have a place for a tool's title, annotations and output schema
+  # (`CMDC.Tool.Structured`); read from the modules on each call, so no cache holds them.
+  defp with_mcp_fields(tools, :mcp, source) do
+    case mcp_fields(source) do
+      fields when fields == %{} -> tools
+      fields -> Enum.map(tools, &Map.merge(&1, Map.get(fields, &1["name"], %{})))
+    end
+  end
+
+  defp with_mcp_fields(tools, _format, _source), do: tools
+
+  defp mcp_fields(%Registry{} = reg), do: mcp_fields(Registry.list(reg))
+
+  defp mcp_fields(modules) do
+    for module <- modules,
+        fields = CMDC.Tool.Structured.mcp_fields(module),
+        fields != %{},
+        into: %{},
+        do: {module.name(), fields}
   end
 
   defp options(opts) do

@@ -235,50 +235,32 @@ defmodule CMDC.Tool.Registry do
   @spec settings(t(), String.t()) :: map()
   def settings(%__MODULE__{ref: ref}, name) do
     case Native.registry_settings(ref, to_name(name)) do
-      {:ok, bytes} when is_binary(bytes) -> :erlang.binary_to_term(bytes)
-      _none_or_not_found -> %{}
+      {:ok, settings} -> settings_map(settings)
+      _not_found -> %{}
     end
   end
 
   @doc false
   # Used by CMDC.Tool: {:ok, module} | :error, a plain hash lookup.
-  def find(%__MODULE__{ref: ref}, name) when is_binary(name), do: Native.registry_find(ref, name)
+  def find(%__MODULE__{ref: ref}, name) when is_binary(name) do
+    case Native.registry_find(ref, name) do
+      nil -> :error
+      module -> {:ok, module}
+    end
+  end
+
   def find(%__MODULE__{} = reg, name), do: find(reg, to_name(name))
 
   @doc false
-  def validate(%__MODULE__{ref: ref} = reg, name, args) do
-    name = to_name(name)
-
-    case Native.with_dirty(registry_validate(ref, name, args)) do
-      {:ok, _module_settings} -> {:ok, args}
-      {:error, errors} when is_list(errors) -> round_trip(reg, name, args, errors)
-      error -> error
-    end
-  end
-
-  # A failed call may be shaped by strict mode (nulls for absent optionals): see RoundTrip.
-  defp round_trip(reg, name, args, errors) do
-    with {:ok, module} <- find(reg, name),
-         {:ok, schema} <- Schema.for_module(module) do
-      CMDC.Tool.RoundTrip.retry(schema, args, errors)
-    else
-      _ -> {:error, errors}
-    end
+  # CMDC.Tool.validate/3: the arguments only.
+  def validate(reg, name, args) do
+    with {:ok, {_module, args, _settings}} <- call(reg, name, args), do: {:ok, args}
   end
 
   @doc false
-  def validate_json(%__MODULE__{ref: ref} = reg, name, text) when is_binary(text) do
-    name = to_name(name)
-
-    result = Native.with_dirty(registry_validate_json(ref, name, text))
-
-    with {:error, errors} when is_list(errors) <- result,
-         {:ok, module} <- find(reg, name),
-         {:ok, schema} <- Schema.for_module(module) do
-      CMDC.Tool.RoundTrip.retry_json(schema, text, errors)
-    else
-      _ -> result
-    end
+  # CMDC.Tool.validate_json/3: the decoded arguments only.
+  def validate_json(reg, name, text) when is_binary(text) do
+    with {:ok, {_module, args, _settings}} <- call_json(reg, name, text), do: {:ok, args}
   end
 
   def validate_json(%__MODULE__{} = reg, name, other) do
@@ -291,6 +273,26 @@ defmodule CMDC.Tool.Registry do
         error
     end
   end
+
+  @doc false
+  # What the runner needs of a call, in one native call: the tool resolved, `args` validated
+  # (strict mode's nulls dropped, see CMDC.Tool.RoundTrip) and its settings:
+  # `{:ok, {module, args, settings}}`, `{:error, errors}` or `{:error, {:not_found, ...}}`.
+  def call(%__MODULE__{ref: ref}, name, args),
+    do: with_settings(Native.with_dirty(registry_validate(ref, to_name(name), args)))
+
+  @doc false
+  # `call/3` for the JSON text a model sent.
+  def call_json(%__MODULE__{ref: ref}, name, text) when is_binary(text),
+    do: with_settings(Native.with_dirty(registry_validate_json(ref, to_name(name), text)))
+
+  defp with_settings({:ok, {module, args, settings}}),
+    do: {:ok, {module, args, settings_map(settings)}}
+
+  defp with_settings(error), do: error
+
+  defp settings_map(bytes) when is_binary(bytes), do: :erlang.binary_to_term(bytes)
+  defp settings_map(_none), do: %{}
 
   defp to_name(name) when is_binary(name), do: name
   defp to_name(name) when is_atom(name), do: Atom.to_string(name)
@@ -366,15 +368,13 @@ defmodule CMDC.Tool.Registry do
     e -> invalid(module, "#{inspect(module)}.#{fun}/0 raised: #{Exception.message(e)}")
   end
 
-  # Compiled here rather than through Schema.for_module/1: the registry holds its validators
-  # itself, and thousands of tools should not add thousands of :persistent_term keys.
+  # The tool's one validator (Schema.for_module/1): the registry and CMDC.Tool.validate/2
+  # share it, compiled once per module version.
   defp schema(module) do
-    case Schema.compile(module.parameters()) do
+    case Schema.for_module(module) do
       {:ok, schema} -> {:ok, schema}
-      {:error, message} -> invalid(module, "#{inspect(module)}.parameters/0: #{message}")
+      {:error, message} -> invalid(module, message)
     end
-  rescue
-    e -> invalid(module, "#{inspect(module)}.parameters/0 raised: #{Exception.message(e)}")
   end
 
   defp invalid(module, message), do: {:error, {:invalid_tool, module, message}}

@@ -53,7 +53,7 @@ defmodule CMDC.Tool.RoundTrip do
     if Enum.any?(errors, &(&1.keyword == "json")) do
       {:error, errors}
     else
-      with {:ok, dropped} <- Native.schema_drop_nulls(schema, args),
+      with dropped when dropped != nil <- Native.schema_drop_nulls(schema, args),
            {:ok, dropped} <- Schema.validate(schema, dropped) do
         {:ok, dropped}
       else
@@ -83,6 +83,10 @@ defmodule CMDC.Tool.RoundTrip do
       :error
   """
   @spec original_name([String.t()], String.t()) :: {:ok, String.t()} | :error
-  def original_name(registered, called) when is_list(registered) and is_binary(called),
-    do: Native.tool_name_original(registered, called)
+  def original_name(registered, called) when is_list(registered) and is_binary(called) do
+    case Native.tool_name_original(registered, called) do
+      nil -> :error
+      name -> {:ok, name}
+    end
+  end
 end

@@ -249,9 +249,7 @@ defmodule CMDC.Tool.Runner do
     emit(opts, :start, %{id: id, name: name})
 
     result =
-      with {:ok, module} <- resolve(tools, name),
-           {:ok, args} <- validate(module, arguments),
-           settings = settings(tools, module, name),
+      with {:ok, module, args, settings} <- prepare(tools, name, arguments),
            :ok <- permit(module, name, args, id, settings, context, opts) do
         supervise(module, args, context, opts, settings, {caller, ref, id})
         |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
@@ -265,27 +263,81 @@ defmodule CMDC.Tool.Runner do
     result
   end
 
-  defp resolve(tools, name) when is_binary(name) do
-    case CMDC.Tool.find(tools, name) do
-      {:ok, module} ->
-        {:ok, module}
-
-      {:error, _} ->
-        case mapped_name(tools, name) do
-          {:ok, module} ->
-            {:ok, module}
+  # Resolve, validate, settings: `{:ok, module, args, settings}` or `{:error, %Result{}}`. On a
+  # registry one native call does the three (`CMDC.Tool.Registry.call/3`); on a list of
+  # modules, the module's one compiled validator (`CMDC.Tool.validate/2`).
+  defp prepare(%CMDC.Tool.Registry{} = registry, name, arguments) when is_binary(name) do
+    case registry_call(registry, name, arguments) do
+      {:error, {:not_found, _, _}} ->
+        case original_name(registry, name) do
+          {:ok, original} ->
+            registry |> registry_call(original, arguments) |> prepared(registry, original, name)
 
           :error ->
-            {:error, Result.error(CMDC.Tool.unknown_tool_message(tools, name), :unknown_tool)}
+            unknown(registry, name)
         end
+
+      result ->
+        prepared(result, registry, name, name)
     end
   end
 
-  defp resolve(_tools, name),
+  defp prepare(tools, name, arguments) when is_binary(name) do
+    resolved =
+      case CMDC.Tool.find(tools, name) do
+        {:ok, module} ->
+          {:ok, module}
+
+        {:error, _} ->
+          with {:ok, original} <- original_name(tools, name), do: CMDC.Tool.find(tools, original)
+      end
+
+    case resolved do
+      {:ok, module} ->
+        result =
+          if is_binary(arguments),
+            do: CMDC.Tool.validate_json(module, arguments),
+            else: CMDC.Tool.validate(module, arguments)
+
+        with {:ok, args} <- result,
+             do: {:ok, module, args, settings(tools, module, name)},
+             else: ({:error, errors} -> invalid(errors, module))
+
+      _ ->
+        unknown(tools, name)
+    end
+  end
+
+  defp prepare(_tools, name, _arguments),
     do: {:error, Result.error("the call names no tool (got #{inspect(name)})", :unknown_tool)}
 
+  defp registry_call(registry, name, arguments) when is_binary(arguments),
+    do: CMDC.Tool.Registry.call_json(registry, name, arguments)
+
+  defp registry_call(registry, name, arguments),
+    do: CMDC.Tool.Registry.call(registry, name, arguments)
+
+  # `name`: the registered name; `called`: the name the model used.
+  defp prepared({:ok, {module, args, registry_settings}}, _registry, name, _called),
+    do: {:ok, module, args, merge_settings(module, name, registry_settings)}
+
+  defp prepared({:error, errors}, registry, name, _called) when is_list(errors) do
+    case CMDC.Tool.Registry.find(registry, name) do
+      {:ok, module} -> invalid(errors, module)
+      :error -> invalid(errors, nil)
+    end
+  end
+
+  defp prepared({:error, _not_found}, registry, _name, called), do: unknown(registry, called)
+
+  defp invalid(errors, module),
+    do: {:error, Result.error(CMDC.Tool.format_errors(errors, module), :invalid)}
+
+  defp unknown(tools, name),
+    do: {:error, Result.error(CMDC.Tool.unknown_tool_message(tools, name), :unknown_tool)}
+
   # A provider with a narrower name rule was given a mapped name (`fs.read` → `fs_read`).
-  defp mapped_name(tools, name) do
+  defp original_name(tools, name) do
     names =
       case tools do
         %CMDC.Tool.Registry{} -> Enum.map(CMDC.Tool.Registry.list(tools), & &1.name())
@@ -293,45 +345,29 @@ defmodule CMDC.Tool.Runner do
         _ -> []
       end
 
-    with {:ok, original} <- CMDC.Tool.RoundTrip.original_name(names, name),
-         {:ok, module} <- CMDC.Tool.find(tools, original) do
-      {:ok, module}
-    else
-      _ -> :error
-    end
-  end
-
-  defp validate(module, arguments) do
-    result =
-      if is_binary(arguments),
-        do: CMDC.Tool.validate_json(module, arguments),
-        else: CMDC.Tool.validate(module, arguments)
-
-    case result do
-      {:ok, args} ->
-        {:ok, args}
-
-      {:error, errors} ->
-        {:error, Result.error(CMDC.Tool.format_errors(errors, module), :invalid)}
-    end
+    CMDC.Tool.RoundTrip.original_name(names, name)
   end
 
   @doc false
   # A tool's settings: its own (`tool_options/0`, or a script tool's `__tool_settings__/0`),
   # overridden by the registry's (which may come from metadata files, with string keys).
   def settings(tools, module, name) do
+    registry =
+      case tools do
+        %CMDC.Tool.Registry{} -> CMDC.Tool.Registry.settings(tools, name)
+        _ -> %{}
+      end
+
+    merge_settings(module, name, registry)
+  end
+
+  defp merge_settings(module, name, registry) do
     own =
       cond do
         not Code.ensure_loaded?(module) -> %{}
         function_exported?(module, :tool_options, 0) -> Map.new(module.tool_options())
         function_exported?(module, :__tool_settings__, 0) -> module.__tool_settings__()
         true -> %{}
-      end
-
-    registry =
-      case tools do
-        %CMDC.Tool.Registry{} -> CMDC.Tool.Registry.settings(tools, name)
-        _ -> %{}
       end
 
     own = Map.merge(normalize_settings(own), CMDC.Tool.Permissions.normalize(own, name))

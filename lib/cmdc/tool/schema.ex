@@ -9,7 +9,10 @@ defmodule CMDC.Tool.Schema do
   fetched over the network.
 
   For tool modules, `for_module/1` keeps one compiled validator per module version (keyed by the
-  module's MD5), so a hot-reloaded module gets its schema recompiled, never a stale one.
+  module's MD5), so a hot-reloaded module gets its schema recompiled, never a stale one. It is
+  the one validator of the tool: `CMDC.Tool.validate/2`, `CMDC.Tool.Registry` (which registers
+  this very schema), the runner and the MCP server all use it (`native/cmdc_tool_nif/src/modules.rs`
+  holds it).
 
       iex> {:ok, schema} = CMDC.Tool.Schema.compile(%{"type" => "integer", "minimum" => 1})
       iex> CMDC.Tool.Schema.validate(schema, 3)
@@ -60,9 +63,9 @@ defmodule CMDC.Tool.Schema do
 
   def compile(schema, opts) do
     native_opts = %{
-      "draft" => opts[:draft] && to_string(opts[:draft]),
-      "documents" => Map.new(Keyword.get(opts, :documents, %{})),
-      "dirs" => Map.new(Keyword.get(opts, :dirs, %{}))
+      draft: opts[:draft] && to_string(opts[:draft]),
+      documents: Map.new(Keyword.get(opts, :documents, %{})),
+      dirs: for({prefix, dir} <- Keyword.get(opts, :dirs, %{}), do: {prefix, to_string(dir)})
     }
 
     Native.schema_compile(schema, native_opts)
@@ -116,62 +119,107 @@ defmodule CMDC.Tool.Schema do
   def json_error(message), do: %{path: "", keyword: "json", message: message, schema_path: ""}
 
   @doc """
-  The compiled validator for a tool module's `parameters/0`, compiled on first use and cached per
-  module version. A schema that does not compile gives `{:error, message}` (also cached).
+  The compiled validator for a tool module's `parameters/0`, compiled on first use and kept
+  natively per module version. A schema that does not compile gives `{:error, message}` (also
+  kept).
   """
   @spec for_module(module()) :: {:ok, t()} | {:error, String.t()}
   def for_module(module) when is_atom(module),
-    do: cached(module, {__MODULE__, module}, "parameters/0", fn -> module.parameters() end)
+    do: cached(module, :parameters, "parameters/0", fn -> module.parameters() end)
 
   @doc """
   The compiled validator for a tool module's output schema (`CMDC.Tool.Structured.output_schema/1`),
-  cached per module version like `for_module/1`; `{:error, message}` when it has none or it does
+  kept per module version like `for_module/1`; `{:error, message}` when it has none or it does
   not compile.
   """
   @spec for_output(module()) :: {:ok, t()} | {:error, String.t()}
   def for_output(module) when is_atom(module) do
-    cached(module, {__MODULE__, :output, module}, "output_schema/0", fn ->
+    cached(module, :output, "output_schema/0", fn ->
       CMDC.Tool.Structured.output_schema(module) || {:error, "no output schema"}
     end)
   end
 
-  defp cached(module, key, what, fetch) do
-    md5 = module_md5(module)
+  @doc false
+  # CMDC.Tool.validate/2: the arguments validated against for_module/1's schema in one native
+  # call (strict mode's nulls dropped, as CMDC.Tool.RoundTrip does), compiled on first use.
+  def validate_module(module, args) do
+    compiled = &CMDC.Tool.RoundTrip.validate(&1, args)
 
-    case :persistent_term.get(key, nil) do
-      {^md5, result} when md5 != nil -> result
-      _ -> compile_module(module, key, md5, what, fetch)
+    case module_md5(module) do
+      nil -> with_compiled(module, compiled)
+      md5 -> stored(Native.with_dirty(module_validate(module, md5, args)), module, compiled)
     end
   end
 
-  defp module_md5(module) do
-    module.module_info(:md5)
-  rescue
-    UndefinedFunctionError -> nil
+  @doc false
+  # CMDC.Tool.validate_json/2: the same for the JSON text a model sent, decoded in that call.
+  def validate_module_json(module, text) do
+    compiled = &CMDC.Tool.RoundTrip.validate_json(&1, text)
+
+    case is_binary(text) and module_md5(module) do
+      md5 when is_binary(md5) ->
+        stored(Native.with_dirty(module_validate_json(module, md5, text)), module, compiled)
+
+      _no_version_or_not_text ->
+        with_compiled(module, compiled)
+    end
   end
 
-  defp compile_module(module, key, md5, what, fetch) do
-    result =
-      try do
-        case fetch.() do
-          {:error, _} = error -> error
-          schema -> compile(schema)
+  # Nothing stored for this version yet: compiled (and stored, for the next call) now.
+  defp stored({:error, :miss}, module, compiled), do: with_compiled(module, compiled)
+  defp stored(result, _module, _compiled), do: result
+
+  defp with_compiled(module, fun) do
+    case for_module(module) do
+      {:ok, schema} -> fun.(schema)
+      {:error, message} -> {:error, [schema_error(message)]}
+    end
+  end
+
+  @doc false
+  def schema_error(message), do: %{path: "", keyword: "schema", message: message, schema_path: ""}
+
+  defp cached(module, kind, what, fetch) do
+    case module_md5(module) do
+      nil ->
+        compile_module(module, what, fetch)
+
+      md5 ->
+        case Native.module_schema(module, kind, md5) do
+          nil ->
+            {:ok, stored} =
+              Native.module_schema_put(module, kind, md5, compile_module(module, what, fetch))
+
+            stored
+
+          result ->
+            result
         end
-      rescue
-        e in UndefinedFunctionError ->
-          {:error, "#{inspect(module)} is not a tool: #{Exception.message(e)}"}
+    end
+  end
 
-        e ->
-          {:error, "#{inspect(module)}.#{what} raised: #{Exception.message(e)}"}
-      end
+  # The module version: the one invalidation rule of the stored schemas.
+  defp module_md5(module) do
+    :erlang.get_module_info(module, :md5)
+  rescue
+    ArgumentError -> nil
+  end
 
-    result =
-      case result do
-        {:error, message} -> {:error, "#{inspect(module)}: #{message}"}
-        ok -> ok
-      end
+  # `{:ok, schema}` or `{:error, message}`, the message naming the module and the callback.
+  defp compile_module(module, what, fetch) do
+    case fetch.() do
+      {:error, message} ->
+        {:error, "#{inspect(module)}: #{message}"}
 
-    if md5, do: :persistent_term.put(key, {md5, result})
-    result
+      schema ->
+        with {:error, message} <- compile(schema),
+             do: {:error, "#{inspect(module)}.#{what}: #{message}"}
+    end
+  rescue
+    e in UndefinedFunctionError ->
+      {:error, "#{inspect(module)} is not a tool: #{Exception.message(e)}"}
+
+    e ->
+      {:error, "#{inspect(module)}.#{what} raised: #{Exception.message(e)}"}
   end
 end

@@ -60,6 +60,17 @@ defmodule CMDC.Tool.Script do
 
   and `__script__/0`: `%{path: ..., function: ..., group: ..., kind: :python | :powershell}`.
 
+  ## Title, annotations, structured output
+
+  A Python function's `title` and `annotations` attributes (literals, like the permission
+  attributes) become the tool's `title/0` and `annotations/0` (`CMDC.Tool.Structured`); a bad
+  one is dropped with a warning. Its return type hint gives `output_schema/0` when it maps to
+  a JSON object (`dict`, `dict[str, T]`, a `TypedDict`), unless it has a `format`
+  function: its results are then checked against it and served as MCP `structuredContent`.
+
+      forecast.title = "City forecast"
+      forecast.annotations = {"readOnlyHint": True, "openWorldHint": False}
+
   ## Running
 
   `execute/2` of a generated module sends the call to a worker process of the script (started
@@ -90,6 +101,17 @@ defmodule CMDC.Tool.Script do
       `context.private.on_progress` (a `fun/1`) when set; otherwise it goes to
       `CMDC.Context.update/2` (text as is, other values as JSON text), i.e. to the runner's
       partial results.
+
+  ## Errors
+
+    * `load/2`, `load_many/2`: `{:error, message}` for a script (a binary saying what to fix:
+      not a `.py`/`.ps1` file, the script cannot be read, a syntax error, no interpreter).
+    * `call/3`, `start_call/3`, `await/2`: `{:error, %{kind: kind, message: message, log: log}}`
+      (`t:call_error/0`, binaries). `kind` says how the call failed: `"exception"`,
+      `"arguments"`, `"unknown_function"`, `"import"`, `"timeout"`, `"cancelled"`, `"crashed"`,
+      `"missing"` (the script file is gone), `"interpreter"`, `"pwsh_missing"`, `"native"`, ...;
+      `message` is what a model is shown; `log` is what the script printed meanwhile.
+    * `execute/2` of a generated module: `{:error, message}`, as `CMDC.Tool` defines it.
 
   ## Options (of `load/2`, `load_many/2`, `call/3`)
 
@@ -189,19 +211,19 @@ defmodule CMDC.Tool.Script do
           receive do
             {:cmdc_script, ^handle, {:loaded, items}} -> items
           after
-            limit -> Enum.map(absolute, &{&1, :error, "loading scripts timed out"})
+            limit -> Enum.map(absolute, &{&1, {:error, "loading scripts timed out"}})
           end
 
         {:error, message} ->
-          Enum.map(absolute, &{&1, :error, message})
+          Enum.map(absolute, &{&1, {:error, message}})
       end
 
     built =
       paths
       |> Enum.zip(results)
       |> Enum.map(fn
-        {path, {_abs, :error, message}} -> {path, {:error, message}}
-        {path, {abs, status, json}} -> {path, build(abs, status, json, opts)}
+        {path, {_abs, {:error, message}}} -> {path, {:error, message}}
+        {path, {abs, {:ok, {status, json}}}} -> {path, build(abs, status, json, opts)}
       end)
 
     # one code-loading commit for every tool module of every script
@@ -257,7 +279,8 @@ defmodule CMDC.Tool.Script do
              settings: settings(tool, doc["defaultPermissions"]),
              script: %{path: path, function: name, group: group, kind: kind},
              call_opts: call_opts
-           }}
+           }
+           |> Map.merge(display(tool, path, name))}
         end)
 
       {:ok,
@@ -271,6 +294,23 @@ defmodule CMDC.Tool.Script do
          status: status(status),
          warnings: doc["warnings"] || []
        }, defs}
+    end
+  end
+
+  # The optional `CMDC.Tool.Structured` callbacks' values (read by the generated modules):
+  # `title` and `annotations` from the function's attributes, `outputSchema` from its return
+  # type hint. A bad title or annotations is dropped with a warning, as a bad permission is.
+  defp display(tool, path, name) do
+    output =
+      if is_map(tool["outputSchema"]), do: %{output_schema: tool["outputSchema"]}, else: %{}
+
+    case CMDC.Tool.Structured.split_display(Map.take(tool, ["title", "annotations"])) do
+      {:ok, display, _} ->
+        display |> Enum.reject(fn {_, v} -> v == nil end) |> Map.new() |> Map.merge(output)
+
+      {:error, reason} ->
+        Logger.warning("cmdc_tool: #{Path.basename(path)}: #{name}: #{reason}; ignored")
+        output
     end
   end
 
@@ -341,7 +381,7 @@ defmodule CMDC.Tool.Script do
   @doc """
   Starts a call and returns at once with its handle; the calling process then receives
   `{:cmdc_script, handle, event}` messages (`{:progress, json}`, then `{:ok, json, os_pid}` or
-  `{:error, json}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
+  `{:error, call_error}`), which `await/2` turns into `call/3`'s result. The handle can be passed to
   `cancel/1` from any process. Options as for `call/3`.
   """
   @spec start_call(module(), map(), keyword()) :: {:ok, reference()} | {:error, call_error()}
@@ -421,15 +461,8 @@ defmodule CMDC.Tool.Script do
              %{kind: "result", message: "the worker's result is unreadable: " <> message, log: ""}}
         end
 
-      {:cmdc_script, ^handle, {:error, json}} ->
-        case JSON.decode(json) do
-          {:ok, e} ->
-            {:error,
-             %{kind: e["kind"] || "error", message: e["message"] || "", log: e["log"] || ""}}
-
-          {:error, _} ->
-            {:error, %{kind: "error", message: json, log: ""}}
-        end
+      {:cmdc_script, ^handle, {:error, %{kind: _, message: _, log: _} = error}} ->
+        {:error, error}
     after
       limit ->
         Native.script_cancel(handle)

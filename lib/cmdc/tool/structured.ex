@@ -69,6 +69,62 @@ defmodule CMDC.Tool.Structured do
     end)
   end
 
+  @doc """
+  Reads `"title"` and `"annotations"` given as data (discovery metadata, a script's settings):
+  `{:ok, %{title: title | nil, annotations: map | nil}, rest}` with the other keys in `rest`,
+  or `{:error, reason}` naming what is wrong. Annotations take the keys of `annotations/0`
+  (MCP's camelCase or snake_case; booleans, and a `title` string).
+
+      iex> CMDC.Tool.Structured.split_display(%{"title" => "Weather", "annotations" => %{"read_only_hint" => true}, "timeout" => 5})
+      {:ok, %{title: "Weather", annotations: %{"readOnlyHint" => true}}, %{"timeout" => 5}}
+      iex> CMDC.Tool.Structured.split_display(%{"annotations" => %{"readOnly" => true}})
+      {:error, ~s("annotations": unknown hint "readOnly"; the hints are destructiveHint, idempotentHint, openWorldHint, readOnlyHint, title)}
+  """
+  @spec split_display(map()) ::
+          {:ok, %{title: String.t() | nil, annotations: map() | nil}, map()}
+          | {:error, String.t()}
+  def split_display(data) when is_map(data) do
+    {display, rest} = Map.split(data, ["title", "annotations"])
+
+    with {:ok, title} <- display_title(display["title"]),
+         {:ok, annotations} <- display_annotations(display["annotations"]) do
+      {:ok, %{title: title, annotations: annotations}, rest}
+    end
+  end
+
+  defp display_title(nil), do: {:ok, nil}
+  defp display_title(title) when is_binary(title) and title != "", do: {:ok, title}
+
+  defp display_title(other),
+    do: {:error, ~s("title" must be a non-empty string, got #{JSON.encode!(other)})}
+
+  defp display_annotations(nil), do: {:ok, nil}
+
+  defp display_annotations(hints) when is_map(hints) do
+    hints = normalize_annotations(hints)
+    Enum.find_value(hints, {:ok, hints}, &bad_hint/1)
+  end
+
+  defp display_annotations(other),
+    do: {:error, ~s("annotations" must be an object, got #{JSON.encode!(other)})}
+
+  @known_hints Enum.sort(["title" | Map.values(@hints)])
+
+  defp bad_hint({"title", value}) when is_binary(value), do: nil
+  defp bad_hint({"title", value}), do: bad_hint_value("title", "a string", value)
+  defp bad_hint({key, value}) when key in @known_hints and is_boolean(value), do: nil
+
+  defp bad_hint({key, value}) when key in @known_hints,
+    do: bad_hint_value(key, "true or false", value)
+
+  defp bad_hint({key, _}) do
+    {:error,
+     ~s("annotations": unknown hint "#{key}"; the hints are #{Enum.join(@known_hints, ", ")})}
+  end
+
+  defp bad_hint_value(key, expected, value),
+    do: {:error, ~s("annotations": "#{key}" must be #{expected}, got #{JSON.encode!(value)})}
+
   @doc "The `title`, `annotations` and `outputSchema` fields of a tool's MCP entry (set ones only)."
   @spec mcp_fields(module()) :: map()
   def mcp_fields(module) do

@@ -21,6 +21,13 @@ pub enum Error {
     Process(String),
     /// Any other input the caller can correct (a bad option, an unsupported file kind).
     Invalid(String),
+    /// A script tool's call that failed: `kind` says how (`exception`, `timeout`, `cancelled`,
+    /// `crashed`, `interpreter`, ...), `log` is what the script printed meanwhile.
+    Script {
+        kind: String,
+        message: String,
+        log: String,
+    },
 }
 
 /// The core's result type.
@@ -32,6 +39,15 @@ impl Error {
         Error::Io {
             path: path.into(),
             message: e.to_string(),
+        }
+    }
+
+    /// `Error::Script` of `kind` with `message` and the script's `log`.
+    pub fn script(kind: &str, message: impl Into<String>, log: impl Into<String>) -> Self {
+        Error::Script {
+            kind: kind.to_owned(),
+            message: message.into(),
+            log: log.into(),
         }
     }
 
@@ -48,7 +64,8 @@ impl fmt::Display for Error {
             | Error::Tool(m)
             | Error::Json(m)
             | Error::Process(m)
-            | Error::Invalid(m) => f.write_str(m),
+            | Error::Invalid(m)
+            | Error::Script { message: m, .. } => f.write_str(m),
             Error::Io { path, message } => write!(f, "{}: {message}", path.display()),
         }
     }

@@ -352,6 +352,44 @@ impl Drop for TreeGuard {
     }
 }
 
+/// The programs started by [`run_with`] and not yet reaped, by pid (each leads its own group):
+/// what [`kill_all`] reaches when the host is about to exit.
+static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn live() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<u32>> {
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Keeps a started program in [`LIVE`] until the run ends (it is reaped by then).
+struct Live(u32);
+
+impl Live {
+    fn enter(pid: u32) -> Self {
+        live().insert(pid);
+        Live(pid)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        live().remove(&self.0);
+    }
+}
+
+/// Kills every program [`run_with`] started that is still running, with all it started
+/// ([`kill_tree`]), and returns how many there were. For a host about to exit: a cancel asks
+/// each run to stop and may not be done in time, and the kernel's parent-death signal reaches
+/// the program alone, not its children.
+pub fn kill_all() -> usize {
+    let pids: Vec<u32> = live().iter().copied().collect();
+    for &pid in &pids {
+        // Still in LIVE, so not reaped: the pid and its group cannot have been reused.
+        kill_tree(pid);
+    }
+    pids.len()
+}
+
 /// Kills each process of a walked tree when dropped (after the grace period of a time-out).
 fn scopeguard(pids: Vec<u32>) -> impl Drop {
     struct Strays(Vec<u32>);
@@ -374,8 +412,27 @@ pub async fn spawn_piped(cmd: &mut Command) -> io::Result<tokio::process::Child>
 }
 
 /// What every process this crate starts gets: a process group of its own (led by the child, so
-/// `killpg` reaches what it starts) and a kill when the owning `Child` is dropped (tokio reaps it).
+/// `killpg` reaches what it starts), a kill when the owning `Child` is dropped (tokio reaps it),
+/// and none of the VM's descriptors but its own stdin, stdout and stderr: an inherited pipe end
+/// (another program's stdin, say) would keep that program from ever reading end of file.
 pub fn own_group(cmd: &mut Command) -> &mut Command {
+    #[cfg(target_os = "linux")]
+    // SAFETY: one system call, async-signal-safe, touching no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Close-on-exec rather than closed: the standard library reports a failed exec
+            // through a descriptor of its own. Kernels before 5.11 refuse the flag; then
+            // descriptors stay as the VM opened them (the VM marks most close-on-exec).
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
     cmd.process_group(0).kill_on_drop(true)
 }
 
@@ -514,6 +571,7 @@ where
         .await
         .map_err(|e| spawn_error(&spec, &e))?;
     let pid = child.id().unwrap_or(0);
+    let _live = Live::enter(pid);
     on_start(pid);
 
     let stdin = child.stdin.take();

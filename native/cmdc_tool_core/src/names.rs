@@ -11,6 +11,8 @@
 
 use std::borrow::Cow;
 
+use crate::error::{Error, Result};
+
 /// The rule every tool name follows (MCP's, the widest any provider has).
 pub const NAME_RULE: &str = "^[A-Za-z0-9_.-]{1,128}$";
 
@@ -56,26 +58,28 @@ impl Rule {
 }
 
 /// Checks a tool name against [`NAME_RULE`]; the error says what is wrong and states the rule.
-pub fn check(name: &str) -> Result<(), String> {
+pub fn check(name: &str) -> Result<()> {
     let rule = format!(
         "tool names must match {NAME_RULE} (1 to 128 letters, digits, _ . or -, MCP's rule; \
          providers with a narrower rule get a mapped name, e.g. fs.read → fs_read)"
     );
     if name.is_empty() {
-        return Err(format!("the name is empty; {rule}"));
+        return Err(Error::Tool(format!("the name is empty; {rule}")));
     }
     let len = name.chars().count();
     if len > 128 {
-        return Err(format!("name {name:?} has {len} characters; {rule}"));
+        return Err(Error::Tool(format!(
+            "name {name:?} has {len} characters; {rule}"
+        )));
     }
     match name
         .chars()
         .enumerate()
         .find(|(_, c)| !(c.is_ascii_alphanumeric() || "_.-".contains(*c)))
     {
-        Some((i, c)) => Err(format!(
+        Some((i, c)) => Err(Error::Tool(format!(
             "name {name:?} contains {c:?} at position {i}; {rule}"
-        )),
+        ))),
         None => Ok(()),
     }
 }
@@ -219,13 +223,16 @@ mod tests {
             ("a:b", "contains ':'"),
             ("a/b", "contains '/'"),
         ] {
-            let err = check(bad).unwrap_err();
+            let Error::Tool(err) = check(bad).unwrap_err() else {
+                panic!("{bad}: not a tool error")
+            };
             assert!(err.contains(why), "{bad}: {err}");
             assert!(err.contains(NAME_RULE), "{err}");
             assert!(!valid(bad));
         }
         assert!(check(&"a".repeat(129))
             .unwrap_err()
+            .to_string()
             .contains("129 characters"));
     }
 

@@ -11,13 +11,13 @@ pub use crate::names::{check as check_name, NAME_RULE};
 pub const MAX_SUGGESTIONS: usize = 3;
 
 /// A description must say something: a model picks tools by it.
-pub fn check_description(description: &str) -> Result<(), String> {
+pub fn check_description(description: &str) -> crate::error::Result<()> {
     if description.trim().is_empty() {
-        Err(
+        Err(crate::error::Error::Tool(
             "the description is empty; a model chooses tools by their description, so every \
              tool needs a non-empty one"
                 .into(),
-        )
+        ))
     } else {
         Ok(())
     }
@@ -156,9 +156,9 @@ impl<M: Clone + PartialEq, S> Registry<M, S> {
         for e in batch {
             check_name(&e.name)
                 .and_then(|_| check_description(&e.description))
-                .map_err(|message| RegistryError::Invalid {
+                .map_err(|error| RegistryError::Invalid {
                     module: e.module.clone(),
-                    message,
+                    message: error.to_string(),
                 })?;
             if self.reserved.contains(&e.name) {
                 return Err(RegistryError::Conflict {
@@ -392,15 +392,19 @@ mod tests {
     fn names_follow_the_one_rule() {
         // The rule itself is tested in `names`; the registry refuses what it refuses.
         assert!(check_name("fs.read").is_ok());
-        assert!(check_name("read file").unwrap_err().contains(NAME_RULE));
+        assert!(check_name("read file")
+            .unwrap_err()
+            .to_string()
+            .contains(NAME_RULE));
     }
 
     #[test]
     fn descriptions_must_not_be_blank() {
         assert!(check_description("Reads a file.").is_ok());
-        assert!(check_description("  \n")
-            .unwrap_err()
-            .contains("description is empty"));
+        assert!(matches!(
+            check_description("  \n"),
+            Err(crate::error::Error::Tool(m)) if m.contains("description is empty")
+        ));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! failures in the shape the Elixir side returns.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -237,7 +238,13 @@ impl Failure {
                      stopped there: simplify the pattern or send a shorter string"
                 ),
             ),
-            kind => (kind.keyword().to_owned(), e.to_string()),
+            kind => {
+                // Room for a typical message up front: `to_string` grows from nothing, a few
+                // reallocations per failure.
+                let mut message = String::with_capacity(128);
+                let _ = write!(message, "{e}");
+                (kind.keyword().to_owned(), message)
+            }
         };
         Failure {
             path: e.instance_path().as_str().to_owned(),
@@ -271,11 +278,20 @@ pub fn check_for<'i, F: Json>(
     if validator.is_valid(node.clone()) {
         return Ok(());
     }
-    Err(validator
+    match failures_for(validator, node) {
+        failures if failures.is_empty() => Ok(()),
+        failures => Err(failures),
+    }
+}
+
+/// The failures of an instance already found invalid (by the compiled program): no boolean
+/// check first. Empty when `validator` finds it valid after all.
+pub fn failures_for<'i, F: Json>(validator: &'i Validator<F>, node: F::Node<'i>) -> Vec<Failure> {
+    validator
         .iter_errors(node)
         .take(MAX_ERRORS)
         .map(|e| Failure::from_error(&e))
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 
-use cmdc_tool_core::tape::{is_ascii, Beam, Item, Tape};
+use cmdc_tool_core::tape::{is_ascii, Item, Tape};
 use rustler::sys::{
     enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size, enif_get_uint64,
     enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
@@ -88,6 +88,20 @@ fn explain(term: Term, budget: &Budget) -> TermError {
     }
 }
 
+/// A binary's bytes if `term` is one (bit strings are not), through the API. The binary belongs
+/// to the caller's term, alive for the whole NIF call: callers keep the slice no longer.
+#[inline]
+pub(crate) fn inspect_bytes(env: *mut ErlNifEnv, term: ErlNifTerm) -> Option<&'static [u8]> {
+    let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
+    if unsafe { enif_inspect_binary(env, term, bin.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    Some(unsafe {
+        let bin = bin.assume_init();
+        std::slice::from_raw_parts(bin.data, bin.size)
+    })
+}
+
 /// `enif_term_type`, read as a plain `int`: a future term type must not become an invalid enum.
 #[inline]
 pub(crate) fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
@@ -138,16 +152,7 @@ impl<'a> Walker<'a> {
     /// A binary's bytes if `term` is one (not checked for UTF-8), through the API.
     #[inline]
     fn bytes(&self, term: ErlNifTerm) -> Option<&'static [u8]> {
-        let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
-        if unsafe { enif_inspect_binary(self.env, term, bin.as_mut_ptr()) } == 0 {
-            return None;
-        }
-        // The binary belongs to the caller's term, alive for the whole NIF call; the tape that
-        // keeps this slice is bound to that call's lifetime.
-        Some(unsafe {
-            let bin = bin.assume_init();
-            std::slice::from_raw_parts(bin.data, bin.size)
-        })
+        inspect_bytes(self.env, term)
     }
 
     /// Reads `term` into `slot`.
@@ -328,7 +333,7 @@ impl<'a> Walker<'a> {
         Ok(false)
     }
 
-    /// A key that is not a heap binary: another binary, or an atom.
+    /// A key not read directly: another binary, or an atom.
     #[inline(never)]
     fn other_key(&mut self, key: ErlNifTerm, slot: usize) -> Result<bool, Stop> {
         if let Some(bytes) = self.bytes(key) {
@@ -468,20 +473,4 @@ impl<'a> Walker<'a> {
         }
         Ok(atom_keys && binary_keys)
     }
-}
-
-/// Checks the accessor contract of the validator on a term encoding
-/// `jsonschema::json::conformance::document()`; used by the test suite.
-pub fn conformance(term: Term) -> Result<(), String> {
-    let tape = build(term, &mut Budget::dirty()).map_err(|e| e.message())?;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        jsonschema::json::conformance::assert_conformance::<Beam>(&tape.root())
-    }))
-    .map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "conformance check failed".into())
-    })
 }

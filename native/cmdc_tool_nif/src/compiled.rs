@@ -1,7 +1,7 @@
 //! BEAM terms as instances of a compiled schema program (`cmdc_tool_core::compiled`): the
 //! program reads the caller's term as it checks it, with no index in between.
 //!
-//! Common shapes (small integers, lists, small maps, heap binaries) are read straight from
+//! Common shapes (small integers, lists, small maps, byte-aligned binaries) are read straight from
 //! memory when `layout.rs` verified this emulator's layout, everything else through `enif_*`.
 //! Anything the program does not decide (invalid, not JSON, big integers, atoms with non-ASCII
 //! names, a map naming one key as atom and string) goes to the `jsonschema` path in `schema.rs`,
@@ -15,22 +15,23 @@ use cmdc_tool_core::compiled::{Budget, Instance, Kind, Program, Stop};
 use cmdc_tool_core::tape::is_ascii;
 use rustler::sys::{
     enif_get_atom, enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size,
-    enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
-    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifCharEncoding,
-    ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
+    enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
+    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifCharEncoding, ErlNifEnv,
+    ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
 };
-use rustler::{Encoder, Env, ResourceArc, Term};
+use rustler::Term;
 
-use crate::beam::{atoms, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP};
+use crate::beam::{
+    atoms, inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
 use crate::layout::{self, Layout, Shape};
-use crate::schema::Schema;
 use crate::term::{DIRTY_BUDGET, NORMAL_BUDGET};
 
 /// Work units of the program on a normal scheduler. A unit here (one value checked in place)
 /// costs a few ns where the index walk's costs tens, so the same ~0.3 ms allows more of them.
 pub const NORMAL_UNITS: i64 = NORMAL_BUDGET * 4;
 
-/// Longest key read here (heap binaries are at most 64 bytes; longer keys are rare).
+/// Longest key read here (longer keys are rare: the other path reads them).
 const MAX_KEY_BYTES: usize = 4096;
 /// Members of a map mixing atom and binary keys checked here for a name given twice.
 const MAX_MIXED_KEYS: usize = 64;
@@ -121,18 +122,10 @@ impl<'r> Raw<'r> {
         }
     }
 
-    /// A binary's bytes through the API. The binary belongs to the caller's term, alive for the
-    /// whole NIF call, which outlives every use of the slice.
+    /// A binary's bytes through the API.
     #[inline]
     fn bytes(self) -> Option<&'static [u8]> {
-        let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
-        if unsafe { enif_inspect_binary(self.reader.env, self.term, bin.as_mut_ptr()) } == 0 {
-            return None;
-        }
-        Some(unsafe {
-            let bin = bin.assume_init();
-            std::slice::from_raw_parts(bin.data, bin.size)
-        })
+        inspect_bytes(self.reader.env, self.term)
     }
 
     #[cold]
@@ -177,7 +170,7 @@ impl<'r> Raw<'r> {
         }
     }
 
-    /// A member name that is not a heap binary: a binary's checked text, or an atom's name
+    /// A member name not read directly: a binary's checked text, or an atom's name
     /// written into `buf`; `None` for anything else (the other path names the problem).
     #[inline(never)]
     fn other_key(self, buf: &mut [u8; 256]) -> Option<(&str, bool)> {
@@ -274,6 +267,10 @@ impl<'r> Raw<'r> {
     ) -> Result<(), Stop> {
         if let Some(layout) = self.reader.layout {
             if let Shape::Bytes(bytes) = layout.shape(key) {
+                // Keys are short; a long one goes to the other path, which charges its bytes.
+                if bytes.len() > MAX_KEY_BYTES {
+                    return Err(Stop::Fallback);
+                }
                 kinds.binary = true;
                 return f(text(bytes).ok_or(Stop::Fallback)?, self.at(value));
             }
@@ -281,7 +278,7 @@ impl<'r> Raw<'r> {
         self.other_member(key, value, kinds, f)
     }
 
-    /// A member whose key is not a heap binary: another binary, or an atom.
+    /// A member whose key is not read directly: another binary, or an atom.
     #[inline(never)]
     fn other_member<F: FnMut(&str, Self) -> Result<(), Stop>>(
         self,
@@ -410,51 +407,4 @@ impl<'r> Instance<'r> for Raw<'r> {
             }
         }
     }
-}
-
-mod answers {
-    rustler::atoms! { valid, invalid, fallback, unsupported }
-}
-
-/// The program's own answer, for the tests comparing it with the `jsonschema` path:
-/// `:valid`, `:invalid`, `:fallback` (not decided there), or `:unsupported` (the schema did not
-/// compile into a program). `api` reads terms through `enif_*` only.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_compiled<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    input: Term<'a>,
-    api: bool,
-) -> Term<'a> {
-    let Some(program) = schema.compiled.as_ref() else {
-        return answers::unsupported().encode(env);
-    };
-    let result = if api {
-        run_api(program, input, true)
-    } else {
-        run(program, input, true)
-    };
-    match result {
-        Ok(()) => answers::valid(),
-        Err(Stop::Invalid) => answers::invalid(),
-        Err(_) => answers::fallback(),
-    }
-    .encode(env)
-}
-
-/// Benchmark figure: ns per run of the program on the caller's term, looped inside one NIF call.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn bench_compiled_validate<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    input: Term<'a>,
-    iterations: u64,
-) -> Term<'a> {
-    let Some(program) = schema.compiled.as_ref() else {
-        return (crate::atoms::error(), "the schema has no compiled program").encode(env);
-    };
-    let ns = crate::schema::best_of_five(iterations.max(1), &|| {
-        run(program, std::hint::black_box(input), false).is_ok()
-    });
-    (crate::atoms::ok(), ns).encode(env)
 }

@@ -10,6 +10,8 @@ use cmdc_tool_core::discovery::{
 use rustler::{Encoder, Env, NifMap, Term};
 
 use crate::atoms;
+use crate::error::Result;
+use crate::options::{self, Options};
 use crate::term::from_value;
 
 mod keys {
@@ -73,22 +75,31 @@ struct ScanOpts {
     trusted: Vec<String>,
 }
 
-fn config(opts: ScanOpts) -> Config {
-    Config {
-        cwd: PathBuf::from(opts.cwd),
-        home: PathBuf::from(opts.home),
-        cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
-        paths: opts.paths,
-        explicit: opts.explicit,
-        project: opts.project,
-        user: opts.user,
-        plugins: opts.plugins,
-        trust: match opts.trust {
-            None => Trust::Auto,
-            Some(true) => Trust::Always,
-            Some(false) => Trust::Never,
-        },
-        trusted: opts.trusted,
+impl Options<'_> for ScanOpts {
+    const NIF: &'static str = "discovery_scan";
+    const EXPECTED: &'static str = "cwd, home (strings), cmdc_home (string or nil), paths, \
+        trusted (lists of strings), explicit, project, user, plugins (booleans) and trust (true, \
+        false or nil)";
+}
+
+impl From<ScanOpts> for Config {
+    fn from(opts: ScanOpts) -> Self {
+        Config {
+            cwd: PathBuf::from(opts.cwd),
+            home: PathBuf::from(opts.home),
+            cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
+            paths: opts.paths,
+            explicit: opts.explicit,
+            project: opts.project,
+            user: opts.user,
+            plugins: opts.plugins,
+            trust: match opts.trust {
+                None => Trust::Auto,
+                Some(true) => Trust::Always,
+                Some(false) => Trust::Never,
+            },
+            trusted: opts.trusted,
+        }
     }
 }
 
@@ -205,29 +216,19 @@ fn scan_term<'a>(env: Env<'a>, scan: &Scan) -> Term<'a> {
     )
 }
 
-/// Scans the tool folders the options name: `{:ok, %{files, ignored, errors,
-/// project_trusted}, digest}`, or `{:unchanged, digest}` when the scan's digest equals
-/// `previous` (an integer from an earlier call, or `nil`). Runs on a dirty I/O scheduler: it
-/// walks folders and reads files.
+/// Scans the tool folders the options name: `{:ok, {%{files, ignored, errors,
+/// project_trusted}, digest}}`, or `{:ok, {:unchanged, digest}}` when the scan's digest equals
+/// `previous` (an integer from an earlier call, or `nil`). Folders that cannot be read are
+/// entries of `errors`, not a failure; `{:error, message}` only for options of the wrong shape.
+/// Runs on a dirty I/O scheduler: it walks folders and reads files.
 #[rustler::nif(schedule = "DirtyIo")]
-fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Term<'a>) -> Term<'a> {
-    let previous = previous.decode::<u64>().ok();
-    match opts.decode::<ScanOpts>() {
-        Ok(opts) => {
-            let scan = discovery::scan(&config(opts));
-            let digest = discovery::digest(&scan);
-            if previous == Some(digest) {
-                (keys::unchanged(), digest).encode(env)
-            } else {
-                (atoms::ok(), scan_term(env, &scan), digest).encode(env)
-            }
-        }
-        Err(_) => (
-            atoms::error(),
-            "discovery_scan: expected a map with cwd, home (strings), cmdc_home (string or nil), \
-             paths, trusted (lists of strings), explicit, project, user, plugins (booleans) and \
-             trust (true, false or nil)",
-        )
-            .encode(env),
-    }
+fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Option<u64>) -> Result<Term<'a>> {
+    let config = Config::from(options::decode::<ScanOpts>(opts)?);
+    let scan = discovery::scan(&config);
+    let digest = discovery::digest(&scan);
+    Ok(if previous == Some(digest) {
+        (keys::unchanged(), digest).encode(env)
+    } else {
+        (scan_term(env, &scan), digest).encode(env)
+    })
 }

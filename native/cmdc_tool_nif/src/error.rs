@@ -17,7 +17,8 @@ pub enum Error {
     /// The input is over a normal scheduler's ~1 ms budget: the Elixir side calls the `_dirty`
     /// twin with the same arguments (`CMDC.Tool.Native.with_dirty/1`). Reason `:yield`.
     Yield,
-    /// A failure of the core: reason is its message (a binary).
+    /// A failure of the core: reason is its message (a binary), except a failed script call:
+    /// `%{kind: _, message: _, log: _}` (binaries).
     Core(cmdc_tool_core::error::Error),
     /// Input refused at the boundary (a term that is not JSON, an unknown option value):
     /// reason is the message (a binary).
@@ -38,12 +39,25 @@ pub enum Error {
     NotJson { path: String, message: String },
     /// The registry changed since the caller read its generation: reason `:stale`.
     Stale,
+    /// Nothing cached for that key (`crate::modules`): reason `:miss`, the caller compiles and
+    /// stores it.
+    Miss,
 }
 
 /// The result of a fallible NIF.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A process or OS failure of the NIF itself (its runtime, a descriptor).
+    pub fn process(message: impl Into<String>) -> Self {
+        Error::Core(cmdc_tool_core::error::Error::Process(message.into()))
+    }
+
+    /// `{:error, reason}`, for errors sent as messages rather than returned.
+    pub fn to_tuple<'a>(&self, env: Env<'a>) -> Term<'a> {
+        (atoms::error(), self).encode(env)
+    }
+
     /// Arguments that are not JSON, as the one validation failure they cause.
     pub fn not_json(e: &TermError) -> Self {
         match e {
@@ -89,7 +103,7 @@ impl From<RegistryError<Atom>> for Error {
 fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
     crate::term::string_map(
         env,
-        &[
+        [
             (atoms::path(), f.path.as_str()),
             (atoms::keyword(), f.keyword.as_str()),
             (atoms::message(), f.message.as_str()),
@@ -103,7 +117,18 @@ impl Encoder for Error {
         match self {
             Error::Yield => atoms::r#yield().encode(env),
             Error::Stale => atoms::stale().encode(env),
+            Error::Miss => atoms::miss().encode(env),
             Error::NotJson { path, message } => (path, message).encode(env),
+            Error::Core(cmdc_tool_core::error::Error::Script { kind, message, log }) => {
+                crate::term::string_map(
+                    env,
+                    [
+                        (atoms::kind(), kind.as_str()),
+                        (atoms::message(), message.as_str()),
+                        (atoms::log(), log.as_str()),
+                    ],
+                )
+            }
             Error::Core(e) => e.to_string().encode(env),
             Error::Message(m) => m.encode(env),
             Error::Invalid(failures) => {

@@ -21,11 +21,11 @@ use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, R
 use tokio::sync::{mpsc, watch};
 
 use crate::error::{Error, Result};
+use crate::options::{self, Options};
 
 mod atoms {
     rustler::atoms! {
         ok,
-        error,
         cmdc_exec,
         started,
         line,
@@ -46,7 +46,8 @@ mod atoms {
     }
 }
 
-/// Bytes of stdin a normal scheduler copies; more answers `:yield` (the dirty twin copies it).
+/// Bytes of stdin (or of one `exec_write`) a normal scheduler copies; more answers `:yield`
+/// (the dirty twin copies it).
 const NORMAL_STDIN_BYTES: usize = 64 * 1024;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -85,19 +86,31 @@ struct ExecOpts {
     stream_stderr: bool,
 }
 
-fn to_spec(opts: ExecOpts, stdin: Option<Binary>) -> Spec {
-    Spec {
-        program: opts.program,
-        args: opts.args,
-        cwd: opts.cwd.map(PathBuf::from),
-        env: opts.env,
-        clear_env: opts.clear_env,
-        stdin: stdin.map(|b| b.as_slice().to_vec()),
-        timeout: opts.timeout_ms.map(Duration::from_millis),
-        kill_grace: Duration::from_millis(opts.kill_grace_ms),
-        max_output: usize::try_from(opts.max_output).unwrap_or(usize::MAX),
-        stream_lines: opts.stream_lines,
-        max_line: usize::try_from(opts.max_line).unwrap_or(usize::MAX).max(1),
+impl Options<'_> for ExecOpts {
+    const NIF: &'static str = "exec_start";
+    const EXPECTED: &'static str = "program (string), args (list of strings), cwd (string or \
+        nil), env (list of {name, value or nil}), clear_env, stream_lines, interactive, \
+        stream_stderr (booleans), timeout_ms (integer or nil), kill_grace_ms, max_output, \
+        max_line (non-negative integers)";
+}
+
+/// The core's spec, without stdin (given apart: it is the one part copied on a dirty
+/// scheduler when large).
+impl From<ExecOpts> for Spec {
+    fn from(opts: ExecOpts) -> Self {
+        Spec {
+            program: opts.program,
+            args: opts.args,
+            cwd: opts.cwd.map(PathBuf::from),
+            env: opts.env,
+            clear_env: opts.clear_env,
+            stdin: None,
+            timeout: opts.timeout_ms.map(Duration::from_millis),
+            kill_grace: Duration::from_millis(opts.kill_grace_ms),
+            max_output: usize::try_from(opts.max_output).unwrap_or(usize::MAX),
+            stream_lines: opts.stream_lines,
+            max_line: usize::try_from(opts.max_line).unwrap_or(usize::MAX).max(1),
+        }
     }
 }
 
@@ -194,9 +207,7 @@ async fn drive(
         Ok(outcome) => send(&mut msg_env, &pid, id, |env| {
             (atoms::exit(), outcome_term(env, &outcome)).encode(env)
         }),
-        Err(e) => send(&mut msg_env, &pid, id, |env| {
-            (atoms::error(), Error::from(e)).encode(env)
-        }),
+        Err(e) => send(&mut msg_env, &pid, id, |env| Error::from(e).to_tuple(env)),
     }
 }
 
@@ -204,10 +215,10 @@ async fn drive(
 /// runtime cannot start). Everything else arrives as messages. A large stdin answers `:yield`:
 /// copying it is the only unbounded work here, done by `exec_start_dirty`.
 #[rustler::nif]
-fn exec_start(
-    env: Env,
-    opts: ExecOpts,
-    stdin: Option<Binary>,
+fn exec_start<'a>(
+    env: Env<'a>,
+    opts: Term<'a>,
+    stdin: Option<Binary<'a>>,
 ) -> Result<(ResourceArc<ExecHandle>, u64)> {
     if stdin.as_ref().is_some_and(|b| b.len() > NORMAL_STDIN_BYTES) {
         return Err(Error::Yield);
@@ -216,22 +227,26 @@ fn exec_start(
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn exec_start_dirty(
-    env: Env,
-    opts: ExecOpts,
-    stdin: Option<Binary>,
+fn exec_start_dirty<'a>(
+    env: Env<'a>,
+    opts: Term<'a>,
+    stdin: Option<Binary<'a>>,
 ) -> Result<(ResourceArc<ExecHandle>, u64)> {
     start(env, opts, stdin)
 }
 
-fn start(
-    env: Env,
-    opts: ExecOpts,
-    stdin: Option<Binary>,
+fn start<'a>(
+    env: Env<'a>,
+    opts: Term<'a>,
+    stdin: Option<Binary<'a>>,
 ) -> Result<(ResourceArc<ExecHandle>, u64)> {
-    let runtime = crate::runtime::get().map_err(|m| Error::Message(m.to_owned()))?;
+    let opts = options::decode::<ExecOpts>(opts)?;
+    let runtime = crate::runtime::get()?;
     let (interactive, stream_stderr) = (opts.interactive, opts.stream_stderr);
-    let spec = to_spec(opts, stdin);
+    let spec = Spec {
+        stdin: stdin.map(|b| b.as_slice().to_vec()),
+        ..Spec::from(opts)
+    };
     let (input, sender) = if interactive {
         let (tx, rx) = mpsc::unbounded_channel();
         (Input::Channel(rx), Some(tx))
@@ -255,10 +270,8 @@ fn start(
     runtime.spawn(async move {
         if let Err(e) = task.await {
             let mut msg_env = OwnedEnv::new();
-            let message = format!("exec failed internally: {e}");
-            send(&mut msg_env, &owner, id, |env| {
-                (atoms::error(), message.as_str()).encode(env)
-            });
+            let error = Error::process(format!("exec failed internally: {e}"));
+            send(&mut msg_env, &owner, id, |env| error.to_tuple(env));
         }
     });
     Ok((handle.clone(), handle.id))
@@ -272,37 +285,41 @@ fn exec_cancel(handle: ResourceArc<ExecHandle>) -> Atom {
     atoms::ok()
 }
 
-/// Writes bytes to an interactive program's stdin (queued, written in order). Answers `:ok`, or
-/// `{:error, message}` when stdin is closed or the run is not interactive. Writes over 1 MiB go
-/// through `exec_write_dirty` (copying is the only work here).
+/// Writes bytes to an interactive program's stdin (queued, written in order): `{:ok, bytes}`, or
+/// `{:error, message}` when stdin is closed or the run is not interactive. More than
+/// [`NORMAL_STDIN_BYTES`] answers `:yield`: `exec_write_dirty` copies them.
 #[rustler::nif]
-fn exec_write<'a>(env: Env<'a>, handle: ResourceArc<ExecHandle>, data: Binary<'a>) -> Term<'a> {
-    write(env, &handle, data)
+fn exec_write(handle: ResourceArc<ExecHandle>, data: Binary) -> Result<usize> {
+    if data.len() > NORMAL_STDIN_BYTES {
+        return Err(Error::Yield);
+    }
+    write(&handle, data)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
-fn exec_write_dirty<'a>(
-    env: Env<'a>,
-    handle: ResourceArc<ExecHandle>,
-    data: Binary<'a>,
-) -> Term<'a> {
-    write(env, &handle, data)
+fn exec_write_dirty(handle: ResourceArc<ExecHandle>, data: Binary) -> Result<usize> {
+    write(&handle, data)
 }
 
-fn write<'a>(env: Env<'a>, handle: &ExecHandle, data: Binary<'a>) -> Term<'a> {
+fn write(handle: &ExecHandle, data: Binary) -> Result<usize> {
     let guard = match handle.input.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
     };
     match guard.as_ref() {
-        Some(tx) if tx.send(data.as_slice().to_vec()).is_ok() => atoms::ok().encode(env),
-        Some(_) => (atoms::error(), "the program has ended: its stdin is closed").encode(env),
-        None => (
-            atoms::error(),
+        Some(tx) if tx.send(data.as_slice().to_vec()).is_ok() => Ok(data.len()),
+        Some(_) => Err(Error::process("the program has ended: its stdin is closed")),
+        None => Err(Error::process(
             "stdin is closed (or the program was not started with stdin: :pipe)",
-        )
-            .encode(env),
+        )),
     }
+}
+
+/// Kills every running program and what it started (`CMDC.Tool.Exec.kill_all/0`); walks
+/// `/proc`, hence a dirty scheduler.
+#[rustler::nif(schedule = "DirtyIo")]
+fn exec_kill_all() -> usize {
+    exec::kill_all()
 }
 
 /// Closes an interactive program's stdin (the program sees end of file once queued bytes are

@@ -1,5 +1,5 @@
 //! JSON text <-> terms, natively: decoding builds terms straight from the text (no intermediate
-//! `Value`), encoding walks the term and writes bytes.
+//! `Value`), encoding (`encode.rs`) walks the term and writes the text into the result binary.
 //!
 //! Both directions follow one set of rules, so whatever `encode` writes `decode` reads back to
 //! an equal term: integers of any size stay integers (a big one costs its conversion in work
@@ -13,11 +13,11 @@ use rustler::sys::{
     enif_make_list_from_array, enif_make_map_from_arrays, enif_make_map_put, enif_make_new_binary,
     enif_make_new_map, ErlNifEnv, ErlNifTerm,
 };
-use rustler::types::{BigInt, MapIterator};
-use rustler::{Binary, Encoder, Env, NewBinary, Term, TermType};
+use rustler::types::BigInt;
+use rustler::{Binary, Encoder, Env, Term};
 
 use crate::error::{Error, Result};
-use crate::term::{self, Budget, Cells, Key, Scalar, Seg, TermError};
+use crate::term::{self, Budget, TermError};
 
 /// Bytes of JSON text a normal scheduler decodes; larger input goes to a dirty scheduler.
 pub const NORMAL_DECODE_BYTES: usize = 16 * 1024;
@@ -31,10 +31,16 @@ pub enum DecodeError {
     Invalid(String),
 }
 
+/// A new binary holding `bytes` (one `enif_make_new_binary`: rustler's `NewBinary` measured at
+/// three times its cost, which an error list of nine failures pays 36 times).
 pub fn binary<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
-    let mut out = NewBinary::new(env, bytes.len());
-    out.as_mut_slice().copy_from_slice(bytes);
-    Binary::from(out).to_term(env)
+    let mut term = MaybeUninit::<ErlNifTerm>::uninit();
+    // SAFETY: the new binary has room for `bytes`; the term belongs to `env`.
+    unsafe {
+        let data = enif_make_new_binary(env.as_c_arg(), bytes.len(), term.as_mut_ptr());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
+        Term::new(env, term.assume_init())
+    }
 }
 
 /// Decodes JSON text into a term. Object keys become binaries; a key given twice keeps its
@@ -474,149 +480,12 @@ impl Parser<'_, '_, '_> {
 
 const CONTROL: &str = "control character (\\u0000-\\u001F) found while parsing a string";
 
-/// Encodes a term as JSON text; `pretty` indents by two spaces.
-pub fn encode(term: Term, pretty: bool, budget: &mut Budget) -> Result<Vec<u8>, TermError> {
-    let mut w = Writer {
-        out: Vec::with_capacity(128),
-        pretty,
-        indent: 0,
-        budget,
-    };
-    let mut path = Vec::new();
-    w.value(term, &mut path)?;
-    Ok(w.out)
-}
-
-struct Writer<'b> {
-    out: Vec<u8>,
-    pretty: bool,
-    indent: usize,
-    budget: &'b mut Budget,
-}
-
-impl Writer<'_> {
-    fn newline(&mut self) {
-        if self.pretty {
-            self.out.push(b'\n');
-            self.out.extend(std::iter::repeat_n(b' ', self.indent * 2));
-        }
-    }
-
-    fn string(&mut self, s: &str) {
-        // serde_json's own escaping: correct for control characters and quotes.
-        serde_json::to_writer(&mut self.out, s).expect("writing to a Vec cannot fail");
-    }
-
-    fn value<'a>(&mut self, term: Term<'a>, path: &mut Vec<Seg<'a>>) -> Result<(), TermError> {
-        self.budget.spend(1)?;
-        match term.get_type() {
-            TermType::Map => self.map(term, path),
-            TermType::List => self.list(term, path),
-            _ => {
-                match term::read_scalar(term, path, self.budget)? {
-                    Scalar::Null => self.out.extend_from_slice(b"null"),
-                    Scalar::Bool(true) => self.out.extend_from_slice(b"true"),
-                    Scalar::Bool(false) => self.out.extend_from_slice(b"false"),
-                    Scalar::Str(s) => {
-                        self.budget.spend_bytes(s.len())?;
-                        self.string(s)
-                    }
-                    Scalar::AtomStr(s) => self.string(&s),
-                    Scalar::Int(i) => self.out.extend_from_slice(i.to_string().as_bytes()),
-                    Scalar::UInt(u) => self.out.extend_from_slice(u.to_string().as_bytes()),
-                    // Its conversion was charged by `read_scalar`.
-                    Scalar::Big(b) => self.out.extend_from_slice(b.to_string().as_bytes()),
-                    Scalar::Float(f) => {
-                        serde_json::to_writer(&mut self.out, &f).expect("finite float")
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn map<'a>(&mut self, term: Term<'a>, path: &mut Vec<Seg<'a>>) -> Result<(), TermError> {
-        term::enter(path)?;
-        let iter = MapIterator::new(term).ok_or_else(|| term::not_json(term, path))?;
-        let mut seen_atom = false;
-        let mut seen_binary = false;
-        let mut names: Option<std::collections::HashSet<String>> = None;
-        self.out.push(b'{');
-        self.indent += 1;
-        let mut first = true;
-        for (key, value) in iter {
-            let name = term::read_key(key, path)?;
-            match name {
-                Key::Str(_) => seen_binary = true,
-                Key::Atom(_) => seen_atom = true,
-            }
-            // Only a map mixing atom and binary keys can name one key twice.
-            if seen_atom && seen_binary {
-                let set = names.get_or_insert_with(|| {
-                    MapIterator::new(term)
-                        .into_iter()
-                        .flatten()
-                        .take_while(|(k, _)| *k != key)
-                        .filter_map(|(k, _)| term::read_key(k, &[]).ok())
-                        .map(|k| k.as_str().to_owned())
-                        .collect()
-                });
-                if !set.insert(name.as_str().to_owned()) {
-                    return Err(term::duplicate_key(name.as_str(), path));
-                }
-            }
-            if !first {
-                self.out.push(b',');
-            }
-            first = false;
-            self.newline();
-            self.budget.spend_bytes(name.as_str().len())?;
-            self.string(name.as_str());
-            self.out.push(b':');
-            if self.pretty {
-                self.out.push(b' ');
-            }
-            path.push(Seg::Key(key));
-            self.value(value, path)?;
-            path.pop();
-        }
-        self.indent -= 1;
-        if !first {
-            self.newline();
-        }
-        self.out.push(b'}');
-        Ok(())
-    }
-
-    /// Cell by cell, never counting the list first: a long list yields after its first cells.
-    fn list<'a>(&mut self, term: Term<'a>, path: &mut Vec<Seg<'a>>) -> Result<(), TermError> {
-        term::enter(path)?;
-        self.out.push(b'[');
-        self.indent += 1;
-        let mut first = true;
-        for (i, cell) in Cells::new(term).enumerate() {
-            let item = cell.ok_or_else(|| term::not_json(term, path))?;
-            if !first {
-                self.out.push(b',');
-            }
-            first = false;
-            self.newline();
-            path.push(Seg::Index(i));
-            self.value(item, path)?;
-            path.pop();
-        }
-        self.indent -= 1;
-        if !first {
-            self.newline();
-        }
-        self.out.push(b']');
-        Ok(())
-    }
-}
-
-fn encoded<'a>(env: Env<'a>, result: std::result::Result<Vec<u8>, TermError>) -> Result<Term<'a>> {
+fn encoded<'a>(
+    env: Env<'a>,
+    result: std::result::Result<Binary<'a>, TermError>,
+) -> Result<Term<'a>> {
     match result {
-        Ok(bytes) => Ok(binary(env, &bytes)),
+        Ok(binary) => Ok(binary.to_term(env)),
         Err(TermError::Yield) => Err(Error::Yield),
         Err(e) => Err(Error::NotJson {
             path: e.path().to_owned(),
@@ -643,12 +512,15 @@ fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
 #[rustler::nif]
 fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
     let mut budget = Budget::normal();
-    let result = encode(term, pretty, &mut budget);
+    let result = crate::encode::encode(term, pretty, &mut budget);
     term::report_units(env, budget.spent());
     encoded(env, result)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
 fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
-    encoded(env, encode(term, pretty, &mut Budget::dirty()))
+    encoded(
+        env,
+        crate::encode::encode(term, pretty, &mut Budget::dirty()),
+    )
 }

@@ -1,6 +1,7 @@
 //! Direct reads of the few term shapes a tool-args map is made of, for the in-place validator
-//! (`beam.rs`): small integers, lists, small maps ("flatmaps") and small binaries stored on the
-//! process heap.
+//! (`beam.rs`, `compiled.rs`) and the JSON encoder: small integers, lists, small maps
+//! ("flatmaps") and byte-aligned binaries (on the process heap, reference-counted, and
+//! sub-binaries of either: what `Jason`, `:binary.part/3` and code evaluated by `erl_eval` make).
 //!
 //! Why: reading a typical 8-property map through the `enif_*` API takes ~60 calls (type, map
 //! iterator, binary inspection...), which measured as more than the validation itself. These
@@ -16,10 +17,11 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use rustler::sys::{
-    enif_inspect_binary, enif_make_atom, enif_make_int64, enif_make_list_cell,
-    enif_make_map_from_arrays, enif_make_new_binary, enif_map_iterator_create,
-    enif_map_iterator_destroy, enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary,
-    ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
+    enif_alloc_binary, enif_inspect_binary, enif_make_atom, enif_make_binary, enif_make_int64,
+    enif_make_list_cell, enif_make_map_from_arrays, enif_make_new_binary, enif_make_sub_binary,
+    enif_map_iterator_create, enif_map_iterator_destroy, enif_map_iterator_get_pair,
+    enif_map_iterator_next, ErlNifBinary, ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry,
+    ErlNifTerm,
 };
 use rustler::{Env, OwnedEnv};
 
@@ -30,6 +32,12 @@ pub struct Layout {
     flatmap_header: usize,
     /// The low 6 bits of a heap binary's header (the rest is its size in words).
     heap_binary_tag: usize,
+    /// The header word of a reference-counted binary (`ProcBin`: header, size, next, val,
+    /// bytes, flags).
+    refc_header: usize,
+    /// The header word of a sub-binary (`ErlSubBin`: header, size, offset, bit size and bit
+    /// offset bytes, original binary).
+    sub_header: usize,
     /// `[]`.
     nil: usize,
     /// The low 6 bits of a positive and of a negative big integer's header (the rest is its
@@ -54,7 +62,7 @@ pub enum Shape<'t> {
     Nil,
     /// A small map: its keys and values, in the same order.
     Map(&'t [usize], &'t [usize]),
-    /// The bytes of a binary on the process heap.
+    /// The bytes of a byte-aligned binary.
     Bytes(&'t [u8]),
     /// Anything else: ask the `enif_*` API.
     Other,
@@ -134,20 +142,48 @@ impl Layout {
                             std::slice::from_raw_parts(boxed.add(3), size),
                         )
                     }
-                } else if header & HEADER_TAG_MASK == self.heap_binary_tag {
-                    // SAFETY: layout checked by `probe`: header, size in bytes, bytes.
-                    unsafe {
-                        let size = *boxed.add(1);
-                        Shape::Bytes(std::slice::from_raw_parts(boxed.add(2) as *const u8, size))
-                    }
                 } else {
-                    Shape::Other
+                    // SAFETY: a boxed term's header, checked by `probe` for each binary kind.
+                    unsafe { self.binary(boxed, header) }
                 }
             }
             _ if t & SMALL_MASK == SMALL_TAG => Shape::Small((t as i64) >> 4),
             _ if t == self.nil => Shape::Nil,
             _ => Shape::Other,
         }
+    }
+
+    /// The bytes of the binary at `boxed` (header `header`), if it is a byte-aligned one.
+    ///
+    /// SAFETY: `boxed` points at a live term's header. The bytes stay where they are for the
+    /// NIF call: a writable binary grows only when its owner appends, and the owner is in this
+    /// call.
+    #[inline(always)]
+    unsafe fn binary<'t>(self, boxed: *const usize, header: usize) -> Shape<'t> {
+        let size = *boxed.add(1);
+        let (data, offset) = if header & HEADER_TAG_MASK == self.heap_binary_tag {
+            (boxed.add(2) as *const u8, 0)
+        } else if header == self.refc_header {
+            (*boxed.add(4) as *const u8, 0)
+        } else if header == self.sub_header {
+            // Bit size and bit offset: the two low bytes of the fourth word.
+            if *boxed.add(3) & 0xFFFF != 0 {
+                return Shape::Other;
+            }
+            let orig = (*boxed.add(4) - TAG_BOXED) as *const usize;
+            let orig_header = *orig;
+            let data = if orig_header & HEADER_TAG_MASK == self.heap_binary_tag {
+                orig.add(2) as *const u8
+            } else if orig_header == self.refc_header {
+                *orig.add(4) as *const u8
+            } else {
+                return Shape::Other;
+            };
+            (data, *boxed.add(2))
+        } else {
+            return Shape::Other;
+        };
+        Shape::Bytes(std::slice::from_raw_parts(data.add(offset), size))
     }
 }
 
@@ -164,6 +200,14 @@ fn probe(env: Env) -> Option<Layout> {
         let one = sample_binary(raw, b"k")?;
         let long = sample_binary(raw, b"a longer key, still small")?;
         let heap_binary_tag = boxed_header(one)? & HEADER_TAG_MASK;
+        // A reference-counted binary (over 64 bytes), sub-binaries of it and of a heap binary,
+        // and a bit string (which direct reads leave to the API).
+        let refc = sample_refc(raw, 200)?;
+        let refc_header = boxed_header(refc)?;
+        let sub_refc = word(enif_make_sub_binary(raw, term(refc), 7, 100));
+        let sub_heap = word(enif_make_sub_binary(raw, term(long), 2, 9));
+        let sub_header = boxed_header(sub_refc)?;
+        let bits = sample_etf(raw, &[131, 77, 0, 0, 0, 2, 3, 0xAB, 0xE0])?;
         let small = word(enif_make_int64(raw, -7));
         let big_small = word(enif_make_int64(raw, 1 << 40));
         let atom = word(enif_make_atom(raw, c"probe".as_ptr()));
@@ -185,6 +229,8 @@ fn probe(env: Env) -> Option<Layout> {
         let layout = Layout {
             flatmap_header,
             heap_binary_tag,
+            refc_header,
+            sub_header,
             nil,
             big_tags,
         };
@@ -198,6 +244,12 @@ fn probe(env: Env) -> Option<Layout> {
             matches!(layout.shape(term(list)), Shape::Cons(h, t) if h == small && t == nil),
             bytes_agree(raw, &layout, one),
             bytes_agree(raw, &layout, long),
+            bytes_agree(raw, &layout, refc),
+            bytes_agree(raw, &layout, sub_refc),
+            bytes_agree(raw, &layout, sub_heap),
+            boxed_header(sub_heap) == Some(sub_header),
+            refc_header & HEADER_TAG_MASK != heap_binary_tag,
+            matches!(layout.shape(term(bits)), Shape::Other),
             map_agrees(raw, &layout, map),
             map_agrees(raw, &layout, map1),
             big_tags[0] != big_tags[1],
@@ -220,6 +272,19 @@ unsafe fn sample_binary(env: *mut ErlNifEnv, bytes: &[u8]) -> Option<usize> {
     }
     std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
     Some(word(term.assume_init()))
+}
+
+/// A reference-counted binary of `len` distinct-ish bytes.
+unsafe fn sample_refc(env: *mut ErlNifEnv, len: usize) -> Option<usize> {
+    let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
+    if enif_alloc_binary(len, bin.as_mut_ptr()) == 0 {
+        return None;
+    }
+    let mut bin = bin.assume_init();
+    for i in 0..len {
+        *bin.data.add(i) = (i * 7 + 3) as u8;
+    }
+    Some(word(enif_make_binary(env, &mut bin)))
 }
 
 unsafe fn sample_etf(env: *mut ErlNifEnv, etf: &[u8]) -> Option<usize> {

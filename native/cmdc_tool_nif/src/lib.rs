@@ -1,15 +1,19 @@
 //! cmdc_tool's native core. Every `#[rustler::nif]` in the modules below is registered with
 //! `CMDC.Tool.Native` by `rustler::init!`; this file holds only the module list and the table.
+//! `testing` (the `testing` cargo feature) adds the test and benchmark NIFs, whose stubs
+//! `CMDC.Tool.Native.Testing` adds to `CMDC.Tool.Native` in the same builds.
 
 pub mod atoms;
 pub mod beam;
-pub mod bench;
 pub mod compiled;
 pub mod discovery;
+pub mod encode;
 pub mod error;
 pub mod exec;
 pub mod json;
 pub mod layout;
+pub mod modules;
+pub mod options;
 pub mod permissions;
 pub mod registry;
 pub mod round_trip;
@@ -18,5 +22,7 @@ pub mod schema;
 pub mod scripts;
 pub mod stdio;
 pub mod term;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 rustler::init!("Elixir.CMDC.Tool.Native");

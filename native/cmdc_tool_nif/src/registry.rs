@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::atoms;
 use crate::error::{Error, Result};
-use crate::schema::{self, Schema};
+use crate::schema::{self, Args, Schema};
 use crate::term::{self, Budget};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
@@ -264,14 +264,10 @@ fn settings_term<'a>(env: Env<'a>, settings: Option<&[u8]>) -> Term<'a> {
 // ---------------------------------------------------------------------------------------------
 // Reads
 
-/// `{:ok, module}` or `:error`: a hash lookup, for `CMDC.Tool.find/2`.
+/// The module registered as `name`, or `nil`: a hash lookup, for `CMDC.Tool.find/2`.
 #[rustler::nif]
-fn registry_find<'a>(env: Env<'a>, reg: ResourceArc<Registry>, name: Binary<'a>) -> Term<'a> {
-    let state = reg.read();
-    match state.get(as_str(&name)) {
-        Some(e) => (atoms::ok(), e.module).encode(env),
-        None => atoms::error().encode(env),
-    }
+fn registry_find(reg: ResourceArc<Registry>, name: Binary) -> Option<Atom> {
+    reg.read().get(as_str(&name)).map(|e| e.module)
 }
 
 fn fetch(reg: &Registry, name: &str, dirty: bool) -> Result<Atom> {
@@ -327,34 +323,34 @@ fn tool_suggest(names: Vec<String>, name: String) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Resolve and validate in one call
 
-fn schema_of(reg: &Registry, name: &str) -> Option<ResourceArc<Schema>> {
-    reg.read().get(name).map(|e| e.schema.clone())
+/// What a call needs of the tool `name`: its module, compiled schema and stored settings.
+type CallEntry = (Atom, ResourceArc<Schema>, Option<Vec<u8>>);
+
+fn entry(reg: &Registry, name: &str, dirty: bool) -> Result<CallEntry> {
+    let state = reg.read();
+    match state.get(name) {
+        Some(e) => Ok((
+            e.module,
+            e.schema.clone(),
+            state.settings(name).map(<[u8]>::to_vec),
+        )),
+        None => Err(missing(&state, name, dirty)),
+    }
 }
 
-/// Resolves `name` and validates `args` against its compiled schema in one call:
-/// `{:ok, {module, settings}}` (settings as stored, or `:none`), the failures, or not found.
-fn validate<'a>(
+/// A call resolved, validated and given its settings, in one native call (`schema::validate_call`,
+/// strict mode's nulls dropped): `{:ok, {module, args, settings}}` (settings as stored, or
+/// `:none`), the failures, or not found. `args` is a term, or JSON text decoded first.
+fn call<'a>(
     env: Env<'a>,
     reg: &Registry,
     name: &str,
-    args: Term<'a>,
-    budget: Budget,
-) -> Result<(Atom, Term<'a>)> {
-    let dirty = budget.is_dirty();
-    let entry = {
-        let state = reg.read();
-        match state.get(name) {
-            Some(e) => (
-                e.module,
-                e.schema.clone(),
-                state.settings(name).map(<[u8]>::to_vec),
-            ),
-            None => return Err(missing(&state, name, dirty)),
-        }
-    };
-    let (module, schema, settings) = entry;
-    schema::validate_term(&schema, args, budget)?;
-    Ok((module, settings_term(env, settings.as_deref())))
+    args: Args<'a>,
+    dirty: bool,
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    let (module, schema, settings) = entry(reg, name, dirty)?;
+    let args = schema::validate_args(env, &schema, args, dirty)?;
+    Ok((module, args, settings_term(env, settings.as_deref())))
 }
 
 #[rustler::nif]
@@ -363,8 +359,8 @@ fn registry_validate<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     args: Term<'a>,
-) -> Result<(Atom, Term<'a>)> {
-    validate(env, &reg, as_str(&name), args, Budget::normal())
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Term(args), false)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -373,22 +369,8 @@ fn registry_validate_dirty<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     args: Term<'a>,
-) -> Result<(Atom, Term<'a>)> {
-    validate(env, &reg, as_str(&name), args, Budget::dirty())
-}
-
-fn validate_json<'a>(
-    env: Env<'a>,
-    reg: &Registry,
-    name: &str,
-    text: &[u8],
-    dirty: bool,
-) -> Result<Term<'a>> {
-    match schema_of(reg, name) {
-        Some(_) if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES => Err(Error::Yield),
-        Some(schema) => schema::validate_text(env, &schema, text),
-        None => Err(missing(&reg.read(), name, dirty)),
-    }
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Term(args), true)
 }
 
 #[rustler::nif]
@@ -397,8 +379,8 @@ fn registry_validate_json<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate_json(env, &reg, as_str(&name), text.as_slice(), false)
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), false)
 }
 
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -407,25 +389,12 @@ fn registry_validate_json_dirty<'a>(
     reg: ResourceArc<Registry>,
     name: Binary<'a>,
     text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate_json(env, &reg, as_str(&name), text.as_slice(), true)
+) -> Result<(Atom, Term<'a>, Term<'a>)> {
+    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), true)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Provider output, cached
-
-fn format_of(format: Term) -> Result<Format> {
-    format
-        .atom_to_string()
-        .ok()
-        .and_then(|f| Format::parse(&f))
-        .ok_or_else(|| {
-            Error::Message(format!(
-                "unknown format {format:?}; expected one of :openai, :openai_responses, \
-                 :anthropic, :gemini, :gemini_json_schema, :mcp"
-            ))
-        })
-}
 
 pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
     let list: Vec<Term<'a>> = warnings
@@ -433,7 +402,7 @@ pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
         .map(|w| {
             crate::term::string_map(
                 env,
-                &[
+                [
                     (atoms::tool(), w.tool.as_str()),
                     (atoms::path(), w.path.as_str()),
                     (atoms::keyword(), w.keyword.as_str()),
@@ -455,7 +424,7 @@ fn registry_cached_json<'a>(
     strict: bool,
     context_key: Binary<'a>,
 ) -> Result<Option<Term<'a>>> {
-    let format = format_of(format)?;
+    let format = crate::options::format(format)?;
     let key = (format, strict, context_key.as_slice().to_vec());
     let built = {
         let cache = lock(&reg.cache);
@@ -482,7 +451,7 @@ fn registry_build<'a>(
     generation: u64,
     overrides: HashMap<String, String>,
 ) -> Result<(u64, Term<'a>, Term<'a>, Term<'a>)> {
-    let fmt = format_of(format)?;
+    let fmt = crate::options::format(format)?;
     // A snapshot: the lock is held only to clone the entry handles.
     let (current, entries) = {
         let state = reg.read();
@@ -494,7 +463,7 @@ fn registry_build<'a>(
     if current != generation {
         return Err(Error::Stale);
     }
-    providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt).map_err(Error::Message)?;
+    providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt)?;
     let (start, end) = providers::list_json_delimiters(fmt, entries.len());
     let mut json = Vec::with_capacity(256 * entries.len() + 32);
     json.extend_from_slice(start);
@@ -553,8 +522,8 @@ fn providers_convert<'a>(
     format: Term<'a>,
     strict: bool,
 ) -> Result<(Term<'a>, Term<'a>)> {
-    let fmt = format_of(format)?;
-    providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt).map_err(Error::Message)?;
+    let fmt = crate::options::format(format)?;
+    providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt)?;
     let mut params: Vec<Value> = Vec::with_capacity(tools.len());
     for (name, _, p) in &tools {
         let what = format!("tool {name:?}: parameters are not JSON");

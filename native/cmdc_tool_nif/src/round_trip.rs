@@ -4,25 +4,33 @@
 
 use cmdc_tool_core::names;
 use cmdc_tool_core::providers::round_trip::{NullPlan, Plan, MAX_DEPTH};
-use cmdc_tool_core::providers::{tool_name, Format};
+use cmdc_tool_core::providers::tool_name;
 use rustler::{Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
+use crate::error::Result;
 use crate::schema::Schema;
 
-/// `{:ok, args}` without the nulls the OpenAI strict rewrite of the schema introduced (the
-/// keys absent instead), or `:unchanged`. Only called after a validation failed, so it runs on
-/// a dirty scheduler and may walk the whole term.
+/// `args` without the nulls the OpenAI strict rewrite of the schema introduced (the keys
+/// absent instead), or `nil` when it has none of them. Only called after a validation failed,
+/// so it runs on a dirty scheduler and may walk the whole term.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn schema_drop_nulls<'a>(env: Env<'a>, schema: ResourceArc<Schema>, args: Term<'a>) -> Term<'a> {
+fn schema_drop_nulls<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    args: Term<'a>,
+) -> Option<Term<'a>> {
+    without_nulls(env, &schema, args)
+}
+
+/// `args` without the nulls the strict rewrite of `schema` introduced, or `None` (nothing to
+/// drop). May walk the whole term: callers run it on a dirty scheduler.
+pub(crate) fn without_nulls<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Option<Term<'a>> {
     let plan = schema.null_plan();
     if plan.is_empty() {
-        return atoms::miss().encode(env);
+        return None;
     }
-    match drop_nulls(env, plan, &plan.root, args, 0) {
-        Some(args) => (atoms::ok(), args).encode(env),
-        None => atoms::miss().encode(env),
-    }
+    drop_nulls(env, plan, &plan.root, args, 0)
 }
 
 /// `term` with the plan's nulls removed, or `None` when nothing was removed.
@@ -83,19 +91,11 @@ fn drop_nulls<'a>(
     changed.then_some(current)
 }
 
-/// The registered name a model meant by `called` (a name some provider was given): `{:ok,
-/// name}` or `:error`.
+/// The registered name a model meant by `called` (a name some provider was given), or `nil`.
+/// Bounded: each name is at most 128 bytes and mapped twice; lists of tools are small.
 #[rustler::nif]
-fn tool_name_original<'a>(env: Env<'a>, registered: Term<'a>, called: &str) -> Term<'a> {
-    let Ok(iter) = registered.decode::<rustler::ListIterator>() else {
-        return atoms::error().encode(env);
-    };
-    // Bounded: each name is at most 128 bytes and mapped twice; lists of tools are small.
-    let names: Vec<String> = iter.filter_map(|t| t.decode::<String>().ok()).collect();
-    match names::original(names.iter().map(String::as_str), called) {
-        Some(name) => (atoms::ok(), name).encode(env),
-        None => atoms::error().encode(env),
-    }
+fn tool_name_original(registered: Vec<String>, called: &str) -> Option<String> {
+    names::original(registered.iter().map(String::as_str), called).map(str::to_owned)
 }
 
 /// The name of an MCP server's tool: `server__tool` made to follow the one tool-name rule.
@@ -104,20 +104,15 @@ fn tool_name_namespaced(server: &str, tool: &str) -> String {
     names::namespaced(server, tool)
 }
 
-/// `:ok` when `name` follows the one tool-name rule, else `{:error, message}`.
+/// `{:ok, name}` when `name` follows the one tool-name rule, else `{:error, message}`.
 #[rustler::nif]
-fn tool_name_check<'a>(env: Env<'a>, name: &str) -> Term<'a> {
-    match names::check(name) {
-        Ok(()) => atoms::ok().encode(env),
-        Err(message) => (atoms::error(), message).encode(env),
-    }
+fn tool_name_check(name: &str) -> Result<&str> {
+    names::check(name)?;
+    Ok(name)
 }
 
-/// The name `format` is given for the tool `name`.
+/// `{:ok, name_given}`: the name `format` is given for the tool `name`.
 #[rustler::nif]
-fn tool_name_for<'a>(env: Env<'a>, name: &str, format: Term<'a>) -> Term<'a> {
-    match Format::parse(&format.atom_to_string().unwrap_or_default()) {
-        Some(format) => tool_name(name, format).encode(env),
-        None => (atoms::error(), "unknown format").encode(env),
-    }
+fn tool_name_for(name: &str, format: Term) -> Result<String> {
+    Ok(tool_name(name, crate::options::format(format)?).into_owned())
 }

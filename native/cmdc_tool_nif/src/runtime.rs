@@ -11,24 +11,31 @@ use std::sync::OnceLock;
 
 use tokio::runtime::Runtime;
 
-/// The runtime, or why it could not start (a message for `{:error, message}`).
-pub fn get() -> Result<&'static Runtime, &'static str> {
-    static RT: OnceLock<Result<Runtime, String>> = OnceLock::new();
-    RT.get_or_init(start).as_ref().map_err(String::as_str)
+use cmdc_tool_core::error::Error as CoreError;
+
+use crate::error::{Error, Result};
+
+/// The runtime, or why it could not start (`{:error, message}`).
+pub fn get() -> Result<&'static Runtime> {
+    static RT: OnceLock<std::result::Result<Runtime, CoreError>> = OnceLock::new();
+    RT.get_or_init(start)
+        .as_ref()
+        .map_err(|e| Error::Core(e.clone()))
 }
 
-fn start() -> Result<Runtime, String> {
+/// The runtime, or why it cannot run (kept for every later call).
+fn start() -> std::result::Result<Runtime, CoreError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(8)
         .thread_name("cmdc-rt")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the native runtime: {e}"))?;
+        .map_err(|e| CoreError::Process(format!("cannot start the native runtime: {e}")))?;
     runtime
         .block_on(async {
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).map(drop)
         })
-        .map_err(|e| format!("cannot install the SIGCHLD handler: {e}"))?;
+        .map_err(|e| CoreError::Process(format!("cannot install the SIGCHLD handler: {e}")))?;
     Ok(runtime)
 }

@@ -4,9 +4,9 @@
 //!
 //! * `script_load/2` reads script descriptions (`{:cmdc_script, handle, {:loaded, items}}`).
 //! * `script_call/4` runs one call (`{:cmdc_script, handle, {:progress, json}}` any number of
-//!   times, then `{:cmdc_script, handle, {:ok, json, os_pid}}` or `{..., {:error, json}}`). A
-//!   time-out, `script_cancel/1` or the death of the calling process drops the call, and with it
-//!   the worker's whole process tree.
+//!   times, then `{:cmdc_script, handle, {:ok, json, os_pid}}` or `{..., {:error, %{kind,
+//!   message, log}}}`). A time-out, `script_cancel/1` or the death of the calling process drops
+//!   the call, and with it the worker's whole process tree.
 //!
 //! Every NIF here returns at once; results arrive from runtime threads via
 //! `OwnedEnv::send_and_clear`, never from a scheduler.
@@ -23,7 +23,9 @@ use rustler::{Binary, Encoder, Env, LocalPid, NifMap, OwnedEnv, ResourceArc, Ter
 use tokio::sync::oneshot;
 
 use crate::atoms;
+use crate::error::{Error, Result};
 use crate::json::binary;
+use crate::options::{self, Options};
 
 mod msg {
     rustler::atoms! {
@@ -110,6 +112,12 @@ pub struct CallOpts {
     pub idle_timeout_ms: u64,
 }
 
+impl Options<'_> for CallOpts {
+    const NIF: &'static str = "script_call";
+    const EXPECTED: &'static str = "worker, ps_runner (strings), python, path_env (string or \
+        nil), timeout_ms, max_workers, idle_timeout_ms (non-negative integers)";
+}
+
 #[derive(NifMap)]
 pub struct LoadOpts {
     pub worker: String,
@@ -119,6 +127,12 @@ pub struct LoadOpts {
     /// `false`: ignore and do not write `{name}.tool.json`.
     pub cache: bool,
     pub path_env: Option<String>,
+}
+
+impl Options<'_> for LoadOpts {
+    const NIF: &'static str = "script_load";
+    const EXPECTED: &'static str = "worker (string), python, path_env (string or nil), \
+        describe_timeout_ms (non-negative integer) and cache (boolean)";
 }
 
 impl From<CallOpts> for pool::CallOpts {
@@ -156,12 +170,10 @@ fn script_call<'a>(
     path: String,
     function: String,
     args_json: Binary<'a>,
-    opts: CallOpts,
-) -> Term<'a> {
-    let rt = match crate::runtime::get() {
-        Ok(rt) => rt,
-        Err(m) => return (atoms::error(), m).encode(env),
-    };
+    opts: Term<'a>,
+) -> Result<ResourceArc<Handle>> {
+    let opts = pool::CallOpts::from(options::decode::<CallOpts>(opts)?);
+    let rt = crate::runtime::get()?;
     let pid = env.pid();
     let (handle, cancel) = new_handle(env, &pid);
     let args = args_json.as_slice().to_vec();
@@ -170,7 +182,6 @@ fn script_call<'a>(
         pid,
         handle: handle.clone(),
     };
-    let opts = pool::CallOpts::from(opts);
     rt.spawn(async move {
         let cancel = async { cancel.await.unwrap_or("cancelled") };
         let path = PathBuf::from(path);
@@ -182,12 +193,10 @@ fn script_call<'a>(
             Ok((payload, os_pid)) => {
                 reply.send(move |env| (atoms::ok(), binary(env, &payload), os_pid).encode(env))
             }
-            Err(payload) => {
-                reply.send(move |env| (atoms::error(), binary(env, &payload)).encode(env))
-            }
+            Err(e) => reply.send(move |env| Error::from(e).to_tuple(env)),
         }
     });
-    (atoms::ok(), handle).encode(env)
+    Ok(handle)
 }
 
 #[rustler::nif]
@@ -212,12 +221,16 @@ fn script_stop(path: Option<String>) -> usize {
     pool::stop(path.as_deref())
 }
 
+/// Starts reading the scripts' descriptions: `{:ok, handle}`, then the message
+/// `{:cmdc_script, handle, {:loaded, [{path, {:ok, {status, json}} | {:error, message}}]}}`.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn script_load<'a>(env: Env<'a>, paths: Vec<String>, opts: LoadOpts) -> Term<'a> {
-    let rt = match crate::runtime::get() {
-        Ok(rt) => rt,
-        Err(m) => return (atoms::error(), m).encode(env),
-    };
+fn script_load<'a>(
+    env: Env<'a>,
+    paths: Vec<String>,
+    opts: Term<'a>,
+) -> Result<ResourceArc<Handle>> {
+    let opts = load::LoadOpts::from(options::decode::<LoadOpts>(opts)?);
+    let rt = crate::runtime::get()?;
     let pid = env.pid();
     let (handle, _cancel) = new_handle(env, &pid);
     let mut reply = Reply {
@@ -226,21 +239,22 @@ fn script_load<'a>(env: Env<'a>, paths: Vec<String>, opts: LoadOpts) -> Term<'a>
         handle: handle.clone(),
     };
     rt.spawn(async move {
-        let results = load::load(paths, opts.into()).await;
+        let results = load::load(paths, opts).await;
         reply.send(move |env| {
             let items: Vec<Term> = results
                 .into_iter()
-                .map(|(path, r)| match r {
-                    Loaded::Ok(status, text) => {
-                        (path, status, binary(env, text.as_bytes())).encode(env)
-                    }
-                    Loaded::Err(m) => (path, atoms::error(), m).encode(env),
+                .map(|(path, r)| {
+                    let r = match r {
+                        Loaded::Ok(status, text) => Ok((status, binary(env, text.as_bytes()))),
+                        Loaded::Err(e) => Err(Error::from(e)),
+                    };
+                    (path, r).encode(env)
                 })
                 .collect();
             (msg::loaded(), items).encode(env)
         });
     });
-    (atoms::ok(), handle).encode(env)
+    Ok(handle)
 }
 
 /// Describes a PowerShell script's source natively (no file, no cache): JSON text.

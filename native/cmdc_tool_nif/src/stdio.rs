@@ -1,6 +1,8 @@
 //! NIF for protocol servers on stdio: keeps the protocol channel a descriptor that nothing else
 //! in the VM, and no program it starts, writes to.
 
+use crate::error::{Error, Result};
+
 /// Makes `fd` the protocol channel and returns the descriptor to write frames to.
 ///
 /// * `fd == 1` (the VM was started with the protocol on stdout): duplicates fd 1 to a new
@@ -13,8 +15,9 @@
 ///
 /// A few syscalls: a normal scheduler is fine.
 #[rustler::nif]
-fn stdio_protocol_fd(fd: i32) -> Result<i32, String> {
-    let os_error = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
+fn stdio_protocol_fd(fd: i32) -> Result<i32> {
+    let os_error =
+        |what: &str| Error::process(format!("{what}: {}", std::io::Error::last_os_error()));
     // SAFETY: fcntl and dup2 on plain integers have no memory-safety preconditions; a bad
     // descriptor is an error return, never undefined behaviour.
     unsafe {

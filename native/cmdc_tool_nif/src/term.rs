@@ -643,9 +643,26 @@ pub fn number_term<'a>(env: Env<'a>, n: &Number) -> Term<'a> {
     }
 }
 
-/// A map with atom keys and string values (error and warning reports).
-pub fn string_map<'a>(env: Env<'a>, pairs: &[(rustler::Atom, &str)]) -> Term<'a> {
-    let keys: Vec<Term<'a>> = pairs.iter().map(|(k, _)| k.encode(env)).collect();
-    let values: Vec<Term<'a>> = pairs.iter().map(|(_, v)| v.encode(env)).collect();
-    Term::map_from_term_arrays(env, &keys, &values).expect("distinct atom keys")
+/// A map with atom keys and string values (error and warning reports), `N` of them (distinct):
+/// made from arrays on the stack, with no allocation besides the terms (a validation error list
+/// is nine of these).
+pub fn string_map<'a, const N: usize>(env: Env<'a>, pairs: [(rustler::Atom, &str); N]) -> Term<'a> {
+    let keys = pairs.map(|(k, _)| k.as_c_arg());
+    let values = pairs.map(|(_, v)| crate::json::binary(env, v.as_bytes()).as_c_arg());
+    let mut map = MaybeUninit::<ErlNifTerm>::uninit();
+    // SAFETY: both arrays hold N terms of this env.
+    let made = unsafe {
+        rustler::sys::enif_make_map_from_arrays(
+            env.as_c_arg(),
+            keys.as_ptr(),
+            values.as_ptr(),
+            N,
+            map.as_mut_ptr(),
+        )
+    };
+    if made == 0 {
+        // Not reached: every caller names distinct atoms.
+        return rustler::types::map::map_new(env);
+    }
+    unsafe { Term::new(env, map.assume_init()) }
 }

@@ -111,6 +111,43 @@ defmodule CMDC.Tool.ApprovalTest do
       assert log =~
                ~s(settings of echo: resultApprovalPolicy = "sometimes" is not never, on-error or always)
     end
+
+    test "the MCP server has no one to approve: the result is withheld as an isError result" do
+      alias CMDC.Test.MCPIO
+      {:ok, out} = StringIO.open("")
+      input = MCPIO.feeder()
+      me = self()
+
+      spawn_link(fn ->
+        CMDC.Tool.MCP.Server.serve([Secret, Flaky], input: input, output: out)
+        send(me, :stopped)
+      end)
+
+      MCPIO.feed(input, %{"jsonrpc" => "2.0", "id" => 1, "method" => "initialize"})
+
+      for {id, name, args} <- [{2, "secret", %{}}, {3, "flaky", %{"fail" => true}}] do
+        params = %{"name" => name, "arguments" => args}
+
+        MCPIO.feed(input, %{
+          "jsonrpc" => "2.0",
+          "id" => id,
+          "method" => "tools/call",
+          "params" => params
+        })
+      end
+
+      frames = MCPIO.await_frames(out, 3)
+      MCPIO.eof(input)
+      assert_receive :stopped, 5_000
+
+      for id <- [2, 3] do
+        %{"result" => %{"isError" => true, "content" => [%{"text" => text}]}} =
+          Enum.find(frames, &(&1["id"] == id))
+
+        assert text =~ "needs approval before the model may see it"
+        refute text =~ "s3cr3t" or text =~ "hunter2"
+      end
+    end
   end
 
   describe "script permissions (sy-f-misc's spellings)" do

@@ -156,7 +156,9 @@ defmodule CMDC.Tool.ClusterTest do
       eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
     end
 
-    test "arguments are validated here: bad ones never reach the remote node", %{scope: scope} do
+    test "arguments are validated once, on the owner: bad ones never reach the tool", %{
+      scope: scope
+    } do
       call = %{id: "r2", name: "report", arguments: ~s({"to": 5})}
 
       assert %{is_error: true, reason: :invalid, content: text} =
@@ -164,6 +166,40 @@ defmodule CMDC.Tool.ClusterTest do
 
       assert text =~ "at /to"
       refute_receive {:remote_started, _, _, _}, 200
+    end
+
+    test "a call runs through the owner's registry: its validator and settings apply there", %{
+      node: node,
+      args: args
+    } do
+      scope = :"registry_#{System.unique_integer([:positive])}"
+      settings = %{"report" => %{policy: :deny}}
+
+      {:ok, _} =
+        :erpc.call(node, Peers, :publish_registry, [[T.Report, Echo], settings, [scope: scope]])
+
+      eventually(fn -> match?({:ok, _}, Cluster.find("report", scope: scope)) end)
+
+      # The owner's registry settings: denied there, never started.
+      call = %{id: "g1", name: "report", arguments: args}
+
+      assert %{is_error: true, reason: :denied} =
+               Cluster.run(call, CMDC.Context.new(), scope: scope)
+
+      refute_receive {:remote_started, _, _, _}, 200
+
+      # The owner's validator (strict mode's null dropped there) and the owner runs it.
+      call = %{id: "g2", name: "echo", arguments: ~s({"text": "hi"})}
+
+      assert %{is_error: false, content: "hi"} =
+               Cluster.run(call, CMDC.Context.new(), scope: scope)
+
+      call = %{id: "g3", name: "echo", arguments: %{"text" => 5}}
+
+      assert %{is_error: true, reason: :invalid, content: text} =
+               Cluster.run(call, CMDC.Context.new(), scope: scope)
+
+      assert text =~ "at /text"
     end
 
     test "a remote time-out kills the remote tool and its children", %{

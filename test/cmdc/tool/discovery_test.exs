@@ -163,11 +163,6 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert esc.reason =~ "leaves the plugin folder"
   end
 
-  test "the native scan refuses malformed options with a message" do
-    assert {:error, message} = CMDC.Tool.Native.discovery_scan(%{cwd: 1}, nil)
-    assert message =~ "expected a map"
-  end
-
   test "each source can be switched off", c do
     p = c.prefix
     write(c.root, "extra/a.ex", tool("#{p}.A", "#{p}_a"))
@@ -290,6 +285,33 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert [%{type: :bad_metadata, path: bad_path, reason: reason}] = report.errors
     assert bad_path == Path.join(c.home, "#{dir}/bad.ex")
     assert reason =~ "disabled"
+  end
+
+  test "metadata sets a tool's title and annotations; a bad one is that tool's error", c do
+    p = c.prefix
+    dir = ".cmdc/tools"
+    write(c.home, "#{dir}/shown.ex", tool("#{p}.Shown", "#{p}_shown"))
+
+    write(c.home, "#{dir}/shown.json", ~s({"title": "Shown", "timeout": 5,
+      "annotations": {"read_only_hint": true, "openWorldHint": false}}))
+
+    write(c.home, "#{dir}/odd.ex", tool("#{p}.Odd", "#{p}_odd"))
+    write(c.home, "#{dir}/odd.json", ~s({"annotations": {"readOnly": true}}))
+
+    report = Discovery.discover(c.opts)
+    assert names(report) == ["#{p}_shown"]
+    shown = by_name(report, "#{p}_shown")
+    assert shown.settings == %{"timeout" => 5}
+    assert shown.module.execute(%{}, nil) == {:ok, "#{p}_shown"}
+
+    assert CMDC.Tool.Structured.mcp_fields(shown.module) == %{
+             "title" => "Shown",
+             "annotations" => %{"readOnlyHint" => true, "openWorldHint" => false}
+           }
+
+    assert [%{type: :bad_metadata, name: odd, reason: reason}] = report.errors
+    assert odd == "#{p}_odd"
+    assert reason =~ ~s(unknown hint "readOnly"; the hints are destructiveHint)
   end
 
   test "a broken file among good ones is reported and skipped; the others load", c do

@@ -22,6 +22,40 @@ defmodule CMDC.Tool.JSONTest do
     assert JSON.encode!(%{"a" => [1]}, pretty: true) == "{\n  \"a\": [\n    1\n  ]\n}"
   end
 
+  test "strings are escaped as serde_json escapes them, in every binary form" do
+    # Control characters as \b \t \n \f \r or lowercase \u00XX, quote and backslash escaped,
+    # everything else (/, DEL, non-ASCII) as it is.
+    plain = "abcdefgh/\u007Fé☃"
+    escaped = "\u0000\u0001\b\t\n\u000b\f\r\u001f\"\\"
+    text = "\\u0000\\u0001\\b\\t\\n\\u000b\\f\\r\\u001f\\\"\\\\"
+
+    for s <- [plain, escaped, plain <> escaped <> plain, String.duplicate(escaped <> "x", 20)] do
+      expected = ~s(") <> (s |> String.replace(escaped, text)) <> ~s(")
+      # A heap binary, a reference-counted one, and a sub-binary of each.
+      long = String.duplicate("-", 100) <> s
+      sub = binary_part(long, 100, byte_size(s))
+      heap_sub = binary_part("-" <> s, 1, byte_size(s))
+
+      for form <- [s, sub, heap_sub] do
+        assert JSON.encode!(form) == expected
+        assert JSON.encode!(%{form => [form]}) == "{#{expected}:[#{expected}]}"
+      end
+    end
+
+    # Invalid UTF-8 after a run of ASCII (checked eight bytes at a time) and after text.
+    for bad <- [String.duplicate("a", 17) <> <<0xC3>>, "é" <> <<0xFF>>, "ab" <> <<0xE2, 0x98>>] do
+      assert {:error, "a binary that is not valid UTF-8" <> _} = JSON.encode(bad)
+    end
+  end
+
+  test "numbers are written as serde_json writes them" do
+    assert JSON.encode!([0, -1, 2 ** 59, -(2 ** 59) - 1, 2 ** 63, 2 ** 64 - 1]) ==
+             "[0,-1,576460752303423488,-576460752303423489,9223372036854775808,18446744073709551615]"
+
+    assert JSON.encode!([1.0, -0.0, 1.5e-7, 1.0e300, 0.1, 123_456.789]) ==
+             "[1.0,-0.0,1.5e-7,1e+300,0.1,123456.789]"
+  end
+
   test "big integers encode exactly" do
     assert JSON.encode!(2 ** 100) == "1267650600228229401496703205376"
   end

@@ -39,7 +39,8 @@ defmodule CMDC.Tool.MCPStdioTest do
         ["weather", %{"city" => "Oslo"}],
         ["weather", %{"city" => "Rome", "as" => "text"}],
         ["weather", %{"city" => "Oslo", "as" => "wrong"}],
-        ["weather", %{"city" => "Oslo", "as" => "not_json"}]
+        ["weather", %{"city" => "Oslo", "as" => "not_json"}],
+        ["forecast", %{"city" => "Oslo"}]
       ])
 
     input = Path.join(System.tmp_dir!(), "mcp_calls_#{System.unique_integer([:positive])}.json")
@@ -60,7 +61,7 @@ defmodule CMDC.Tool.MCPStdioTest do
       assert noise =~ source, "stderr: #{inspect(noise)}\nreport: #{out}"
     end
 
-    assert [noisy, map, text, wrong, not_json] = report["calls"]
+    assert [noisy, map, text, wrong, not_json, forecast] = report["calls"]
     assert %{"text" => "quiet", "is_error" => false} = noisy
 
     assert report["tool_meta"]["weather"] == %{
@@ -84,6 +85,30 @@ defmodule CMDC.Tool.MCPStdioTest do
     assert wrong["text"] =~ ~s(at /celsius: "warm" is not of type "number")
     assert %{"is_error" => true} = not_json
     assert not_json["text"] =~ "not JSON"
+
+    # Title and annotations from discovery metadata (noisy.json) and from a Python script's
+    # function attributes; the output schema from the function's return type (a TypedDict).
+    assert report["tool_meta"]["noisy"] == %{
+             "title" => "Noisy printer",
+             "annotations" => %{"destructiveHint" => false, "idempotentHint" => true},
+             "output_schema" => nil
+           }
+
+    assert %{
+             "title" => "City forecast",
+             "annotations" => %{"readOnlyHint" => true, "openWorldHint" => false},
+             "output_schema" =>
+               %{
+                 "type" => "object",
+                 "properties" => %{
+                   "city" => %{"type" => "string"},
+                   "days" => %{"type" => "integer"}
+                 }
+               } = schema
+           } = report["tool_meta"]["forecast"]
+
+    assert Enum.sort(schema["required"]) == ["city", "days"]
+    assert %{"is_error" => false, "structured" => %{"city" => "Oslo", "days" => 3}} = forecast
   end
 
   test "official TypeScript SDK: stdout holds protocol messages only; structured tools" do
@@ -132,6 +157,19 @@ defmodule CMDC.Tool.MCPStdioTest do
       for pid <- report["pids"] do
         assert OsProc.wait_dead(pid, 2_000), "#{tool}: process #{pid} outlived the server"
       end
+    end
+  end
+
+  test "server VM killed during a script call: the worker and its children do not outlive it" do
+    report = lifecycle(:kill, "hold_py", fixtures())
+    # bin/cmdc-mcp execs the VM: the pid the client started is the VM's.
+    assert OsProc.wait_dead(report["server_pid"], 10_000)
+    [worker, child] = report["pids"]
+    assert worker != report["server_pid"]
+
+    for pid <- [worker, child] do
+      # The worker notices its parent is gone and takes its tree down.
+      assert OsProc.wait_dead(pid, 10_000), "process #{pid} outlived the killed server"
     end
   end
 end

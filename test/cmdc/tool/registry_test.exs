@@ -281,4 +281,82 @@ defmodule CMDC.Tool.RegistryTest do
 
     Task.await_many([writer | readers], 30_000)
   end
+
+  describe "one validator per tool, one call" do
+    defmodule Probe do
+      @behaviour CMDC.Tool
+      def name, do: "probe"
+      def description, do: "Counts how often its schema is read."
+
+      def parameters do
+        if pid = Process.whereis(:cmdc_schema_probe), do: send(pid, :parameters_read)
+
+        %{
+          "type" => "object",
+          "properties" => %{"n" => %{"type" => "integer"}, "note" => %{"type" => "string"}},
+          "required" => ["n"]
+        }
+      end
+
+      def execute(args, _ctx), do: {:ok, inspect(args)}
+    end
+
+    test "registries and CMDC.Tool.validate/2 share the module's one compiled schema" do
+      Process.register(self(), :cmdc_schema_probe)
+
+      on_exit(fn ->
+        if Process.whereis(:cmdc_schema_probe), do: Process.unregister(:cmdc_schema_probe)
+      end)
+
+      {:ok, _schema} = CMDC.Tool.Schema.for_module(Probe)
+      # Compiled by now (here or by an earlier test): nothing reads the schema again.
+      receive do
+        :parameters_read -> :ok
+      after
+        0 -> :ok
+      end
+
+      for _ <- 1..2, do: :ok = Registry.register(Registry.new(), Probe)
+      assert CMDC.Tool.validate(Probe, %{"n" => 1}) == {:ok, %{"n" => 1}}
+      assert {:error, [%{keyword: "type"}]} = CMDC.Tool.validate(Probe, %{"n" => "x"})
+      assert {:ok, _schema} = CMDC.Tool.Schema.for_module(Probe)
+      refute_received :parameters_read
+    end
+
+    test "a registry call gives the module, the validated args and the settings at once" do
+      reg = Registry.new()
+      :ok = Registry.register(reg, Probe)
+      :ok = Registry.put_settings(reg, "probe", %{timeout_ms: 1234})
+
+      assert Registry.call(reg, "probe", %{"n" => 2}) ==
+               {:ok, {Probe, %{"n" => 2}, %{timeout_ms: 1234}}}
+
+      # Strict mode's null for an absent optional field is dropped in the same call.
+      assert Registry.call_json(reg, "probe", ~s({"n": 2, "note": null})) ==
+               {:ok, {Probe, %{"n" => 2}, %{timeout_ms: 1234}}}
+
+      assert {:error, [%{path: "/n", keyword: "type"}]} =
+               Registry.call(reg, "probe", %{"n" => "2"})
+
+      assert Registry.call(reg, "prob", %{}) == {:error, {:not_found, "prob", ["probe"]}}
+    end
+
+    test "the runner on a registry uses the registry's settings and validated args" do
+      reg = Registry.new()
+      :ok = Registry.register(reg, Probe)
+      :ok = Registry.put_settings(reg, "probe", %{policy: :deny})
+      ctx = %CMDC.Context{}
+
+      denied = CMDC.Tool.Runner.run(reg, %{id: "1", name: "probe", arguments: %{"n" => 1}}, ctx)
+      assert {denied.is_error, denied.reason} == {true, :denied}
+
+      :ok = Registry.put_settings(reg, "probe", %{})
+      call = %{id: "2", name: "probe", arguments: ~s({"n": 1, "note": null})}
+      assert %{is_error: false, content: ~s(%{"n" => 1})} = CMDC.Tool.Runner.run(reg, call, ctx)
+
+      invalid = CMDC.Tool.Runner.run(reg, %{id: "3", name: "probe", arguments: %{}}, ctx)
+      assert {invalid.is_error, invalid.reason} == {true, :invalid}
+      assert invalid.content =~ "Accepted parameters: n (integer, required), note (string)."
+    end
+  end
 end

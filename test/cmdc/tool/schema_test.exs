@@ -57,7 +57,38 @@ defmodule CMDC.Tool.SchemaTest do
   end
 
   test "for_module/1 caches per module version" do
+    # (Compiled once: the registry tests count reads of parameters/0. A resource is a new
+    # reference each time it is returned, so identity is not compared here.)
     assert {:ok, a} = Schema.for_module(CMDC.Tool.Examples.Echo)
-    assert {:ok, ^a} = Schema.for_module(CMDC.Tool.Examples.Echo)
+    assert {:ok, b} = Schema.for_module(CMDC.Tool.Examples.Echo)
+    assert Schema.validate(a, %{"text" => "hi"}) == Schema.validate(b, %{"text" => "hi"})
+  end
+
+  test "a reloaded tool module is validated against its new schema (the module version rule)" do
+    name = "CMDC.Tool.SchemaTest.Reloaded#{System.unique_integer([:positive])}"
+    module = Module.concat([name])
+
+    define = fn type ->
+      Code.compile_string("""
+      defmodule #{name} do
+        def name, do: "reloaded"
+        def description, do: "A tool compiled twice."
+        def parameters, do: %{"type" => "object", "properties" => %{"x" => %{"type" => "#{type}"}}}
+        def execute(_args, _ctx), do: {:ok, ""}
+      end
+      """)
+    end
+
+    previous = Code.get_compiler_option(:ignore_module_conflict)
+    Code.put_compiler_option(:ignore_module_conflict, true)
+    on_exit(fn -> Code.put_compiler_option(:ignore_module_conflict, previous) end)
+
+    define.("integer")
+    assert {:ok, _} = CMDC.Tool.validate(module, %{"x" => 1})
+    assert {:error, [%{keyword: "type"}]} = CMDC.Tool.validate_json(module, ~s({"x": "a"}))
+
+    define.("string")
+    assert {:ok, _} = CMDC.Tool.validate(module, %{"x" => "a"})
+    assert {:error, [%{keyword: "type"}]} = CMDC.Tool.validate_json(module, ~s({"x": 1}))
   end
 end

@@ -91,4 +91,21 @@ defmodule CMDC.Tool.StructuredTest do
     assert entry["outputSchema"] == Stats.output_schema()
     assert Structured.mcp_fields(CMDC.Tool.Examples.Echo) == %{}
   end
+
+  test "to_schema(format: :mcp) carries them too, from a module list and from a registry" do
+    reg = CMDC.Tool.Registry.new()
+    :ok = CMDC.Tool.Registry.register(reg, [Stats, CMDC.Tool.Examples.Echo])
+    described = Map.new([Stats, CMDC.Tool.Examples.Echo], &{&1.name(), MCP.describe(&1)})
+
+    for source <- [[Stats, CMDC.Tool.Examples.Echo], reg] do
+      tools = CMDC.Tool.to_schema(source, %{}, format: :mcp)
+      assert Map.new(tools, &{&1["name"], &1}) == described
+      json = CMDC.Tool.to_schema_json(source, %{}, format: :mcp)
+      assert CMDC.Tool.JSON.decode!(json) == tools
+    end
+
+    # Formats without a place for them are unchanged.
+    [anthropic | _] = CMDC.Tool.to_schema([Stats], %{}, format: :anthropic)
+    refute Map.has_key?(anthropic, "title") or Map.has_key?(anthropic, "outputSchema")
+  end
 end

@@ -21,6 +21,8 @@ defmodule CMDC.Tool.Discovery.Compiler do
   `@on_load` hook would run code in the host when loaded, so `CMDC.Tool.Discovery` refuses them.
   """
 
+  alias CMDC.Tool.Discovery.CompileCache
+
   @default_timeout 10_000
   @default_call_timeout 5_000
   # Time allowed for the compiler VM to start, on top of each file's limit.
@@ -48,13 +50,31 @@ defmodule CMDC.Tool.Discovery.Compiler do
   `:call_timeout` (ms for each tool's `name/0`, `description/0` and `parameters/0` together,
   default #{@default_call_timeout}), `:compile_concurrency` (files compiled at once, default:
   the schedulers online; after a crash of the VM the unfinished files are compiled again one at
-  a time, so the culprit is named).
+  a time, so the culprit is named), and `CMDC.Tool.Discovery.CompileCache`'s `:compile_cache`
+  and `:cmdc_home` (a file compiled before with the same content is not compiled again).
   """
   @spec compile([String.t()], keyword()) :: %{String.t() => result()}
-  def compile(paths, opts \\ [])
-  def compile([], _opts), do: %{}
+  def compile(paths, opts \\ []) do
+    # Files compiled before (same content, same Elixir) come from the cache: no VM for them.
+    cache = CompileCache.open(opts)
+    keyed = Map.new(paths, &{&1, CompileCache.key(&1)})
 
-  def compile(paths, opts) do
+    cached =
+      for path <- paths, r = CompileCache.fetch(cache, keyed[path]), into: %{}, do: {path, r}
+
+    fresh = Enum.reject(paths, &Map.has_key?(cached, &1))
+    compiled = compile_fresh(fresh, opts)
+
+    Enum.each(compiled, fn {path, result} ->
+      CompileCache.store(cache, keyed[path], path, result)
+    end)
+
+    Map.merge(cached, compiled)
+  end
+
+  defp compile_fresh([], _opts), do: %{}
+
+  defp compile_fresh(paths, opts) do
     timeout = Keyword.get(opts, :compile_timeout, @default_timeout)
     call_timeout = Keyword.get(opts, :call_timeout, @default_call_timeout)
     dir = private_dir!()

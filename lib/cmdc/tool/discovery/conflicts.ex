@@ -6,6 +6,7 @@ defmodule CMDC.Tool.Discovery.Conflicts do
   """
 
   alias CMDC.Tool.Discovery.Wrapper
+  alias CMDC.Tool.Structured
 
   @doc """
   Builds the report's parts from the scanned files (in precedence order), what each file
@@ -113,51 +114,61 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     else
       single? = length(found) == 1
 
-      {tools, disabled} =
-        Enum.reduce(good, {[], []}, fn %{module: module, name: name}, {tools, disabled} ->
-          own = Map.get(meta.tools, name, %{})
-          new_name = own[:name] || meta.name || name
-          description = own[:description] || meta.description || (single? && file.doc) || nil
-          settings = Map.merge(meta.settings, Map.get(own, :settings, %{}))
-
-          if Map.get(own, :disabled, meta.disabled) do
-            note =
-              entry(
-                file,
-                :disabled,
-                "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
-              )
-              |> Map.merge(%{name: name, module: module})
-
-            {tools, [note | disabled]}
-          else
-            served =
-              if new_name != name or description,
-                do: Wrapper.wrap(module, new_name, description),
-                else: module
-
-            tool =
-              %{
-                name: new_name,
-                module: served,
-                source: file.source,
-                provider: file.provider,
-                path: file.path,
-                real_path: file.real_path,
-                kind: file.kind,
-                settings: settings,
-                plugin: file.plugin && Map.take(file.plugin, [:name, :version]),
-                metadata: Enum.reject([file.meta_path, file.doc_path], &is_nil/1)
-              }
-              |> then(fn t ->
-                if new_name != name, do: Map.put(t, :original_name, name), else: t
-              end)
-
-            {[tool | tools], disabled}
+      {tools, disabled, bad} =
+        Enum.reduce(good, {[], [], []}, fn found, {tools, disabled, bad} ->
+          case candidate(file, meta, found, single?) do
+            {:tool, tool} -> {[tool | tools], disabled, bad}
+            {:disabled, note} -> {tools, [note | disabled], bad}
+            {:error, error} -> {tools, disabled, [error | bad]}
           end
         end)
 
-      {:ok, Enum.reverse(tools), errors, Enum.reverse(disabled)}
+      {:ok, Enum.reverse(tools), errors ++ Enum.reverse(bad), Enum.reverse(disabled)}
+    end
+  end
+
+  # One tool of the file after its metadata: `{:tool, tool}`, `{:disabled, note}` or
+  # `{:error, entry}` (invalid `title` or `annotations`).
+  defp candidate(file, meta, %{module: module, name: name}, single?) do
+    own = Map.get(meta.tools, name, %{})
+    new_name = own[:name] || meta.name || name
+    description = own[:description] || meta.description || (single? && file.doc) || nil
+    settings = Map.merge(meta.settings, Map.get(own, :settings, %{}))
+    disabled? = Map.get(own, :disabled, meta.disabled)
+
+    # `title` and `annotations` arrive among the settings (every key the metadata format does
+    # not name itself is one).
+    case Structured.split_display(settings) do
+      _ when disabled? ->
+        reason = "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
+        {:disabled, entry(file, :disabled, reason) |> Map.merge(%{name: name, module: module})}
+
+      {:error, reason} ->
+        reason = "its metadata #{file.meta_path}: tool #{inspect(name)}: #{reason}"
+        {:error, entry(file, :bad_metadata, reason) |> Map.merge(%{name: name, module: module})}
+
+      {:ok, display, settings} ->
+        display = for {key, value} <- display, value != nil, into: %{}, do: {key, value}
+
+        served =
+          if new_name != name or description || display != %{},
+            do: Wrapper.wrap(module, new_name, description, display),
+            else: module
+
+        tool = %{
+          name: new_name,
+          module: served,
+          source: file.source,
+          provider: file.provider,
+          path: file.path,
+          real_path: file.real_path,
+          kind: file.kind,
+          settings: settings,
+          plugin: file.plugin && Map.take(file.plugin, [:name, :version]),
+          metadata: Enum.reject([file.meta_path, file.doc_path], &is_nil/1)
+        }
+
+        {:tool, if(new_name != name, do: Map.put(tool, :original_name, name), else: tool)}
     end
   end
 

@@ -5,25 +5,28 @@ defmodule CMDC.Tool.Discovery.Wrapper do
   """
 
   @doc """
-  A module serving `module` under `name` and, when not `nil`, `description`; created once per
-  module version, name and description.
+  A module serving `module` under `name` and, when not `nil`, `description`, and with the
+  `display` given (`:title`, `:annotations`: `CMDC.Tool.Structured`'s callbacks, else the
+  original's); created once per module version, name, description and display.
   """
-  @spec wrap(module(), String.t(), String.t() | nil) :: module()
-  def wrap(module, name, description) do
+  @spec wrap(module(), String.t(), String.t() | nil, map()) :: module()
+  def wrap(module, name, description, display \\ %{}) do
     hash =
-      :erlang.phash2({module, module.module_info(:md5), name, description}, 4_294_967_296)
+      {module, module.module_info(:md5), name, description, display}
+      |> :erlang.phash2(4_294_967_296)
       |> Integer.to_string(16)
 
     wrapper = Module.concat([CMDC.Tool.Discovery.Wrapped, "#{name}_#{hash}"])
 
     unless Code.ensure_loaded?(wrapper) do
-      Module.create(wrapper, wrapper_body(module, name, description), Macro.Env.location(__ENV__))
+      body = wrapper_body(module, name, description, display)
+      Module.create(wrapper, body, Macro.Env.location(__ENV__))
     end
 
     wrapper
   end
 
-  defp wrapper_body(module, name, description) do
+  defp wrapper_body(module, name, description, display) do
     describe =
       if description do
         quote do
@@ -53,6 +56,27 @@ defmodule CMDC.Tool.Discovery.Wrapper do
         end
       end
 
+    # The optional callbacks: the metadata's value, else the original's.
+    optional =
+      for fun <- [:title, :annotations, :output_schema] do
+        cond do
+          Map.has_key?(display, fun) ->
+            quote do
+              @impl true
+              def unquote(fun)(), do: unquote(Macro.escape(display[fun]))
+            end
+
+          function_exported?(module, fun, 0) ->
+            quote do
+              @impl true
+              def unquote(fun)(), do: unquote(module).unquote(fun)()
+            end
+
+          true ->
+            nil
+        end
+      end
+
     quote do
       @moduledoc false
       @behaviour CMDC.Tool
@@ -65,6 +89,7 @@ defmodule CMDC.Tool.Discovery.Wrapper do
       @impl true
       def execute(args, context), do: unquote(module).execute(args, context)
       unquote(meta)
+      unquote_splicing(optional)
       @doc false
       def __discovery_target__, do: unquote(module)
     end

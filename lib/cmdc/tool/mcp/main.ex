@@ -8,6 +8,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   require Logger
 
+  alias CMDC.Tool.CLI
   alias CMDC.Tool.MCP.{Server, Stdio}
 
   @usage """
@@ -32,13 +33,31 @@ defmodule CMDC.Tool.MCP.Main do
   @spec usage() :: String.t()
   def usage, do: @usage
 
+  @doc """
+  The VM's entry point when `bin/cmdc-mcp` starts it with `erl` directly (`-s` this function,
+  the arguments after `-extra`): starts Elixir, then runs `main/1`. Going around the `elixir`
+  script and Elixir's command line saves a good part of the start-up.
+  """
+  @spec start() :: no_return()
+  def start do
+    # What Elixir's command line would have started.
+    {:ok, _} = Application.ensure_all_started(:logger)
+    main(Enum.map(:init.get_plain_arguments(), &List.to_string/1))
+  end
+
   @doc "Runs the command and halts the VM with its status (what `bin/cmdc-mcp` calls)."
   @spec main([String.t()]) :: no_return()
   def main(argv) do
-    case run(argv) do
-      :ok -> System.halt(0)
-      {:error, status} -> System.halt(status)
-    end
+    status =
+      case run(argv) do
+        :ok -> 0
+        {:error, status} -> status
+      end
+
+    # The server gave its calls a moment to stop; whatever still runs goes now, with what it
+    # started (the kernel's parent-death signal would reach each program alone).
+    CMDC.Tool.Exec.kill_all()
+    System.halt(status)
   end
 
   @doc """
@@ -96,21 +115,40 @@ defmodule CMDC.Tool.MCP.Main do
     Logger.configure_backend(:console, device: :standard_error)
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
     watch = opts[:watch]
-    load = fn -> CMDC.Tool.CLI.tools(paths) end
-    tools = load.()
+    {report, state} = CLI.watch(paths)
     server = self()
-    if watch, do: spawn_link(fn -> watch_loop(server, load, watch) end)
+    # Rescans run in their own process: the server answers requests meanwhile.
+    if watch, do: spawn_link(fn -> watch_loop(server, state, watch) end)
 
-    Server.serve(tools,
+    Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
       output: output,
       list_changed: watch != nil
     )
   end
 
-  defp watch_loop(server, load, interval) do
+  # Each tick stats the tool files (one native scan); files are compiled or read again only when
+  # they changed, and the server hears only of changes.
+  defp watch_loop(server, state, interval) do
     Process.sleep(interval)
-    Server.refresh(server, load.())
-    watch_loop(server, load, interval)
+
+    state =
+      try do
+        case CLI.reload(state) do
+          :unchanged ->
+            state
+
+          {:changed, report, state} ->
+            # The server stops using the old modules before they are deleted.
+            Server.refresh(server, report.tools)
+            CLI.forget_stale(state)
+        end
+      rescue
+        e ->
+          Logger.error("mcp: --watch: #{Exception.message(e)}")
+          state
+      end
+
+    watch_loop(server, state, interval)
   end
 end

@@ -57,6 +57,7 @@ defmodule CMDC.Tool.MCP.Server do
       mcp: MCP.new(tools, Keyword.take(opts, [:page_size, :server_name, :list_changed])),
       output: output,
       calls: %{},
+      described: describe(tools),
       reader: {reader, ref},
       context: Keyword.get_lazy(opts, :context, &default_context/0)
     }
@@ -70,14 +71,28 @@ defmodule CMDC.Tool.MCP.Server do
   end
 
   @doc """
-  Gives a running server a new tool list (e.g. from a file watcher). It sends
+  Gives a running server a new tool list (e.g. from a file watcher) and returns once the server
+  uses it (or is gone): the old list's modules can be deleted then. It sends
   `notifications/tools/list_changed` when the listed tools differ, and only when it was started
   with `list_changed: true`.
   """
   @spec refresh(pid() | atom(), [module()]) :: :ok
   def refresh(server \\ __MODULE__, tools) do
-    send(server, {:tools, tools})
-    :ok
+    case GenServer.whereis(server) do
+      nil ->
+        :ok
+
+      pid ->
+        mon = Process.monitor(pid)
+        send(pid, {:tools, tools, {self(), mon}})
+
+        receive do
+          {^mon, :ok} -> Process.demonitor(mon, [:flush])
+          {:DOWN, ^mon, :process, _, _} -> :ok
+        end
+
+        :ok
+    end
   end
 
   defp default_context do
@@ -115,8 +130,10 @@ defmodule CMDC.Tool.MCP.Server do
       {:DOWN, ref, :process, _, reason} ->
         down(state, ref, reason)
 
-      {:tools, tools} ->
-        state |> new_tools(tools) |> loop()
+      {:tools, tools, {from, ref}} ->
+        state = new_tools(state, tools)
+        send(from, {ref, :ok})
+        loop(state)
 
       :eof ->
         shutdown(state)
@@ -222,9 +239,11 @@ defmodule CMDC.Tool.MCP.Server do
     end
   end
 
+  # Each list is described once: comparing needs no call into the old list's modules.
   defp new_tools(state, tools) do
-    changed? = describe(tools) != describe(state.mcp.tools)
-    state = %{state | mcp: %{state.mcp | tools: tools}}
+    described = describe(tools)
+    changed? = described != state.described
+    state = %{state | mcp: %{state.mcp | tools: tools}, described: described}
 
     if changed? and state.mcp.list_changed and state.mcp.version != nil,
       do: write(state, MCP.list_changed()),

@@ -46,6 +46,37 @@ defmodule CMDC.Tool.Script.Gen do
       'Elixir.CMDC.Tool.Script.Template', output_schema).
   """
 
+  defmodule Forms do
+    @moduledoc false
+    # Erlang source text to a BEAM binary: at build time for the template, at run time only
+    # for a module the template cannot serve.
+    def compile(source, module) do
+      {:ok, tokens, _} = :erl_scan.string(String.to_charlist(source))
+
+      forms =
+        tokens
+        |> Enum.chunk_while(
+          [],
+          fn
+            {:dot, _} = dot, acc -> {:cont, Enum.reverse([dot | acc]), []}
+            token, acc -> {:cont, [token | acc]}
+          end,
+          fn acc -> {:cont, acc} end
+        )
+        |> Enum.map(fn form_tokens ->
+          {:ok, form} = :erl_parse.parse_form(form_tokens)
+          form
+        end)
+
+      {:ok, ^module, binary} = :compile.forms(forms, [:binary, :return_errors])
+      binary
+    end
+  end
+
+  # The template, compiled with the library: loading script tools never starts the Erlang
+  # compiler (its first use costs a VM hundreds of milliseconds of start-up).
+  @template_beam Forms.compile(@source, @template)
+
   @doc false
   def define(module, data, owner \\ @owner), do: define_many([{module, data}], owner)
 
@@ -136,45 +167,15 @@ defmodule CMDC.Tool.Script.Gen do
     end
   end
 
-  defp template do
-    case :persistent_term.get({__MODULE__, :template}, nil) do
-      nil ->
-        binary = compile(@template, @stamp, @owner)
-        :persistent_term.put({__MODULE__, :template}, binary)
-        {:ok, binary}
-
-      binary ->
-        {:ok, binary}
-    end
-  end
+  defp template, do: {:ok, @template_beam}
 
   defp compile(module, stamp, owner) do
-    source =
-      @source
-      |> String.replace("'Elixir.CMDC.Tool.Script.Template'", "'#{module}'")
-      |> String.replace("'Elixir.CMDC.Tool.Script':", "'#{owner}':")
-      |> String.replace("('Elixir.CMDC.Tool.Script',", "('#{owner}',")
-      |> String.replace("cmdc_stamp_template", "'#{stamp}'")
-
-    {:ok, tokens, _} = :erl_scan.string(String.to_charlist(source))
-
-    forms =
-      tokens
-      |> Enum.chunk_while(
-        [],
-        fn
-          {:dot, _} = dot, acc -> {:cont, Enum.reverse([dot | acc]), []}
-          token, acc -> {:cont, [token | acc]}
-        end,
-        fn acc -> {:cont, acc} end
-      )
-      |> Enum.map(fn form_tokens ->
-        {:ok, form} = :erl_parse.parse_form(form_tokens)
-        form
-      end)
-
-    {:ok, ^module, binary} = :compile.forms(forms, [:binary, :return_errors])
-    binary
+    @source
+    |> String.replace("'Elixir.CMDC.Tool.Script.Template'", "'#{module}'")
+    |> String.replace("'Elixir.CMDC.Tool.Script':", "'#{owner}':")
+    |> String.replace("('Elixir.CMDC.Tool.Script',", "('#{owner}',")
+    |> String.replace("cmdc_stamp_template", "'#{stamp}'")
+    |> Forms.compile(module)
   end
 
   # Renames atoms in the atom table (chunk "AtU8" with one length byte per atom).

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::roots::json_string;
 use super::{Meta, MAX_METADATA_BYTES};
+use crate::error::{Error, Result};
 
 /// The text of a `.md` metadata file without its front matter (`---` … `---`), trimmed;
 /// `None` when nothing is left.
@@ -42,31 +43,42 @@ pub fn markdown_body(text: &str) -> Option<String> {
 
 /// Parses `<stem>.json` metadata: `name`, `description`, `disabled`, `tools` (per-tool metadata
 /// by the tool's own name), `settings`; every other key is a setting too.
-pub fn parse_meta(text: &[u8]) -> Result<Meta, String> {
-    let value: Value = serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))?;
+pub fn parse_meta(text: &[u8]) -> Result<Meta> {
+    let value: Value =
+        serde_json::from_slice(text).map_err(|e| Error::Json(format!("invalid JSON: {e}")))?;
     meta_from(&value, true)
 }
 
-fn meta_from(value: &Value, top: bool) -> Result<Meta, String> {
-    let map = value.as_object().ok_or("expected a JSON object")?;
+fn meta_from(value: &Value, top: bool) -> Result<Meta> {
+    let map = value
+        .as_object()
+        .ok_or_else(|| Error::Json("expected a JSON object".into()))?;
     let mut meta = Meta::default();
     for (key, v) in map {
         match key.as_str() {
             "name" => match v {
                 Value::String(s) if valid_name(s) => meta.name = Some(s.clone()),
                 _ => {
-                    return Err(format!(
+                    return Err(Error::Json(format!(
                         "\"name\" must be a tool name (1 to 128 letters, digits, _ . or -), got {v}"
-                    ))
+                    )))
                 }
             },
             "description" => match v {
                 Value::String(s) => meta.description = Some(s.clone()),
-                _ => return Err(format!("\"description\" must be a string, got {v}")),
+                _ => {
+                    return Err(Error::Json(format!(
+                        "\"description\" must be a string, got {v}"
+                    )))
+                }
             },
             "disabled" => match v {
                 Value::Bool(b) => meta.disabled = *b,
-                _ => return Err(format!("\"disabled\" must be true or false, got {v}")),
+                _ => {
+                    return Err(Error::Json(format!(
+                        "\"disabled\" must be true or false, got {v}"
+                    )))
+                }
             },
             "settings" => match v {
                 Value::Object(s) => {
@@ -74,20 +86,25 @@ fn meta_from(value: &Value, top: bool) -> Result<Meta, String> {
                         meta.settings.insert(k.clone(), sv.clone());
                     }
                 }
-                _ => return Err(format!("\"settings\" must be an object, got {v}")),
+                _ => {
+                    return Err(Error::Json(format!(
+                        "\"settings\" must be an object, got {v}"
+                    )))
+                }
             },
             "tools" if top => match v {
                 Value::Object(tools) => {
                     for (tool, tv) in tools {
-                        let sub = meta_from(tv, false)
-                            .map_err(|e| format!("in \"tools\".{}: {e}", json_string(tool)))?;
+                        let sub = meta_from(tv, false).map_err(|e| {
+                            Error::Json(format!("in \"tools\".{}: {e}", json_string(tool)))
+                        })?;
                         meta.tools.insert(tool.clone(), sub);
                     }
                 }
                 _ => {
-                    return Err(format!(
+                    return Err(Error::Json(format!(
                         "\"tools\" must be an object of per-tool metadata, got {v}"
-                    ))
+                    )))
                 }
             },
             _ => {
@@ -104,9 +121,10 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Reads a metadata file, refusing one larger than `MAX_METADATA_BYTES` (they are read on
-/// every scan) and never opening a special file (see [`read_regular`]).
-pub(super) fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    read_regular(path, MAX_METADATA_BYTES).map_err(|e| e.to_string())
+/// every scan) and never opening a special file (see [`read_regular`]). The error's message
+/// names the problem, not the path (the caller's reason names the file).
+pub(super) fn read_small(path: &Path) -> Result<Vec<u8>> {
+    read_regular(path, MAX_METADATA_BYTES).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 /// Reads a regular file of at most `limit` bytes. Special files (FIFOs, devices, sockets) are

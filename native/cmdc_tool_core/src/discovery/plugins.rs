@@ -12,22 +12,25 @@ use super::metadata::read_regular;
 use super::roots::json_string;
 use super::walk::visit_root;
 use super::{Ctx, NoteKind, Plugin, Source, MANIFEST, MAX_METADATA_BYTES};
+use crate::error::{Error, Result};
 
 /// Reads a plugin manifest: `name` and `version` (strings), optional `tools` (paths relative to
 /// the plugin folder, default `["tools"]`) and `disabled`.
-pub fn read_manifest(text: &[u8]) -> Result<(String, String, Vec<String>, bool), String> {
-    let value: Value = serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))?;
+pub fn read_manifest(text: &[u8]) -> Result<(String, String, Vec<String>, bool)> {
+    let bad = |why: &str| Error::Json(why.to_owned());
+    let value: Value =
+        serde_json::from_slice(text).map_err(|e| Error::Json(format!("invalid JSON: {e}")))?;
     let map = value
         .as_object()
-        .ok_or("expected a JSON object with \"name\", \"version\" and \"tools\"")?;
+        .ok_or_else(|| bad("expected a JSON object with \"name\", \"version\" and \"tools\""))?;
     let name = match map.get("name") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        _ => return Err("\"name\" must be a non-empty string".into()),
+        _ => return Err(bad("\"name\" must be a non-empty string")),
     };
     let version = match map.get("version") {
         Some(Value::String(s)) => s.clone(),
         None => String::new(),
-        _ => return Err("\"version\" must be a string".into()),
+        _ => return Err(bad("\"version\" must be a string")),
     };
     let tools = match map.get("tools") {
         None => vec!["tools".to_string()],
@@ -35,18 +38,22 @@ pub fn read_manifest(text: &[u8]) -> Result<(String, String, Vec<String>, bool),
             .iter()
             .map(|i| match i {
                 Value::String(s) if !s.is_empty() => Ok(s.clone()),
-                other => Err(format!(
+                other => Err(Error::Json(format!(
                     "\"tools\" must list paths (non-empty strings), got {other}"
-                )),
+                ))),
             })
-            .collect::<Result<_, _>>()?,
+            .collect::<Result<_>>()?,
         Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
-        _ => return Err("\"tools\" must be a list of paths relative to the plugin folder".into()),
+        _ => {
+            return Err(bad(
+                "\"tools\" must be a list of paths relative to the plugin folder",
+            ))
+        }
     };
     let disabled = match map.get("disabled") {
         None => false,
         Some(Value::Bool(b)) => *b,
-        _ => return Err("\"disabled\" must be true or false".into()),
+        _ => return Err(bad("\"disabled\" must be true or false")),
     };
     Ok((name, version, tools, disabled))
 }

@@ -526,3 +526,33 @@ mod timing {
         fs::remove_dir_all(&root).unwrap();
     }
 }
+
+#[test]
+fn bad_metadata_manifests_and_trust_lists_are_json_errors() {
+    use crate::error::Error;
+    let json_error = |r: crate::error::Error, want: &str| {
+        assert!(matches!(&r, Error::Json(m) if m.contains(want)), "{r:?}");
+    };
+    json_error(
+        parse_meta(br#"{"name": "bad name"}"#).unwrap_err(),
+        "\"name\" must be a tool name",
+    );
+    json_error(
+        parse_meta(br#"{"tools": {"x": {"disabled": 1}}}"#).unwrap_err(),
+        "in \"tools\".\"x\": \"disabled\" must be true or false",
+    );
+    json_error(read_manifest(b"{").unwrap_err(), "invalid JSON");
+    json_error(
+        read_manifest(br#"{"name": ""}"#).unwrap_err(),
+        "\"name\" must be a non-empty string",
+    );
+    let here = Path::new("/");
+    json_error(
+        read_trust_list(br#"["relative/dir"]"#, here, here).unwrap_err(),
+        "must be an absolute path or start with ~/",
+    );
+    json_error(
+        read_trust_list(b"3", here, here).unwrap_err(),
+        "expected {\"trusted\": [folders]}",
+    );
+}

@@ -10,18 +10,21 @@ use serde_json::Value;
 use super::metadata::read_regular;
 use super::roots::{cmdc_homes, expand};
 use super::{Config, Ctx, NoteKind, Trust, MAX_METADATA_BYTES, TRUST_FILE};
+use crate::error::{Error, Result};
 
 /// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders, each absolute or
 /// starting with `~/`.
-pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathBuf>, String> {
-    let value: Value = serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))?;
+pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathBuf>> {
+    let value: Value =
+        serde_json::from_slice(text).map_err(|e| Error::Json(format!("invalid JSON: {e}")))?;
+    let shape = || Error::Json("expected {\"trusted\": [folders]} or an array of folders".into());
     let list = match &value {
         Value::Array(items) => items,
         Value::Object(map) => match map.get("trusted") {
             Some(Value::Array(items)) => items,
-            _ => return Err("expected {\"trusted\": [folders]} or an array of folders".into()),
+            _ => return Err(shape()),
         },
-        _ => return Err("expected {\"trusted\": [folders]} or an array of folders".into()),
+        _ => return Err(shape()),
     };
     list.iter()
         .map(|item| match item {
@@ -29,9 +32,9 @@ pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathB
             Value::String(s) if s == "~" || s.starts_with("~/") || Path::new(s).is_absolute() => {
                 Ok(expand(s, cwd, home))
             }
-            other => Err(format!(
+            other => Err(Error::Json(format!(
                 "a trusted folder must be an absolute path or start with ~/, got {other}"
-            )),
+            ))),
         })
         .collect()
 }

@@ -303,7 +303,8 @@ fn visit_classified(
     if exists(&doc_name) {
         let doc_path = dir.join(&doc_name);
         match read_small(&doc_path).and_then(|t| {
-            String::from_utf8(t).map_err(|_| "the file is not UTF-8 text".to_string())
+            String::from_utf8(t)
+                .map_err(|_| crate::error::Error::Invalid("the file is not UTF-8 text".into()))
         }) {
             Ok(text) => {
                 tool.doc = markdown_body(&text);

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use super::format::Format;
 use super::warn::Cx;
+use crate::error::{Error, Result};
 use crate::names::{self, Rule};
 
 impl Format {
@@ -27,17 +28,17 @@ pub fn tool_name(name: &str, format: Format) -> Cow<'_, str> {
 pub fn check_names<'a>(
     list: impl IntoIterator<Item = &'a str> + Clone,
     format: Format,
-) -> Result<(), String> {
+) -> Result<()> {
     for name in list.clone() {
         names::check(name)?;
     }
     match names::collision(list, format.name_rule()) {
-        Some((a, b, mapped)) => Err(format!(
+        Some((a, b, mapped)) => Err(Error::Tool(format!(
             "tools {a:?} and {b:?} would both be named {mapped:?} for {} (names there are {}): \
              rename one of them",
             format.label(),
             format.name_rule().describe()
-        )),
+        ))),
         None => Ok(()),
     }
 }

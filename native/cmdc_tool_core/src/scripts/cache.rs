@@ -8,6 +8,12 @@ use serde_json::Value;
 
 use super::interpreter::Kind;
 use crate::discovery::mtime_ns;
+use crate::error::{Error, Result};
+
+/// The error for a script that cannot be read (missing, unreadable).
+pub(super) fn unreadable(script: &Path, e: &std::io::Error) -> Error {
+    Error::Invalid(format!("cannot read the script {}: {e}", script.display()))
+}
 
 /// `{dir}/{stem}.tool.json` for a script `{dir}/{stem}.{ext}`.
 pub fn cache_path(script: &Path) -> PathBuf {
@@ -58,10 +64,9 @@ pub enum Cached {
 /// restored to an older time, given one in the future, or edited with its mtime kept, is
 /// re-read). A cache without that field (written by another tool, e.g. sy-f-misc) is current
 /// while the file is not older than the script.
-pub fn read_cache(script: &Path) -> Result<Cached, String> {
+pub fn read_cache(script: &Path) -> Result<Cached> {
     let kind = Kind::of(script)?;
-    let script_meta = fs::metadata(script)
-        .map_err(|e| format!("cannot read the script {}: {e}", script.display()))?;
+    let script_meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
     let cache = cache_path(script);
     let cache_meta = match fs::metadata(&cache) {
         Ok(meta) => meta,
@@ -72,7 +77,7 @@ pub fn read_cache(script: &Path) -> Result<Cached, String> {
         // A FIFO would block the read forever; a device could act on being opened.
         return Ok(Cached::Corrupt("not a regular file; not opened".into()));
     }
-    let cache_mtime = cache_meta.modified().map_err(|e| e.to_string())?;
+    let cache_mtime = cache_meta.modified().map_err(|e| Error::io(&cache, &e))?;
     let text = match fs::read(&cache) {
         Ok(bytes) => bytes,
         Err(e) => return Ok(Cached::Corrupt(format!("cannot read: {e}"))),
@@ -82,9 +87,9 @@ pub fn read_cache(script: &Path) -> Result<Cached, String> {
         Err(e) => return Ok(Cached::Corrupt(format!("not JSON: {e}"))),
     };
     if let Err(why) = check_document(&doc, kind) {
-        return Ok(Cached::Corrupt(why));
+        return Ok(Cached::Corrupt(why.to_string()));
     }
-    let script_mtime = script_meta.modified().map_err(|e| e.to_string())?;
+    let script_mtime = script_meta.modified().map_err(|e| unreadable(script, &e))?;
     let current = match doc.get("scriptStamp").and_then(Value::as_str) {
         Some(recorded) => recorded == stamp(&script_meta),
         // A cache without our stamp (written by another tool) is current while the file is not
@@ -100,36 +105,47 @@ pub fn read_cache(script: &Path) -> Result<Cached, String> {
     }
 }
 
-/// Checks that a document has the shape a script description must have.
-pub fn check_document(doc: &Value, kind: Kind) -> Result<(), String> {
-    let obj = doc.as_object().ok_or("the document is not a JSON object")?;
+/// Checks that a document has the shape a script description must have: an [`Error::Json`]
+/// says what is missing (the reason a cache is rebuilt).
+pub fn check_document(doc: &Value, kind: Kind) -> Result<()> {
+    let bad = |why: String| Error::Json(why);
+    let obj = doc
+        .as_object()
+        .ok_or_else(|| bad("the document is not a JSON object".into()))?;
     match obj.get("type").and_then(Value::as_str) {
         Some(t) if t == kind.module_type() => {}
-        Some(t) => return Err(format!("type is {t:?}, expected {:?}", kind.module_type())),
-        None => return Err("no \"type\" field".into()),
+        Some(t) => {
+            return Err(bad(format!(
+                "type is {t:?}, expected {:?}",
+                kind.module_type()
+            )))
+        }
+        None => return Err(bad("no \"type\" field".into())),
     }
     if !obj.get("name").is_some_and(Value::is_string) {
-        return Err("no \"name\" string".into());
+        return Err(bad("no \"name\" string".into()));
     }
     let tools = obj
         .get("tools")
         .and_then(Value::as_array)
-        .ok_or("no \"tools\" array")?;
+        .ok_or_else(|| bad("no \"tools\" array".into()))?;
     for (i, tool) in tools.iter().enumerate() {
         let function = tool
             .get("function")
             .and_then(Value::as_object)
-            .ok_or(format!("tools[{i}] has no \"function\" object"))?;
+            .ok_or_else(|| bad(format!("tools[{i}] has no \"function\" object")))?;
         if !function.get("name").is_some_and(Value::is_string) {
-            return Err(format!("tools[{i}].function has no \"name\""));
+            return Err(bad(format!("tools[{i}].function has no \"name\"")));
         }
         if !function.get("parameters").is_some_and(Value::is_object) {
-            return Err(format!("tools[{i}].function has no \"parameters\" object"));
+            return Err(bad(format!(
+                "tools[{i}].function has no \"parameters\" object"
+            )));
         }
     }
     if let Some(p) = obj.get("rulePrompt") {
         if !p.is_string() && !p.is_null() {
-            return Err("\"rulePrompt\" is not a string".into());
+            return Err(bad("\"rulePrompt\" is not a string".into()));
         }
     }
     Ok(())
@@ -138,13 +154,21 @@ pub fn check_document(doc: &Value, kind: Kind) -> Result<(), String> {
 /// Writes the cache of `script` from a freshly parsed description (JSON text), recording the
 /// script's modification time and its path relative to the cache (the file name). Returns the
 /// document as written. The write goes through a temporary file and a rename.
-pub fn write_cache(script: &Path, description: &[u8]) -> Result<String, String> {
+pub fn write_cache(script: &Path, description: &[u8]) -> Result<String> {
     let kind = Kind::of(script)?;
-    let mut doc: Value = serde_json::from_slice(description)
-        .map_err(|e| format!("the description of {} is not JSON: {e}", script.display()))?;
-    check_document(&doc, kind)?;
-    let meta = fs::metadata(script)
-        .map_err(|e| format!("cannot read the script {}: {e}", script.display()))?;
+    let mut doc: Value = serde_json::from_slice(description).map_err(|e| {
+        Error::Json(format!(
+            "the description of {} is not JSON: {e}",
+            script.display()
+        ))
+    })?;
+    check_document(&doc, kind).map_err(|why| {
+        Error::Json(format!(
+            "the description of {} is not a script description: {why}",
+            script.display()
+        ))
+    })?;
+    let meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
     if let Some(obj) = doc.as_object_mut() {
         let file = script
             .file_name()
@@ -160,7 +184,7 @@ pub fn write_cache(script: &Path, description: &[u8]) -> Result<String, String> 
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         // A read-only folder still gets its tools; it only loses the cache.
-        return Err(format!("cannot write {}: {e}", cache.display()));
+        return Err(Error::io(&cache, &e));
     }
     Ok(text)
 }
@@ -264,8 +288,16 @@ mod tests {
             .unwrap();
         assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
 
-        assert!(write_cache(&script, b"[1]").is_err());
-        assert!(read_cache(&dir.join("missing.py")).is_err());
+        let err = write_cache(&script, b"[1]").unwrap_err();
+        assert!(
+            matches!(&err, Error::Json(m) if m.contains("not a JSON object")),
+            "{err:?}"
+        );
+        let err = read_cache(&dir.join("missing.py")).unwrap_err();
+        assert!(
+            matches!(&err, Error::Invalid(m) if m.starts_with("cannot read the script")),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use crate::error::{Error, Result};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     Python,
@@ -20,7 +22,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of a script by its extension, or an error naming the supported ones.
-    pub fn of(path: &Path) -> Result<Kind, String> {
+    pub fn of(path: &Path) -> Result<Kind> {
         match path
             .extension()
             .and_then(OsStr::to_str)
@@ -29,10 +31,10 @@ impl Kind {
         {
             Some("py") => Ok(Kind::Python),
             Some("ps1") => Ok(Kind::PowerShell),
-            _ => Err(format!(
+            _ => Err(Error::Invalid(format!(
                 "{} is not a script tool: expected a .py or .ps1 file",
                 path.display()
-            )),
+            ))),
         }
     }
 
@@ -86,7 +88,7 @@ pub fn find_python(
     dir: &Path,
     path_var: Option<&OsStr>,
     configured: Option<&Path>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf> {
     for rel in VENV_PYTHONS {
         let candidate = dir.join(rel);
         if is_executable(&candidate) {
@@ -100,17 +102,17 @@ pub fn find_python(
         if is_executable(conf) {
             return Ok(conf.to_path_buf());
         }
-        return Err(format!(
+        return Err(Error::Process(format!(
             "the configured Python interpreter {} is not an executable file",
             conf.display()
-        ));
+        )));
     }
-    Err(format!(
+    Err(Error::Process(format!(
         "no Python interpreter found for scripts in {}: no .venv/venv there, no python3 on PATH \
          and none configured. Fix: install Python 3, or pass python: \"/path/to/python3\" \
          (or set config :cmdc_tool, python: ...)",
         dir.display()
-    ))
+    )))
 }
 
 /// The message a PowerShell call gives when `pwsh` is not on PATH.
@@ -134,7 +136,7 @@ pub async fn python_for(
     dir: &Path,
     configured: Option<&str>,
     path_env: Option<&str>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf> {
     static RESOLVED: OnceLock<Mutex<HashMap<(PathBuf, PathBuf), PathBuf>>> = OnceLock::new();
     let found = find_python(
         dir,
@@ -183,9 +185,11 @@ mod tests {
     fn kinds() {
         assert_eq!(Kind::of(Path::new("a/b.py")).unwrap(), Kind::Python);
         assert_eq!(Kind::of(Path::new("a/b.PS1")).unwrap(), Kind::PowerShell);
-        assert!(Kind::of(Path::new("a/b.rb"))
-            .unwrap_err()
-            .contains(".py or .ps1"));
+        let err = Kind::of(Path::new("a/b.rb")).unwrap_err();
+        assert!(
+            matches!(&err, Error::Invalid(m) if m.contains(".py or .ps1")),
+            "{err:?}"
+        );
     }
 
     #[cfg(unix)]
@@ -211,7 +215,10 @@ mod tests {
             conf
         );
         let err = find_python(&empty, Some(&path_var), None).unwrap_err();
-        assert!(err.contains("no Python interpreter found"), "{err}");
+        assert!(
+            matches!(&err, Error::Process(m) if m.contains("no Python interpreter found")),
+            "{err:?}"
+        );
         // python3 on PATH wins over the configured one
         exe(&bin.join("python3"));
         assert_eq!(

@@ -14,6 +14,7 @@ use super::interpreter::{self, Kind};
 use super::powershell;
 use super::protocol::{self, read_frame};
 use super::worker::{spawn_python, Worker};
+use crate::error::{Error, Result};
 
 /// How long an interpreter may take to start a describer.
 const STARTUP_LIMIT: Duration = Duration::from_secs(60);
@@ -34,20 +35,25 @@ pub struct LoadOpts {
 #[derive(Debug)]
 pub enum Loaded {
     Ok(&'static str, String),
-    Err(String),
+    Err(Error),
 }
 
-fn cache_pass(path: &Path, use_cache: bool) -> Result<Option<String>, (&'static str, String)> {
+/// What the cache gives a script: its current description, or the status of the reading to do.
+enum Pass {
+    Fresh(String),
+    Read(&'static str),
+}
+
+fn cache_pass(path: &Path, use_cache: bool) -> Result<Pass> {
     if !use_cache {
-        return Err(("parsed", String::new()));
+        return Ok(Pass::Read("parsed"));
     }
-    match cache::read_cache(path) {
-        Ok(Cached::Fresh(text)) => Ok(Some(text)),
-        Ok(Cached::Missing) => Err(("parsed", String::new())),
-        Ok(Cached::Stale) => Err(("stale", String::new())),
-        Ok(Cached::Corrupt(why)) => Err(("rebuilt", why)),
-        Err(m) => Err(("error", m)),
-    }
+    Ok(match cache::read_cache(path)? {
+        Cached::Fresh(text) => Pass::Fresh(text),
+        Cached::Missing => Pass::Read("parsed"),
+        Cached::Stale => Pass::Read("stale"),
+        Cached::Corrupt(_) => Pass::Read("rebuilt"),
+    })
 }
 
 /// A description with its permissions normalized (every spelling, fail-safe: see
@@ -75,12 +81,15 @@ fn store(path: &Path, description: &[u8], status: &'static str, use_cache: bool)
     }
     match std::str::from_utf8(description) {
         Ok(text) => Loaded::Ok(status, text.to_owned()),
-        Err(_) => Loaded::Err("the description is not UTF-8".into()),
+        Err(_) => Loaded::Err(Error::Json(format!(
+            "the description of {} is not UTF-8",
+            path.display()
+        ))),
     }
 }
 
 /// Starts a describer and waits for it to be ready (interpreter start-up is not a script's time).
-async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<Worker, String> {
+async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<Worker> {
     let describe = [OsStr::new("describe")];
     let mut w = spawn_python(
         interp,
@@ -95,9 +104,9 @@ async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<W
         _ => {
             let status = w.exit_status().await;
             let tail = w.final_tail().await;
-            Err(format!(
+            Err(Error::Process(format!(
                 "the Python describer did not start ({status}): {tail}"
-            ))
+            )))
         }
     }
 }
@@ -111,7 +120,7 @@ async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<L
         match interpreter::python_for(&dir, opts.python.as_deref(), opts.path_env.as_deref()).await
         {
             Ok(interp) => groups.entry(interp).or_default().push((i, path, status)),
-            Err(m) => results[i] = Some(Loaded::Err(m)),
+            Err(e) => results[i] = Some(Loaded::Err(e)),
         }
     }
     let limit = opts.describe_timeout.max(Duration::from_millis(1));
@@ -124,8 +133,8 @@ async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<L
                     let dir = path.parent().unwrap_or(Path::new("."));
                     match start_describer(&interp, dir, opts).await {
                         Ok(w) => describer.insert(w),
-                        Err(m) => {
-                            results[i] = Some(Loaded::Err(m));
+                        Err(e) => {
+                            results[i] = Some(Loaded::Err(e));
                             continue;
                         }
                     }
@@ -134,8 +143,12 @@ async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<L
             let frame =
                 protocol::encode_frame(protocol::DESCRIBE, path.to_string_lossy().as_bytes());
             let exchange = async {
-                w.stdin.write_all(&frame).await.map_err(|e| e.to_string())?;
-                w.stdin.flush().await.map_err(|e| e.to_string())?;
+                let sent = async {
+                    w.stdin.write_all(&frame).await?;
+                    w.stdin.flush().await
+                };
+                sent.await
+                    .map_err(|e| Error::Process(format!("the frame channel broke: {e}")))?;
                 read_frame(&mut w.stdout).await
             };
             let answer = tokio::time::timeout(limit, exchange).await;
@@ -145,25 +158,28 @@ async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<L
                     let p = path.clone();
                     tokio::task::spawn_blocking(move || store(&p, &payload, status, use_cache))
                         .await
-                        .unwrap_or_else(|_| Loaded::Err("writing the cache failed".into()))
+                        .unwrap_or_else(|_| {
+                            Loaded::Err(Error::Process("writing the cache failed".into()))
+                        })
                 }
-                Ok(Ok(Some((protocol::ERROR, payload)))) => {
-                    Loaded::Err(protocol::error_message(&payload))
-                }
+                // The script's source is what failed (a syntax error): its message.
+                Ok(Ok(Some((protocol::ERROR, payload)))) => Loaded::Err(Error::Invalid(
+                    protocol::error_from_payload(&payload).to_string(),
+                )),
                 Ok(Ok(_)) | Ok(Err(_)) => {
                     let status = w.exit_status().await;
                     let tail = w.final_tail().await;
                     describer = None;
-                    Loaded::Err(format!(
+                    Loaded::Err(Error::Process(format!(
                         "the Python describer exited while reading the script ({status}): {tail}"
-                    ))
+                    )))
                 }
                 Err(_) => {
                     describer = None; // dropping it kills it
-                    Loaded::Err(format!(
+                    Loaded::Err(Error::Process(format!(
                         "reading the script took longer than {} ms",
                         limit.as_millis()
-                    ))
+                    )))
                 }
             });
         }
@@ -182,23 +198,22 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
         let path = PathBuf::from(p);
         let kind = match Kind::of(&path) {
             Ok(k) => k,
-            Err(m) => {
-                results[i] = Some(Loaded::Err(m));
+            Err(e) => {
+                results[i] = Some(Loaded::Err(e));
                 continue;
             }
         };
         let status = match cache_pass(&path, use_cache) {
-            Ok(Some(text)) => {
+            Ok(Pass::Fresh(text)) => {
                 let text = String::from_utf8(normalized(&path, text.as_bytes())).unwrap_or(text);
                 results[i] = Some(Loaded::Ok("cached", text));
                 continue;
             }
-            Ok(None) => "parsed",
-            Err(("error", m)) => {
-                results[i] = Some(Loaded::Err(m));
+            Ok(Pass::Read(status)) => status,
+            Err(e) => {
+                results[i] = Some(Loaded::Err(e));
                 continue;
             }
-            Err((status, _)) => status,
         };
         match kind {
             Kind::Python => python.push((i, path, status)),
@@ -211,7 +226,7 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
                         let text = serde_json::to_vec(&doc).unwrap_or_default();
                         store(&path, &text, status, use_cache)
                     }
-                    Err(e) => Loaded::Err(format!("cannot read {}: {e}", path.display())),
+                    Err(e) => Loaded::Err(cache::unreadable(&path, &e)),
                 });
             }
         }
@@ -229,7 +244,12 @@ pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
         Err(_) => {
             return paths
                 .into_iter()
-                .map(|p| (p, Loaded::Err("the cache scan failed".into())))
+                .map(|p| {
+                    (
+                        p,
+                        Loaded::Err(Error::Process("the cache scan failed".into())),
+                    )
+                })
                 .collect()
         }
     };
@@ -239,6 +259,9 @@ pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
     paths
         .into_iter()
         .zip(results)
-        .map(|(p, r)| (p, r.unwrap_or(Loaded::Err("not read".into()))))
+        .map(|(p, r)| {
+            let unread = || Loaded::Err(Error::Process("the script was not read".into()));
+            (p, r.unwrap_or_else(unread))
+        })
         .collect()
 }

@@ -15,8 +15,9 @@ use tokio::sync::Semaphore;
 
 use super::cache::stamp;
 use super::interpreter::{self, Kind, PWSH_MISSING};
-use super::protocol::{self, error_payload as error, read_frame};
+use super::protocol::{self, error_from_payload, read_frame};
 use super::worker::{file_name, spawn_python, Worker};
+use crate::error::Error;
 use crate::exec;
 
 /// How one call runs.
@@ -37,9 +38,14 @@ pub struct CallOpts {
     pub idle_timeout: Duration,
 }
 
-/// A call's answer: the result payload (JSON text) and the worker's OS pid, or an error
-/// payload `{"kind", "message", "log"}`.
-pub type Answer = Result<(Vec<u8>, u32), Vec<u8>>;
+/// A call's answer: the result payload (JSON text) and the worker's OS pid, or an
+/// [`Error::Script`] saying how the call failed.
+pub type Answer = Result<(Vec<u8>, u32), Error>;
+
+/// An [`Error::Script`] of `kind` without log.
+fn error(kind: &str, message: impl Into<String>) -> Error {
+    Error::script(kind, message, "")
+}
 
 struct Pool {
     path: PathBuf,
@@ -109,12 +115,11 @@ impl Pool {
 
     /// An idle worker of the script's current version, or `None` (start one). A changed script
     /// retires every idle worker: the next ones import the new code.
-    fn checkout(&self) -> Result<(Option<Worker>, u64), Vec<u8>> {
+    fn checkout(&self) -> Result<(Option<Worker>, u64), Error> {
         let meta = std::fs::metadata(&self.path).map_err(|e| {
             error(
                 "missing",
-                &format!("cannot read the script {}: {e}", self.path.display()),
-                "",
+                format!("cannot read the script {}: {e}", self.path.display()),
             )
         })?;
         let version = stamp(&meta);
@@ -153,13 +158,13 @@ impl Pool {
 }
 
 /// Starts a serving worker for `path` and waits for it to import the script.
-async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<Worker, Vec<u8>> {
+async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<Worker, Error> {
     let path = &pool.path;
     let dir = path.parent().unwrap_or(Path::new("."));
     let interpreter =
         interpreter::python_for(dir, opts.python.as_deref(), opts.path_env.as_deref())
             .await
-            .map_err(|m| error("interpreter", &m, ""))?;
+            .map_err(|e| error("interpreter", e.to_string()))?;
     let mut worker = spawn_python(
         &interpreter,
         &opts.worker,
@@ -168,26 +173,26 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
         opts.path_env.as_deref(),
     )
     .await
-    .map_err(|m| error("spawn", &m, ""))?;
+    .map_err(|e| error("spawn", e.to_string()))?;
     worker.generation = generation;
     match read_frame(&mut worker.stdout).await {
         Ok(Some((protocol::READY, _))) => Ok(worker),
-        Ok(Some((protocol::ERROR, payload))) => Err(payload),
-        Ok(Some((kind, _))) => Err(error(
+        Ok(Some((protocol::ERROR, payload))) => Err(error_from_payload(&payload)),
+        Ok(Some((kind, _))) => Err(Error::script(
             "protocol",
-            &format!("the worker sent frame kind {:?} before ready", kind as char),
-            &worker.tail(),
+            format!("the worker sent frame kind {:?} before ready", kind as char),
+            worker.tail(),
         )),
         Ok(None) | Err(_) => {
             let status = worker.exit_status().await;
             let tail = worker.final_tail().await;
-            Err(error(
+            Err(Error::script(
                 "import",
-                &format!(
+                format!(
                     "the Python worker for {} exited while importing the script ({status})",
                     file_name(path)
                 ),
-                &tail,
+                tail,
             ))
         }
     }
@@ -204,7 +209,7 @@ async fn call_python<P: FnMut(Vec<u8>)>(
         .slots
         .acquire()
         .await
-        .map_err(|_| error("closed", "the worker pool is closed", ""))?;
+        .map_err(|_| error("closed", "the worker pool is closed"))?;
     let (idle, generation) = pool.checkout()?;
     let mut worker = match idle {
         Some(w) => w,
@@ -225,27 +230,23 @@ async fn call_python<P: FnMut(Vec<u8>)>(
             Ok(Some((protocol::RESULT, payload))) => {
                 let pid = worker.pid;
                 if std::str::from_utf8(&payload).is_err() {
-                    return Err(error(
-                        "result",
-                        "the worker's result is not valid UTF-8",
-                        "",
-                    ));
+                    return Err(error("result", "the worker's result is not valid UTF-8"));
                 }
                 pool.checkin(worker);
                 return Ok((payload, pid));
             }
             Ok(Some((protocol::ERROR, payload))) => {
                 pool.checkin(worker);
-                return Err(payload);
+                return Err(error_from_payload(&payload));
             }
             Ok(Some((kind, _))) => {
-                return Err(error(
+                return Err(Error::script(
                     "protocol",
-                    &format!(
+                    format!(
                         "the worker sent an unexpected frame kind {:?}",
                         kind as char
                     ),
-                    &worker.tail(),
+                    worker.tail(),
                 ));
             }
             Ok(None) | Err(_) => return Err(crashed(pool, &mut worker, function).await),
@@ -253,19 +254,19 @@ async fn call_python<P: FnMut(Vec<u8>)>(
     }
 }
 
-async fn crashed(pool: &Pool, worker: &mut Worker, function: &str) -> Vec<u8> {
+async fn crashed(pool: &Pool, worker: &mut Worker, function: &str) -> Error {
     let status = worker.exit_status().await;
     let tail = worker.final_tail().await;
-    error(
+    Error::script(
         "crashed",
-        &format!(
+        format!(
             "the Python worker running {}.{function} exited during the call ({status}); \
              the next call starts a fresh worker",
             file_name(&pool.path)
                 .trim_end_matches(".py")
                 .trim_end_matches(".PY")
         ),
-        &tail,
+        tail,
     )
 }
 
@@ -275,7 +276,7 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
         "pwsh",
         interpreter::path_var(opts.path_env.as_deref()).as_deref(),
     ) else {
-        return Err(error("pwsh_missing", PWSH_MISSING, ""));
+        return Err(error("pwsh_missing", PWSH_MISSING));
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut cmd = Command::new(pwsh);
@@ -284,7 +285,7 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
         .current_dir(dir);
     let mut child = exec::spawn_piped(&mut cmd)
         .await
-        .map_err(|e| error("spawn", &format!("cannot start pwsh: {e}"), ""))?;
+        .map_err(|e| error("spawn", format!("cannot start pwsh: {e}")))?;
     let pid = child.id().unwrap_or(0);
     let _tree = exec::TreeGuard(pid);
     let request = {
@@ -306,7 +307,7 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
     let out = child
         .wait_with_output()
         .await
-        .map_err(|e| error("crashed", &format!("pwsh failed: {e}"), ""))?;
+        .map_err(|e| error("crashed", format!("pwsh failed: {e}")))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     for line in stdout.lines().rev() {
@@ -314,13 +315,13 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
             return Ok((json.as_bytes().to_vec(), pid));
         }
         if let Some(json) = line.strip_prefix("\u{1e}CMDC_ERROR ") {
-            return Err(json.as_bytes().to_vec());
+            return Err(error_from_payload(json.as_bytes()));
         }
     }
-    Err(error(
+    Err(Error::script(
         "crashed",
-        &format!("pwsh exited ({}) without a result", out.status),
-        &log,
+        format!("pwsh exited ({}) without a result", out.status),
+        log,
     ))
 }
 
@@ -338,7 +339,7 @@ where
     C: Future<Output = &'static str>,
     P: FnMut(Vec<u8>),
 {
-    let kind = Kind::of(path).map_err(|m| error("script", &m, ""))?;
+    let kind = Kind::of(path).map_err(|e| error("script", e.to_string()))?;
     let script = file_name(path);
     let work = async {
         match kind {
@@ -354,17 +355,15 @@ where
         answer = work => answer,
         _ = tokio::time::sleep(opts.timeout.max(Duration::from_millis(1))) => Err(error(
             "timeout",
-            &format!(
+            format!(
                 "{script}: {function} timed out after {} ms; its worker was killed \
                  (the next call starts a fresh one)",
                 opts.timeout.as_millis()
             ),
-            "",
         )),
         reason = cancel => Err(error(
             "cancelled",
-            &format!("{script}: {function} was cancelled ({reason}); its worker was killed"),
-            "",
+            format!("{script}: {function} was cancelled ({reason}); its worker was killed"),
         )),
     }
 }
@@ -439,11 +438,10 @@ mod tests {
     }
 
     fn kind(answer: &Answer) -> String {
-        let payload = answer.as_ref().expect_err("an error");
-        serde_json::from_slice::<Value>(payload).unwrap()["kind"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        match answer.as_ref().expect_err("an error") {
+            Error::Script { kind, .. } => kind.clone(),
+            other => panic!("not a script error: {other:?}"),
+        }
     }
 
     #[tokio::test]
@@ -496,7 +494,7 @@ mod tests {
         let o = opts(20_000);
         let crashed = run(&path, "die", "{}", &o).await;
         assert_eq!(kind(&crashed), "crashed");
-        let message = protocol::error_message(crashed.as_ref().unwrap_err());
+        let message = crashed.as_ref().unwrap_err().to_string();
         assert!(message.contains("exit code 3"), "{message}");
         assert_eq!(value(&run(&path, "ok", "{}", &o).await), "fine");
     }

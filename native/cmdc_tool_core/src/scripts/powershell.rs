@@ -720,6 +720,9 @@ fn declared_return(outputs: &str) -> Option<Value> {
     }
 }
 
+/// `TOOL_CONFIG` keys that are not permissions: the tool's MCP `title` and `annotations`.
+const DISPLAY_KEYS: [&str; 2] = ["title", "annotations"];
+
 /// A function's or the file's `TOOL_CONFIG`, raw (the normalizer in `permissions.rs` reads it).
 fn raw(config: Option<&Value>) -> Value {
     config.cloned().unwrap_or_else(|| json!({}))
@@ -765,13 +768,22 @@ pub fn describe(source: &str, path: &str) -> Value {
         if !required.is_empty() {
             params["required"] = Value::Array(required);
         }
+        let mut permissions = raw(f.config.as_ref());
         let mut tool = json!({
             "type": "function",
             "function": {"name": f.name, "description": f.help.text(), "parameters": params},
-            "permissions": raw(f.config.as_ref()),
             "format": formatters.contains(&f.name.to_ascii_lowercase()),
             "nullDefaults": [],
         });
+        // MCP's display fields ride in the same TOOL_CONFIG line; the host checks them.
+        if let (Value::Object(config), Value::Object(entry)) = (&mut permissions, &mut tool) {
+            for key in DISPLAY_KEYS {
+                if let Some(value) = config.remove(key) {
+                    entry.insert(key.into(), value);
+                }
+            }
+        }
+        tool["permissions"] = permissions;
         if let Some(declared) = declared_return(&f.help.outputs) {
             tool["declaredReturnType"] = declared;
         }
@@ -845,7 +857,7 @@ function Get-Weather {
     if ($City) { return @{ city = $City } }
 }
 
-# TOOL_CONFIG: { "executionPolicy": "ask-always", "resultApprovalPolicy": "always" }
+# TOOL_CONFIG: { "executionPolicy": "ask-always", "resultApprovalPolicy": "always", "title": "Remove a file", "annotations": {"destructiveHint": true} }
 function Remove-Item2 {
     [CmdletBinding()]
     param([Parameter(Mandatory)][string]$Path)
@@ -938,6 +950,11 @@ function NoHelp { "x" }
         assert_eq!(r["permissions"]["resultApprovalPolicy"], "always");
         assert_eq!(r["format"], false);
         assert_eq!(r["function"]["parameters"]["required"], json!(["Path"]));
+        // Title and annotations leave the permissions for the tool entry.
+        assert_eq!(r["title"], "Remove a file");
+        assert_eq!(r["annotations"], json!({"destructiveHint": true}));
+        assert!(r["permissions"].get("title").is_none());
+        assert!(w.get("title").is_none());
 
         let h = &doc["tools"][2]["function"];
         assert_eq!(h["description"], "Help above the function.");

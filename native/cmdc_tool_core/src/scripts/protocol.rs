@@ -3,6 +3,8 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::error::{Error, Result};
+
 /// Largest frame either side accepts (a result larger than this is an error, not an OOM).
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 
@@ -28,32 +30,34 @@ pub fn encode_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// The body length announced by a frame header, checked against [`MAX_FRAME`].
-pub fn frame_len(header: [u8; 4]) -> Result<usize, String> {
+pub fn frame_len(header: [u8; 4]) -> Result<usize> {
     let n = u32::from_be_bytes(header) as usize;
     if n == 0 {
-        return Err("the worker sent an empty frame (protocol error)".into());
+        return Err(Error::Process(
+            "the worker sent an empty frame (protocol error)".into(),
+        ));
     }
     if n > MAX_FRAME {
-        return Err(format!(
+        return Err(Error::Process(format!(
             "the worker sent a {n}-byte frame, over the {MAX_FRAME}-byte limit"
-        ));
+        )));
     }
     Ok(n)
 }
 
 /// Reads one frame: `Ok(None)` at a clean end of stream (the worker closed its side).
-pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<(u8, Vec<u8>)>, String> {
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<(u8, Vec<u8>)>> {
     let mut header = [0u8; 4];
     match r.read_exact(&mut header).await {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(Error::Process(format!("the frame channel broke: {e}"))),
     }
     let n = frame_len(header)?;
     let mut body = vec![0u8; n];
     r.read_exact(&mut body)
         .await
-        .map_err(|e| format!("the frame channel broke: {e}"))?;
+        .map_err(|e| Error::Process(format!("the frame channel broke: {e}")))?;
     let payload = body.split_off(1);
     Ok(Some((body[0], payload)))
 }
@@ -71,18 +75,18 @@ pub fn call_payload(function: &str, args_json: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A JSON error payload as the worker would send it: `{"kind", "message", "log"}`.
-pub fn error_payload(kind: &str, message: &str, log: &str) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({"kind": kind, "message": message, "log": log}))
-        .expect("a JSON value always serializes")
-}
-
-/// The `message` of an error payload (the payload itself when it is not one).
-pub fn error_message(payload: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(payload)
-        .ok()
-        .and_then(|v| v["message"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| String::from_utf8_lossy(payload).into_owned())
+/// The [`Error::Script`] a worker's error payload (`{"kind", "message", "log"}`, JSON) names; a
+/// payload of another shape is the message of kind `error`.
+pub fn error_from_payload(payload: &[u8]) -> Error {
+    let text = |v: &serde_json::Value, key: &str| v[key].as_str().unwrap_or_default().to_owned();
+    match serde_json::from_slice::<serde_json::Value>(payload) {
+        Ok(v) if v["message"].is_string() => Error::Script {
+            kind: v["kind"].as_str().unwrap_or("error").to_owned(),
+            message: text(&v, "message"),
+            log: text(&v, "log"),
+        },
+        _ => Error::script("error", String::from_utf8_lossy(payload), ""),
+    }
 }
 
 #[cfg(test)]
@@ -103,7 +107,11 @@ mod tests {
         assert!(frame_len(((MAX_FRAME + 1) as u32).to_be_bytes()).is_err());
         // a frame cut short is an error, not a clean end
         let mut cut = &frame[..6];
-        assert!(read_frame(&mut cut).await.unwrap_err().contains("broke"));
+        let e = read_frame(&mut cut).await.unwrap_err();
+        assert!(
+            matches!(&e, Error::Process(m) if m.contains("broke")),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -112,10 +120,22 @@ mod tests {
         let v: Value = serde_json::from_slice(&p).unwrap();
         assert_eq!(v["fn"], "get \"it\"");
         assert_eq!(v["args"]["x"][1], 2);
-        let e = error_payload("timeout", "slow", "");
-        let v: Value = serde_json::from_slice(&e).unwrap();
-        assert_eq!(v["kind"], "timeout");
-        assert_eq!(error_message(&e), "slow");
-        assert_eq!(error_message(b"plain"), "plain");
+    }
+
+    #[test]
+    fn error_payloads_become_script_errors() {
+        let e = error_from_payload(br#"{"kind":"exception","message":"boom","log":"printed"}"#);
+        assert_eq!(e, Error::script("exception", "boom", "printed"));
+        assert_eq!(e.to_string(), "boom");
+        // no kind or log: still a script error, of kind "error"
+        assert_eq!(
+            error_from_payload(br#"{"message":"m"}"#),
+            Error::script("error", "m", "")
+        );
+        // not JSON: the text is the message
+        assert_eq!(
+            error_from_payload(b"plain"),
+            Error::script("error", "plain", "")
+        );
     }
 }

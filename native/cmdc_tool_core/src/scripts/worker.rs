@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::error::{Error, Result};
 use crate::exec;
 
 /// Bytes of a worker's stderr kept for error messages (the tail).
@@ -99,7 +100,7 @@ pub async fn spawn_python(
     args: &[&OsStr],
     dir: &Path,
     path_env: Option<&str>,
-) -> Result<Worker, String> {
+) -> Result<Worker> {
     let mut cmd = Command::new(interpreter);
     if let Some(p) = path_env {
         cmd.env("PATH", p);
@@ -113,11 +114,12 @@ pub async fn spawn_python(
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let mut child = exec::spawn_piped(&mut cmd)
         .await
-        .map_err(|e| format!("cannot start {}: {e}", interpreter.display()))?;
+        .map_err(|e| Error::Process(format!("cannot start {}: {e}", interpreter.display())))?;
     let pid = child.id().unwrap_or(0);
-    let stdin = child.stdin.take().ok_or("no stdin pipe")?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let pipe = |what: &str| Error::Process(format!("the worker was started without {what}"));
+    let stdin = child.stdin.take().ok_or_else(|| pipe("a stdin pipe"))?;
+    let stdout = child.stdout.take().ok_or_else(|| pipe("a stdout pipe"))?;
+    let mut stderr = child.stderr.take().ok_or_else(|| pipe("a stderr pipe"))?;
     let tail = Arc::new(Mutex::new(Tail::default()));
     let sink = tail.clone();
     let drain = tokio::spawn(async move {

@@ -1,0 +1,715 @@
+//! Terms -> JSON text, written straight into one growing binary that becomes the result (no
+//! intermediate buffer, no copy at the end).
+//!
+//! Why this shape: the common terms (small integers, byte-aligned binaries, small maps, lists)
+//! are read from memory when `layout.rs` verified this emulator's layout; strings are escaped
+//! with a table and copied in runs, plain ASCII checked eight bytes at a time; numbers are
+//! written by `itoa` and `zmij` (serde_json's own float writer, so the text is the same). The
+//! JSON Pointer of an error is built only when there is one, while the error unwinds.
+#![allow(unsafe_code)]
+
+use std::collections::HashSet;
+use std::mem::MaybeUninit;
+use std::os::raw::{c_char, c_uint};
+
+use rustler::sys::{
+    enif_get_atom, enif_get_double, enif_get_int64, enif_get_uint64, enif_map_iterator_create,
+    enif_map_iterator_destroy, enif_map_iterator_get_pair, enif_map_iterator_next,
+    ErlNifCharEncoding, ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
+};
+use rustler::{Binary, Env, OwnedBinary, Term};
+
+use crate::beam::{
+    atoms, inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
+use crate::layout::{self, Layout, Shape};
+use crate::term::{self, Budget, Cells, Seg, TermError, MAX_DEPTH};
+
+/// First size of the output on a normal scheduler (a tool call's arguments fit) and on a dirty
+/// one (the input was too big for a normal one).
+const FIRST_NORMAL: usize = 512;
+const FIRST_DIRTY: usize = 64 * 1024;
+
+/// Encodes `term` as JSON text (`pretty`: two-space indents) into a new binary.
+pub fn encode<'a>(
+    term: Term<'a>,
+    pretty: bool,
+    budget: &mut Budget,
+) -> Result<Binary<'a>, TermError> {
+    let env = term.get_env();
+    let first = if budget.is_dirty() {
+        FIRST_DIRTY
+    } else {
+        FIRST_NORMAL
+    };
+    let mut w = Writer {
+        env,
+        raw: env.as_c_arg(),
+        layout: layout::get(),
+        out: Out::new(first),
+        pretty,
+        indent: 0,
+        budget,
+    };
+    match w.value(term.as_c_arg(), 0) {
+        Ok(()) => Ok(w.out.finish(env)),
+        Err(fail) => Err((*fail).into_error()),
+    }
+}
+
+/// The output binary and how much of it is written.
+struct Out {
+    bin: OwnedBinary,
+    len: usize,
+}
+
+impl Out {
+    fn new(capacity: usize) -> Out {
+        Out {
+            bin: OwnedBinary::new(capacity),
+            len: 0,
+        }
+    }
+
+    /// Room for `n` more bytes.
+    #[inline(always)]
+    fn reserve(&mut self, n: usize) {
+        if self.bin.len() - self.len < n {
+            self.grow(n);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        let size = (self.len + n).max(self.bin.len() * 2);
+        self.bin.realloc_or_copy(size);
+    }
+
+    /// Writes `bytes`, room reserved by the caller.
+    #[inline(always)]
+    fn put_unchecked(&mut self, bytes: &[u8]) {
+        debug_assert!(self.bin.len() - self.len >= bytes.len());
+        // SAFETY: the caller reserved room; `bytes` is not part of the output.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.bin.as_mut_slice().as_mut_ptr().add(self.len),
+                bytes.len(),
+            )
+        };
+        self.len += bytes.len();
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        self.put_unchecked(bytes);
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.reserve(1);
+        self.put_unchecked(&[b]);
+    }
+
+    fn finish(mut self, env: Env) -> Binary {
+        if self.len < self.bin.len() {
+            self.bin.realloc_or_copy(self.len);
+        }
+        self.bin.release(env)
+    }
+}
+
+/// Why encoding stopped, and where: `path` is filled innermost first as the error unwinds.
+struct Fail<'a> {
+    why: Why,
+    path: Vec<Seg<'a>>,
+}
+
+enum Why {
+    Budget(TermError),
+    Deep,
+    /// Not JSON: what was found.
+    NotJson(String),
+}
+
+type Res<'a> = Result<(), Box<Fail<'a>>>;
+
+impl<'a> Fail<'a> {
+    fn new(why: Why) -> Box<Fail<'a>> {
+        Box::new(Fail {
+            why,
+            path: Vec::new(),
+        })
+    }
+
+    fn into_error(self) -> TermError {
+        let mut steps = self.path;
+        steps.reverse();
+        let path = term::pointer(&steps);
+        match self.why {
+            Why::Budget(e) => e,
+            Why::Deep => TermError::TooDeep { path },
+            Why::NotJson(reason) => TermError::NotJson { path, reason },
+        }
+    }
+}
+
+/// Adds the step `seg` to an error coming out of a member or an element.
+#[inline(always)]
+fn at<'a>(result: Res<'a>, seg: Seg<'a>) -> Res<'a> {
+    result.map_err(|mut fail| {
+        fail.path.push(seg);
+        fail
+    })
+}
+
+struct Writer<'b, 'a> {
+    env: Env<'a>,
+    raw: *mut ErlNifEnv,
+    layout: Option<Layout>,
+    out: Out,
+    pretty: bool,
+    indent: usize,
+    budget: &'b mut Budget,
+}
+
+/// A map key's name as read: a binary's bytes (checked for UTF-8 as they are written), or an
+/// atom's name owned.
+enum Name<'t> {
+    Bytes(&'t [u8]),
+    Atom(String),
+}
+
+impl Name<'_> {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Name::Bytes(b) => b,
+            Name::Atom(s) => s.as_bytes(),
+        }
+    }
+}
+
+fn bad_key<'a>() -> Box<Fail<'a>> {
+    Fail::new(Why::NotJson(
+        "a map key is a binary that is not valid UTF-8".into(),
+    ))
+}
+
+impl<'a> Writer<'_, 'a> {
+    #[inline(always)]
+    fn spend(&mut self, units: i64) -> Res<'a> {
+        self.budget
+            .spend(units)
+            .map_err(|e| Fail::new(Why::Budget(e)))
+    }
+
+    #[inline(always)]
+    fn term(&self, t: ErlNifTerm) -> Term<'a> {
+        // SAFETY: `t` is part of the caller's term, alive for the NIF call.
+        unsafe { Term::new(self.env, t) }
+    }
+
+    fn not_json(&self, t: ErlNifTerm) -> Box<Fail<'a>> {
+        Fail::new(Why::NotJson(term::describe(self.term(t))))
+    }
+
+    fn newline(&mut self) {
+        if self.pretty {
+            self.out.reserve(1 + self.indent * 2);
+            self.out.put_unchecked(b"\n");
+            for _ in 0..self.indent {
+                self.out.put_unchecked(b"  ");
+            }
+        }
+    }
+
+    fn value(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        self.spend(1)?;
+        if let Some(layout) = self.layout {
+            match layout.shape(t) {
+                Shape::Small(i) => {
+                    self.int(i);
+                    return Ok(());
+                }
+                Shape::Bytes(bytes) => return self.string_value(bytes, t),
+                Shape::Map(keys, values) => return self.flatmap(keys, values, depth),
+                Shape::Cons(..) | Shape::Nil => return self.list(layout, t, depth),
+                Shape::Other => {}
+            }
+            if t == atoms::true_atom().as_c_arg() {
+                self.out.put(b"true");
+                return Ok(());
+            }
+            if t == atoms::false_atom().as_c_arg() {
+                self.out.put(b"false");
+                return Ok(());
+            }
+            if t == atoms::nil_atom().as_c_arg() {
+                self.out.put(b"null");
+                return Ok(());
+            }
+        }
+        self.other(t, depth)
+    }
+
+    /// Everything not read from memory, through the `enif_*` API.
+    #[inline(never)]
+    fn other(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        if let Some(bytes) = self.inspect(t) {
+            return self.string_value(bytes, t);
+        }
+        match term_type(self.raw, t) {
+            TYPE_ATOM => {
+                if t == atoms::true_atom().as_c_arg() {
+                    self.out.put(b"true");
+                } else if t == atoms::false_atom().as_c_arg() {
+                    self.out.put(b"false");
+                } else if t == atoms::nil_atom().as_c_arg() {
+                    self.out.put(b"null");
+                } else {
+                    let name = self.atom_name(t)?;
+                    self.string(name.as_bytes(), true);
+                }
+                Ok(())
+            }
+            TYPE_INTEGER => self.integer(t),
+            TYPE_FLOAT => {
+                let mut f = 0f64;
+                if unsafe { enif_get_double(self.raw, t, &mut f) } == 0 {
+                    return Err(self.not_json(t));
+                }
+                let mut buf = zmij::Buffer::new();
+                self.out.put(buf.format_finite(f).as_bytes());
+                Ok(())
+            }
+            TYPE_MAP => self.api_map(t, depth),
+            TYPE_LIST => self.api_list(t, depth),
+            _ => Err(self.not_json(t)),
+        }
+    }
+
+    #[inline(always)]
+    fn int(&mut self, i: i64) {
+        let mut buf = itoa::Buffer::new();
+        self.out.put(buf.format(i).as_bytes());
+    }
+
+    fn integer(&mut self, t: ErlNifTerm) -> Res<'a> {
+        let mut i = 0i64;
+        if unsafe { enif_get_int64(self.raw, t, &mut i) } != 0 {
+            self.int(i);
+            return Ok(());
+        }
+        let mut u = 0u64;
+        if unsafe { enif_get_uint64(self.raw, t, &mut u) } != 0 {
+            let mut buf = itoa::Buffer::new();
+            self.out.put(buf.format(u).as_bytes());
+            return Ok(());
+        }
+        let big =
+            term::read_big(self.term(t), self.budget).map_err(|e| Fail::new(Why::Budget(e)))?;
+        self.out.put(big.to_string().as_bytes());
+        Ok(())
+    }
+
+    /// A binary's bytes through the API (`None` for anything else, bit strings included).
+    #[inline]
+    fn inspect(&self, t: ErlNifTerm) -> Option<&'a [u8]> {
+        inspect_bytes(self.raw, t)
+    }
+
+    /// An atom's name: ASCII names through a buffer, others through their external format.
+    fn atom_name(&self, t: ErlNifTerm) -> Result<String, Box<Fail<'a>>> {
+        let mut buf = [0u8; 256];
+        let n = unsafe {
+            enif_get_atom(
+                self.raw,
+                t,
+                buf.as_mut_ptr() as *mut c_char,
+                buf.len() as c_uint,
+                ErlNifCharEncoding::ERL_NIF_LATIN1,
+            )
+        } as usize;
+        match buf.get(..n.saturating_sub(1)) {
+            Some(name) if n > 0 && name.is_ascii() => {
+                // SAFETY: ASCII is UTF-8.
+                Ok(unsafe { std::str::from_utf8_unchecked(name) }.to_owned())
+            }
+            _ => term::atom_name(self.term(t)).ok_or_else(|| self.not_json(t)),
+        }
+    }
+
+    fn string_value(&mut self, bytes: &[u8], t: ErlNifTerm) -> Res<'a> {
+        self.spend(1 + (bytes.len() >> 5) as i64)?;
+        if self.string(bytes, false) {
+            Ok(())
+        } else {
+            Err(self.not_json(t))
+        }
+    }
+
+    /// Writes `bytes` as a JSON string, escaped as serde_json escapes; `false` (nothing
+    /// meaningful written) when they are not UTF-8. `utf8`: already known to be UTF-8.
+    #[inline]
+    fn string(&mut self, bytes: &[u8], mut utf8: bool) -> bool {
+        self.out.reserve(bytes.len() + 2);
+        self.out.put_unchecked(b"\"");
+        let n = bytes.len();
+        if plain(bytes, utf8) {
+            // Most keys and values: checked a word at a time, copied at once.
+            self.out.put_unchecked(bytes);
+            self.out.put_unchecked(b"\"");
+            return true;
+        }
+        let (mut start, mut i) = (0, 0);
+        while i < n {
+            // Eight plain bytes at a time: no quote, backslash, control or (until the text is
+            // known to be UTF-8) non-ASCII byte.
+            if i + 8 <= n {
+                let word = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]));
+                if !needs_care(word, utf8) {
+                    i += 8;
+                    continue;
+                }
+            }
+            let b = bytes[i];
+            match ESCAPE[b as usize] {
+                0 => i += 1,
+                HI => {
+                    if !utf8 {
+                        // Bytes before `i` are ASCII: `i` starts a character.
+                        if std::str::from_utf8(&bytes[i..]).is_err() {
+                            return false;
+                        }
+                        utf8 = true;
+                    }
+                    i += 1;
+                }
+                esc => {
+                    self.out.put(&bytes[start..i]);
+                    self.escape(b, esc);
+                    i += 1;
+                    start = i;
+                }
+            }
+        }
+        self.out.reserve(n - start + 1);
+        self.out.put_unchecked(&bytes[start..]);
+        self.out.put_unchecked(b"\"");
+        true
+    }
+
+    #[cold]
+    fn escape(&mut self, b: u8, esc: u8) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        if esc == UU {
+            self.out.put(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xF) as usize],
+            ]);
+        } else {
+            self.out.put(&[b'\\', esc]);
+        }
+    }
+
+    fn enter(&mut self, depth: usize) -> Res<'a> {
+        if depth >= MAX_DEPTH {
+            Err(Fail::new(Why::Deep))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn flatmap(&mut self, keys: &[usize], values: &[usize], depth: usize) -> Res<'a> {
+        self.enter(depth)?;
+        let mut members = Members::default();
+        self.open(b'{');
+        for (&k, &v) in keys.iter().zip(values) {
+            self.member(
+                &mut members,
+                layout::term(k),
+                layout::term(v),
+                depth,
+                || keys.iter().map(|&k| layout::term(k)).collect(),
+            )?;
+        }
+        self.close(b'}', members.count > 0);
+        Ok(())
+    }
+
+    /// A map too large to be a small map (or any map without direct reads): the iterator.
+    fn api_map(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        self.enter(depth)?;
+        let mut iter = MaybeUninit::<ErlNifMapIterator>::uninit();
+        let iter = iter.as_mut_ptr();
+        let created = unsafe {
+            enif_map_iterator_create(
+                self.raw,
+                t,
+                iter,
+                ErlNifMapIteratorEntry::ERL_NIF_MAP_ITERATOR_HEAD,
+            )
+        };
+        if created == 0 {
+            return Err(self.not_json(t));
+        }
+        let raw = self.raw;
+        let result = (|| {
+            let mut members = Members::default();
+            self.open(b'{');
+            let (mut k, mut v) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+            while unsafe { enif_map_iterator_get_pair(raw, iter, k.as_mut_ptr(), v.as_mut_ptr()) }
+                != 0
+            {
+                let (key, value) = unsafe { (k.assume_init(), v.assume_init()) };
+                self.member(&mut members, key, value, depth, || map_keys(raw, t))?;
+                unsafe { enif_map_iterator_next(raw, iter) };
+            }
+            self.close(b'}', members.count > 0);
+            Ok(())
+        })();
+        unsafe { enif_map_iterator_destroy(raw, iter) };
+        result
+    }
+
+    /// One member. `all_keys` lists the map's keys in order, for the rare map mixing atom and
+    /// binary keys (the only kind that can name one key twice).
+    #[inline(always)]
+    fn member(
+        &mut self,
+        members: &mut Members,
+        key: ErlNifTerm,
+        value: ErlNifTerm,
+        depth: usize,
+        all_keys: impl FnOnce() -> Vec<ErlNifTerm>,
+    ) -> Res<'a> {
+        let name = self.key(key)?;
+        match name {
+            Name::Bytes(_) => members.binary = true,
+            Name::Atom(_) => members.atom = true,
+        }
+        if members.atom && members.binary {
+            members.unique(self, key, &name, all_keys)?;
+        }
+        let text = name.as_bytes();
+        self.spend(1 + (text.len() >> 5) as i64)?;
+        if members.count > 0 {
+            self.out.byte(b',');
+        }
+        members.count += 1;
+        self.newline();
+        if !self.string(text, matches!(name, Name::Atom(_))) {
+            return Err(bad_key());
+        }
+        if self.pretty {
+            self.out.put(b": ");
+        } else {
+            self.out.byte(b':');
+        }
+        at(self.value(value, depth + 1), Seg::Key(self.term(key)))
+    }
+
+    /// A key's name; errors as `term::read_key` words them.
+    #[inline(always)]
+    fn key(&self, key: ErlNifTerm) -> Result<Name<'a>, Box<Fail<'a>>> {
+        let bytes = match self.layout.map(|layout| layout.shape(key)) {
+            Some(Shape::Bytes(bytes)) => Some(bytes),
+            _ => self.inspect(key),
+        };
+        if let Some(bytes) = bytes {
+            return Ok(Name::Bytes(bytes));
+        }
+        if term_type(self.raw, key) == TYPE_ATOM {
+            return self.atom_name(key).map(Name::Atom);
+        }
+        let what = term::describe(self.term(key));
+        Err(Fail::new(Why::NotJson(format!(
+            "map key {} is not a string or an atom",
+            what.trim_end_matches(" is not a JSON value")
+        ))))
+    }
+
+    /// A list read cell by cell from memory, never counted first.
+    fn list(&mut self, layout: Layout, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        self.enter(depth)?;
+        self.open(b'[');
+        let (mut cell, mut i) = (t, 0);
+        loop {
+            match layout.shape(cell) {
+                Shape::Cons(head, tail) => {
+                    self.element(i, layout::term(head), depth)?;
+                    cell = layout::term(tail);
+                    i += 1;
+                }
+                Shape::Nil => break,
+                _ => return Err(self.not_json(t)),
+            }
+        }
+        self.close(b']', i > 0);
+        Ok(())
+    }
+
+    fn api_list(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        self.enter(depth)?;
+        self.open(b'[');
+        let mut n = 0;
+        for (i, cell) in Cells::new(self.term(t)).enumerate() {
+            let item = cell.ok_or_else(|| self.not_json(t))?;
+            self.element(i, item.as_c_arg(), depth)?;
+            n += 1;
+        }
+        self.close(b']', n > 0);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn element(&mut self, i: usize, item: ErlNifTerm, depth: usize) -> Res<'a> {
+        if i > 0 {
+            self.out.byte(b',');
+        }
+        self.newline();
+        at(self.value(item, depth + 1), Seg::Index(i))
+    }
+
+    #[inline(always)]
+    fn open(&mut self, b: u8) {
+        self.out.byte(b);
+        self.indent += 1;
+    }
+
+    #[inline(always)]
+    fn close(&mut self, b: u8, any: bool) {
+        self.indent -= 1;
+        if any {
+            self.newline();
+        }
+        self.out.byte(b);
+    }
+}
+
+/// What a map's members so far were.
+#[derive(Default)]
+struct Members {
+    count: usize,
+    atom: bool,
+    binary: bool,
+    /// Names seen, once keys are mixed.
+    names: Option<HashSet<String>>,
+}
+
+impl Members {
+    /// Refuses a name given twice (as an atom and as a string), as `term::duplicate_key` says.
+    #[cold]
+    #[inline(never)]
+    fn unique<'a>(
+        &mut self,
+        w: &Writer<'_, 'a>,
+        key: ErlNifTerm,
+        name: &Name,
+        all_keys: impl FnOnce() -> Vec<ErlNifTerm>,
+    ) -> Res<'a> {
+        let text = |n: &Name| std::str::from_utf8(n.as_bytes()).map(str::to_owned);
+        if self.names.is_none() {
+            let mut names = HashSet::new();
+            for k in all_keys().into_iter().take_while(|&k| k != key) {
+                if let Some(n) = w.key(k).ok().and_then(|n| text(&n).ok()) {
+                    names.insert(n);
+                }
+            }
+            self.names = Some(names);
+        }
+        let name = text(name).map_err(|_| bad_key())?;
+        let names = self.names.get_or_insert_with(HashSet::new);
+        if names.insert(name.clone()) {
+            return Ok(());
+        }
+        match term::duplicate_key(&name, &[]) {
+            TermError::NotJson { reason, .. } => Err(Fail::new(Why::NotJson(reason))),
+            other => Err(Fail::new(Why::Budget(other))),
+        }
+    }
+}
+
+/// A map's keys in iteration order (the rare mixed-keys check).
+fn map_keys(env: *mut ErlNifEnv, map: ErlNifTerm) -> Vec<ErlNifTerm> {
+    let mut keys = Vec::new();
+    let mut iter = MaybeUninit::<ErlNifMapIterator>::uninit();
+    let iter = iter.as_mut_ptr();
+    let head = ErlNifMapIteratorEntry::ERL_NIF_MAP_ITERATOR_HEAD;
+    if unsafe { enif_map_iterator_create(env, map, iter, head) } == 0 {
+        return keys;
+    }
+    let (mut k, mut v) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+    while unsafe { enif_map_iterator_get_pair(env, iter, k.as_mut_ptr(), v.as_mut_ptr()) } != 0 {
+        keys.push(unsafe { k.assume_init() });
+        unsafe { enif_map_iterator_next(env, iter) };
+    }
+    unsafe { enif_map_iterator_destroy(env, iter) };
+    keys
+}
+
+/// Whether `bytes` need no escaping and (unless `utf8`) are ASCII, eight bytes at a time: a
+/// short string padded with spaces, the last word of a long one overlapping the one before.
+#[inline(always)]
+fn plain(bytes: &[u8], utf8: bool) -> bool {
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or([0; 8]));
+    if n < 8 {
+        let mut padded = [b' '; 8];
+        padded[..n].copy_from_slice(bytes);
+        return !needs_care(u64::from_le_bytes(padded), utf8);
+    }
+    let mut i = 0;
+    while i + 8 <= n {
+        if needs_care(word(i), utf8) {
+            return false;
+        }
+        i += 8;
+    }
+    i == n || !needs_care(word(n - 8), utf8)
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any of the eight bytes of `word` is a quote, a backslash, a control character, or
+/// (unless the text is known to be UTF-8) non-ASCII.
+#[inline(always)]
+fn needs_care(word: u64, utf8: bool) -> bool {
+    let zero = |v: u64| v.wrapping_sub(LO) & !v & HIGH;
+    let control = word.wrapping_sub(LO * 0x20) & !word & HIGH;
+    let high = if utf8 { 0 } else { word & HIGH };
+    (zero(word ^ (LO * b'"' as u64)) | zero(word ^ (LO * b'\\' as u64)) | control | high) != 0
+}
+
+/// serde_json's escapes: 0 plain, `HI` a non-ASCII byte (plain once the text is checked),
+/// `UU` written as `\u00XX`, else the character after the backslash.
+const HI: u8 = 1;
+const UU: u8 = b'u';
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = UU;
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0A] = b'n';
+    table[0x0C] = b'f';
+    table[0x0D] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    let mut b = 0x80;
+    while b < 0x100 {
+        table[b] = HI;
+        b += 1;
+    }
+    table
+};

@@ -1,0 +1,242 @@
+//! Test and benchmark NIFs, built only with the `testing` feature (`MIX_ENV=test`, `MIX_ENV=bench`
+//! or `CMDC_NIF_TESTING=1`, see `mix.exs`); their stubs are `CMDC.Tool.Native.Testing`. They
+//! compare the validation paths with one another (in-place reads, `enif_*` reads, the compiled
+//! program, `serde_json::Value`) and give the pure-Rust reference figures of `bench/*.exs`
+//! (each looped inside one NIF call, best of five rounds). Nothing in `lib/` calls them.
+
+use std::time::Instant;
+
+use cmdc_tool_core::compiled::Stop;
+use cmdc_tool_core::schema::{check, check_for, compile, Documents};
+use jsonschema::Validator;
+use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
+use serde_json::Value;
+
+use crate::atoms;
+use crate::beam;
+use crate::compiled::{run, run_api};
+use crate::error::{Error, Result};
+use crate::schema::Schema;
+use crate::term::{self, Budget};
+use cmdc_tool_core::tape::Beam;
+
+/// The schema compiled again over `serde_json::Value` (the converting path), on demand: a
+/// production schema holds only the validator over terms.
+fn converting(schema: &Schema) -> Result<Validator> {
+    Ok(compile(&schema.source, Documents::default(), schema.draft)?)
+}
+
+fn parse(text: &[u8]) -> Result<Value> {
+    serde_json::from_slice(text).map_err(|e| Error::Message(e.to_string()))
+}
+
+/// ns per call of `f`, best of five rounds of `n` calls: the round least disturbed by other work
+/// on the machine.
+fn best_of_five(n: u64, f: &dyn Fn() -> bool) -> f64 {
+    let n = n.max(1);
+    (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(f());
+            }
+            start.elapsed().as_nanos() as f64 / n as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The paths compared (tests)
+
+/// Validates through the converting path: term -> `serde_json::Value` -> validation.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_converting<'a>(schema: ResourceArc<Schema>, args: Term<'a>) -> Result<Term<'a>> {
+    let value = term::to_value(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
+    check(&converting(&schema)?, &value).map_err(Error::Invalid)?;
+    Ok(args)
+}
+
+/// Validates in place reading the term through the `enif_*` API only (against the direct reads
+/// of `layout.rs`), with the `jsonschema` validator alone (no compiled program).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_api<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a>> {
+    let tape = beam::build_api(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
+    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
+    Ok(args)
+}
+
+mod answers {
+    rustler::atoms! { valid, invalid, fallback, unsupported }
+}
+
+/// The compiled program's own answer: `:valid`, `:invalid`, `:fallback` (not decided there), or
+/// `:unsupported` (the schema did not compile into a program). `api` reads through `enif_*`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_validate_compiled<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    input: Term<'a>,
+    api: bool,
+) -> Term<'a> {
+    let Some(program) = schema.compiled.as_ref() else {
+        return answers::unsupported().encode(env);
+    };
+    let result = if api {
+        run_api(program, input, true)
+    } else {
+        run(program, input, true)
+    };
+    match result {
+        Ok(()) => answers::valid(),
+        Err(Stop::Invalid) => answers::invalid(),
+        Err(_) => answers::fallback(),
+    }
+    .encode(env)
+}
+
+/// `:direct` when terms are read from memory (the layout checked out on this emulator), else
+/// `:api`.
+#[rustler::nif]
+fn term_layout(env: Env) -> Term {
+    match crate::layout::get() {
+        Some(_) => atoms::direct().encode(env),
+        None => atoms::api().encode(env),
+    }
+}
+
+/// Runs the `jsonschema` accessor-contract check on a term encoding its conformance document:
+/// `{:ok, :ok}` or `{:error, message}`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn beam_conformance(document: Term) -> Result<Atom> {
+    conformance(document)?;
+    Ok(atoms::ok())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference figures (benchmarks)
+
+/// An empty NIF with the same arguments as `schema_validate`: the call overhead from Elixir.
+#[rustler::nif]
+fn bench_noop<'a>(env: Env<'a>, _schema: &'a Schema, _input: Term<'a>) -> Term<'a> {
+    atoms::ok().encode(env)
+}
+
+/// ns per full validation (`check`) and per `is_valid` of pre-parsed JSON text on the
+/// converting validator: the pure-Rust figure, no term conversion.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_rust_validate(
+    schema: ResourceArc<Schema>,
+    text: Binary,
+    iterations: u64,
+) -> Result<(f64, f64)> {
+    let (value, validator) = (parse(text.as_slice())?, converting(&schema)?);
+    let full = best_of_five(iterations, &|| {
+        check(&validator, std::hint::black_box(&value)).is_ok()
+    });
+    let bare = best_of_five(iterations, &|| {
+        validator.is_valid(std::hint::black_box(&value))
+    });
+    Ok((full, bare))
+}
+
+/// Looped on the caller's term: ns per walk into the index, per walk + `is_valid`, per
+/// `is_valid` alone.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_term_validate<'a>(
+    schema: ResourceArc<Schema>,
+    input: Term<'a>,
+    iterations: u64,
+) -> Result<(f64, f64, f64)> {
+    let walk = best_of_five(iterations, &|| {
+        beam::build(std::hint::black_box(input), &mut Budget::normal()).is_ok()
+    });
+    let full = best_of_five(iterations, &|| match beam::build(
+        std::hint::black_box(input),
+        &mut Budget::normal(),
+    ) {
+        Ok(tape) => schema.validator.is_valid(tape.root()),
+        Err(_) => false,
+    });
+    let tape = beam::build(input, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
+    let check = best_of_five(iterations, &|| {
+        schema.validator.is_valid(std::hint::black_box(tape.root()))
+    });
+    Ok((walk, full, check))
+}
+
+/// ns per run of the compiled program on the caller's term.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_compiled_validate<'a>(
+    schema: ResourceArc<Schema>,
+    input: Term<'a>,
+    iterations: u64,
+) -> Result<f64> {
+    let program = schema
+        .compiled
+        .as_ref()
+        .ok_or_else(|| Error::Message("the schema has no compiled program".into()))?;
+    Ok(best_of_five(iterations, &|| {
+        run(program, std::hint::black_box(input), false).is_ok()
+    }))
+}
+
+/// ns per `serde_json::from_slice::<Value>` and per `serde_json::to_vec` of that value.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_rust_json(text: Binary, iterations: u64) -> Result<(f64, f64)> {
+    let value = parse(text.as_slice())?;
+    let decode = best_of_five(iterations, &|| {
+        serde_json::from_slice::<Value>(std::hint::black_box(text.as_slice())).is_ok()
+    });
+    let encode = best_of_five(iterations, &|| {
+        serde_json::to_vec(std::hint::black_box(&value)).is_ok()
+    });
+    Ok((decode, encode))
+}
+
+/// ns per parse + `is_valid` of JSON text (the reference for `Schema.validate_json/2`), and per
+/// `iter_errors` with paths and messages made strings (the reference for the error list).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_rust_text_validate(
+    schema: ResourceArc<Schema>,
+    text: Binary,
+    iterations: u64,
+) -> Result<(f64, f64)> {
+    let (value, validator) = (parse(text.as_slice())?, converting(&schema)?);
+    let parse_validate = best_of_five(iterations, &|| match serde_json::from_slice::<Value>(
+        std::hint::black_box(text.as_slice()),
+    ) {
+        Ok(v) => validator.is_valid(&v),
+        Err(_) => false,
+    });
+    let errors = best_of_five(iterations, &|| {
+        !validator
+            .iter_errors(std::hint::black_box(&value))
+            .map(|e| {
+                (
+                    e.instance_path().as_str().to_owned(),
+                    e.kind().keyword().to_owned(),
+                    e.to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+            .is_empty()
+    });
+    Ok((parse_validate, errors))
+}
+
+/// Checks the accessor contract of the validator on a term encoding
+/// `jsonschema::json::conformance::document()`.
+fn conformance(term: Term) -> Result<()> {
+    let tape = beam::build(term, &mut Budget::dirty()).map_err(|e| Error::Message(e.message()))?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        jsonschema::json::conformance::assert_conformance::<Beam>(&tape.root())
+    }))
+    .map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "conformance check failed".into())
+    })
+    .map_err(Error::Message)
+}
