@@ -70,6 +70,14 @@ defmodule CMDC.Tool.Discovery do
         "tools": {"tool_name": {"name": "…", "disabled": false, "timeout": 5000}}
       }
 
+  `tool.md`'s front matter can give the title and hints too (the `.json`'s win):
+
+      ---
+      title: Read a file
+      readOnlyHint: true
+      ---
+      Reads a file and returns its text.
+
   `tools` entries (keyed by the tool's own name) override the file-level keys for one tool.
   `title` and `annotations` replace what the tool's own `title/0` and `annotations/0` give; a
   bad one (not a string, an unknown hint, a hint that is not a boolean) is that tool's error.

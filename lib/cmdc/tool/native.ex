@@ -115,6 +115,7 @@ defmodule CMDC.Tool.Native do
   def registry_fetch(_registry, _name), do: err()
   def registry_fetch_dirty(_registry, _name), do: err()
   def registry_list(_registry), do: err()
+  def registry_list_dirty(_registry), do: err()
   def registry_contextual(_registry), do: err()
   def registry_suggest(_registry, _name), do: err()
   def tool_suggest(_names, _name), do: err()

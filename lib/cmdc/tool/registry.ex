@@ -181,7 +181,7 @@ defmodule CMDC.Tool.Registry do
       []
   """
   @spec list(t()) :: [module()]
-  def list(%__MODULE__{ref: ref}), do: Native.registry_list(ref)
+  def list(%__MODULE__{ref: ref}), do: Native.with_dirty(registry_list(ref))
 
   @doc """
   How many tools are registered.

@@ -254,10 +254,27 @@ fn registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom
     fetch(&reg, as_str(&name), true)
 }
 
-/// Modules in registration order.
+/// Lists of more tools than this are built on a dirty scheduler: a normal scheduler then spends
+/// at most some tens of µs on one (the switch costs a few µs, small beside a longer list).
+const LIST_ON_NORMAL: usize = 2_000;
+
+/// Modules in registration order, or `{:error, :yield}` for a list too long for a normal
+/// scheduler.
 #[rustler::nif]
 fn registry_list<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
+    list(env, &reg, false)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_list_dirty<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
+    list(env, &reg, true)
+}
+
+fn list<'a>(env: Env<'a>, reg: &Registry, dirty: bool) -> Term<'a> {
     let state = reg.read();
+    if !dirty && state.len() > LIST_ON_NORMAL {
+        return Error::Yield.to_tuple(env);
+    }
     let modules: Vec<Term<'a>> = state.entries().map(|e| e.module.encode(env)).collect();
     modules.encode(env)
 }
