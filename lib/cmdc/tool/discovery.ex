@@ -163,6 +163,12 @@ defmodule CMDC.Tool.Discovery do
   compile, is an entry of `errors` (`%{type, source, provider, path, reason}`, `reason` a binary
   saying what to fix). Only options it does not know raise `ArgumentError`.
 
+  `load_into/2` and `refresh/2` report the same way; a name the registry refuses becomes a
+  `:conflict` entry of `errors` and the rest is registered. They answer `{:error, reason}` only
+  when the registry refuses for another reason, with `reason` as `CMDC.Tool.Registry` gives it
+  (`{:invalid_tool, module, message}`, or `{:conflict, name, holder}` for a name none of the
+  discovered tools holds).
+
   ## Reload
 
   `load_into/2` registers what `discover/1` finds and returns a state (`t:t/0`);

@@ -53,6 +53,11 @@ defmodule CMDC.Tool.Providers do
   Warnings are maps `%{tool: name, path: json_pointer, keyword: keyword, message: text}`: `path`
   points into the tool's `parameters` (`""` is the root).
 
+  Errors: `convert/3` and `to_json/3` have no error return (cmdc's `to_schema/2` has none);
+  they raise `ArgumentError` for an unknown `format:`, a `strict:` that is not a boolean, two
+  tools one provider would give the same name, or a module list's `parameters/0` that is not
+  JSON.
+
       iex> {[tool], []} = CMDC.Tool.Providers.convert([CMDC.Tool.Examples.Echo], %{}, format: :mcp)
       iex> tool["inputSchema"]["required"]
       ["text"]
