@@ -10,7 +10,7 @@ use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
-    check_for, compile_for, failures_for, parse_draft, pattern_factor, Documents, Failure,
+    check_for, compile_for, failures_for, parse_draft, pattern_factor, Documents, Failures,
 };
 use jsonschema::{Draft, Validator};
 use rustler::{Binary, Env, NifMap, ResourceArc, Term};
@@ -191,7 +191,7 @@ pub(crate) fn validate_args<'a>(
 pub(crate) fn decode_args<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>> {
     crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
         DecodeError::Yield => Error::Yield,
-        DecodeError::Invalid(message) => Error::Invalid(vec![Failure::json("", message)]),
+        DecodeError::Invalid(message) => Error::Invalid(Failures::json("", &message)),
     })
 }
 
