@@ -229,24 +229,26 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     }
 }
 
-/// The eight bytes of a string of at most 16 bytes, for the escape check: its first and last
-/// eight (overlapping, or padded with spaces when shorter), read without a loop or a call.
+/// Whether a string of at most 16 bytes is plain ASCII needing no escape, checked in at most
+/// two words (overlapping when shorter) read without a loop or a call.
 #[inline(always)]
-fn short_words(b: &[u8]) -> (u64, u64) {
+fn short_plain(b: &[u8]) -> bool {
     const SPACES: u64 = 0x2020_2020_2020_2020;
     let n = b.len();
+    debug_assert!(n <= 16);
     let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
     let half = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or([0; 4])) as u64;
-    if n >= 8 {
-        (word(0), word(n - 8))
+    let care = if n >= 8 {
+        care_bits(word(0), false) | care_bits(word(n - 8), false)
     } else if n >= 4 {
-        (half(0) | half(n - 4) << 32, SPACES)
+        care_bits(half(0) | half(n - 4) << 32, false)
     } else if n > 0 {
         let bytes = b[0] as u64 | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16;
-        (bytes | SPACES << 24, SPACES)
+        care_bits(bytes | SPACES << 24, false)
     } else {
-        (SPACES, SPACES)
-    }
+        0
+    };
+    care == 0
 }
 
 /// Why encoding stopped, and where: `path` is filled innermost first as the error unwinds.
@@ -352,6 +354,26 @@ impl<'a> Writer<'_, 'a, '_> {
                 self.out.put_unchecked(b"  ");
             }
         }
+    }
+
+    /// A member's or an element's value: numbers and strings written here, without a call.
+    #[inline(always)]
+    fn child(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        if let Some(layout) = self.layout {
+            match layout.shape(t) {
+                Shape::Small(i) => {
+                    self.spend(1)?;
+                    self.int(i);
+                    return Ok(());
+                }
+                Shape::Bytes(bytes) => {
+                    self.spend(1)?;
+                    return self.string_value(bytes, t);
+                }
+                _ => {}
+            }
+        }
+        self.value(t, depth)
     }
 
     fn value(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
@@ -492,6 +514,7 @@ impl<'a> Writer<'_, 'a, '_> {
         }
     }
 
+    #[inline(always)]
     fn string_value(&mut self, bytes: &[u8], t: ErlNifTerm) -> Res<'a> {
         self.spend(1 + (bytes.len() >> 5) as i64)?;
         if self.string(bytes, false) {
@@ -503,29 +526,27 @@ impl<'a> Writer<'_, 'a, '_> {
 
     /// Writes `bytes` as a JSON string, escaped as serde_json escapes; `false` (nothing
     /// meaningful written) when they are not UTF-8. `utf8`: already known to be UTF-8.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self, bytes: &[u8], utf8: bool) -> bool {
         let n = bytes.len();
-        if n <= 16 {
-            // Most keys and many values: checked in two words, copied in two moves.
-            let (a, b) = short_words(bytes);
-            if !needs_care(a, utf8) && !needs_care(b, utf8) {
-                self.out.reserve(18);
-                let at = self.out.at();
-                // SAFETY: room for 18 bytes reserved.
-                unsafe {
-                    *at = b'"';
-                    copy_short(bytes, at.add(1));
-                    *at.add(n + 1) = b'"';
-                }
-                self.out.len += n + 2;
-                return true;
+        if n <= 16 && short_plain(bytes) {
+            // Most keys and many values: checked in two words, copied in two moves, inline.
+            self.out.reserve(18);
+            let at = self.out.at();
+            // SAFETY: room for 18 bytes reserved.
+            unsafe {
+                *at = b'"';
+                copy_short(bytes, at.add(1));
+                *at.add(n + 1) = b'"';
             }
+            self.out.len += n + 2;
+            return true;
         }
         self.string_long(bytes, utf8)
     }
 
     /// `string` for longer strings and strings to escape.
+    #[inline(never)]
     fn string_long(&mut self, bytes: &[u8], mut utf8: bool) -> bool {
         self.out.reserve(bytes.len() + 2);
         self.out.put_unchecked(b"\"");
@@ -685,7 +706,7 @@ impl<'a> Writer<'_, 'a, '_> {
         } else {
             self.out.byte(b':');
         }
-        at(self.value(value, depth + 1), Seg::Key(self.term(key)))
+        at(self.child(value, depth + 1), Seg::Key(self.term(key)))
     }
 
     /// A key's name; errors as `term::read_key` words them.
@@ -747,7 +768,7 @@ impl<'a> Writer<'_, 'a, '_> {
             self.out.byte(b',');
         }
         self.newline();
-        at(self.value(item, depth + 1), Seg::Index(i))
+        at(self.child(item, depth + 1), Seg::Index(i))
     }
 
     #[inline(always)]
@@ -855,10 +876,16 @@ const HIGH: u64 = 0x8080_8080_8080_8080;
 /// (unless the text is known to be UTF-8) non-ASCII.
 #[inline(always)]
 fn needs_care(word: u64, utf8: bool) -> bool {
+    care_bits(word, utf8) != 0
+}
+
+/// `needs_care` as bits (the high bit of each byte that needs care), to combine words.
+#[inline(always)]
+fn care_bits(word: u64, utf8: bool) -> u64 {
     let zero = |v: u64| v.wrapping_sub(LO) & !v & HIGH;
     let control = word.wrapping_sub(LO * 0x20) & !word & HIGH;
     let high = if utf8 { 0 } else { word & HIGH };
-    (zero(word ^ (LO * b'"' as u64)) | zero(word ^ (LO * b'\\' as u64)) | control | high) != 0
+    zero(word ^ (LO * b'"' as u64)) | zero(word ^ (LO * b'\\' as u64)) | control | high
 }
 
 /// serde_json's escapes: 0 plain, `HI` a non-ASCII byte (plain once the text is checked),
