@@ -389,6 +389,10 @@ impl<'a> Writer<'_, 'a, '_> {
                 Shape::Cons(..) | Shape::Nil => return self.list(layout, t, depth),
                 Shape::Other => {}
             }
+            if let Some(f) = layout.float(t) {
+                self.float(f);
+                return Ok(());
+            }
             if t == self.words.true_ {
                 self.out.put(b"true");
                 return Ok(());
@@ -431,13 +435,24 @@ impl<'a> Writer<'_, 'a, '_> {
                 if unsafe { enif_get_double(self.raw, t, &mut f) } == 0 {
                     return Err(self.not_json(t));
                 }
-                let mut buf = zmij::Buffer::new();
-                self.out.put(buf.format_finite(f).as_bytes());
+                self.float(f);
                 Ok(())
             }
             TYPE_MAP => self.api_map(t, depth),
             TYPE_LIST => self.api_list(t, depth),
             _ => Err(self.not_json(t)),
+        }
+    }
+
+    /// A float as serde_json writes it (the VM has no infinities or NaN).
+    fn float(&mut self, f: f64) {
+        let mut buf = zmij::Buffer::new();
+        let text = buf.format_finite(f).as_bytes();
+        self.out.reserve(32);
+        if text.len() <= 16 {
+            self.out.put_short_unchecked(text);
+        } else {
+            self.out.put(text);
         }
     }
 
