@@ -45,6 +45,9 @@ pub fn encode<'a>(
         Out::stack(&mut stack)
     };
     let layout = layout::get();
+    if !budget.is_dirty() && over_budget(layout, term, budget.remaining) {
+        return Err(TermError::Yield);
+    }
     let mut w = Writer {
         env,
         raw: env.as_c_arg(),
@@ -59,6 +62,25 @@ pub fn encode<'a>(
         Ok(()) => Ok(w.out.finish(env)),
         Err(fail) => Err((*fail).into_error()),
     }
+}
+
+/// Whether `term` is a list with more elements than `units` (each costs at least one), found by
+/// counting at most that many cells (a few instructions each): a large document goes to the
+/// dirty scheduler before a normal one has encoded the first part of it for nothing.
+fn over_budget(layout: Option<Layout>, term: Term, units: i64) -> bool {
+    let Some(layout) = layout else {
+        return false;
+    };
+    let mut cell = term.as_c_arg();
+    let mut n = 0i64;
+    while let Shape::Cons(_, tail) = layout.shape(cell) {
+        n += 1;
+        if n > units {
+            return true;
+        }
+        cell = layout::term(tail);
+    }
+    false
 }
 
 /// The words of `true`, `false` and `nil`, read once per call (not per value).
