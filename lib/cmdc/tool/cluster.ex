@@ -21,6 +21,17 @@ defmodule CMDC.Tool.Cluster do
   published (its registry, with the registry's validator and settings), streaming partial
   results straight to the caller. Its arguments are validated once, there: the owner's
   validator is the tool's, and invalid arguments never reach the tool.
+
+  ## Errors
+
+    * `run/3` and `await/2` (also `CMDC.Tool.Runner.await/2` on its handle) never fail: as
+      `CMDC.Tool.Runner`, a failed call is a `%CMDC.Tool.Result{is_error: true, reason: atom}`,
+      with `:node_down` when the owner's node went down during the call;
+    * `find/2`: `{:error, :not_found}`;
+    * `publish/2`: `{:error, reason}` only when its publisher process cannot start (as
+      `GenServer.start/2`);
+    * `list/2`, `conflicts/2`, `to_schema/2` do not fail: a node that does not answer in time
+      is left out of the view.
   """
 
   use GenServer

@@ -70,6 +70,14 @@ defmodule CMDC.Tool.Discovery do
         "tools": {"tool_name": {"name": "…", "disabled": false, "timeout": 5000}}
       }
 
+  `tool.md`'s front matter can give the title and hints too (the `.json`'s win):
+
+      ---
+      title: Read a file
+      readOnlyHint: true
+      ---
+      Reads a file and returns its text.
+
   `tools` entries (keyed by the tool's own name) override the file-level keys for one tool.
   `title` and `annotations` replace what the tool's own `title/0` and `annotations/0` give; a
   bad one (not a string, an unknown hint, a hint that is not a boolean) is that tool's error.
@@ -154,6 +162,12 @@ defmodule CMDC.Tool.Discovery do
   that cannot be read, a bad metadata file, manifest or trust list, a file that does not
   compile, is an entry of `errors` (`%{type, source, provider, path, reason}`, `reason` a binary
   saying what to fix). Only options it does not know raise `ArgumentError`.
+
+  `load_into/2` and `refresh/2` report the same way; a name the registry refuses becomes a
+  `:conflict` entry of `errors` and the rest is registered. They answer `{:error, reason}` only
+  when the registry refuses for another reason, with `reason` as `CMDC.Tool.Registry` gives it
+  (`{:invalid_tool, module, message}`, or `{:conflict, name, holder}` for a name none of the
+  discovered tools holds).
 
   ## Reload
 

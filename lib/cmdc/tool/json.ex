@@ -17,6 +17,10 @@ defmodule CMDC.Tool.JSON do
   Inputs larger than a normal scheduler should handle (16 KiB of text, ~3,000 nodes, integers
   beyond ~300 digits) are processed on a dirty CPU scheduler, decided before the work is done.
 
+  Errors: `decode/1` and `encode/2` answer `{:error, message}`, a binary naming the position or
+  path and the rule broken; `decode!/1` raises `CMDC.Tool.JSON.DecodeError` and `encode!/2`
+  `CMDC.Tool.JSON.EncodeError` with that message.
+
       iex> CMDC.Tool.JSON.decode(~s({"a": [1, 2.5, null, true]}))
       {:ok, %{"a" => [1, 2.5, nil, true]}}
 

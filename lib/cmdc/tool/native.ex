@@ -106,8 +106,6 @@ defmodule CMDC.Tool.Native do
   # registry.rs
   def registry_new(_reserved), do: err()
   def registry_default, do: err()
-  def registry_live_ids, do: err()
-  def registry_generation(_registry), do: err()
   def registry_info(_registry), do: err()
   def registry_register(_registry, _batch, _replace), do: err()
   def registry_unregister(_registry, _name), do: err()
@@ -117,6 +115,7 @@ defmodule CMDC.Tool.Native do
   def registry_fetch(_registry, _name), do: err()
   def registry_fetch_dirty(_registry, _name), do: err()
   def registry_list(_registry), do: err()
+  def registry_list_dirty(_registry), do: err()
   def registry_contextual(_registry), do: err()
   def registry_suggest(_registry, _name), do: err()
   def tool_suggest(_names, _name), do: err()
@@ -124,7 +123,7 @@ defmodule CMDC.Tool.Native do
   def registry_validate_dirty(_registry, _name, _args), do: err()
   def registry_validate_json(_registry, _name, _text), do: err()
   def registry_validate_json_dirty(_registry, _name, _text), do: err()
-  def registry_cached_json(_registry, _format, _strict, _context_key), do: err()
+  def registry_cached(_registry, _format, _strict, _context_key), do: err()
 
   def registry_build(_registry, _format, _strict, _context_key, _generation, _overrides),
     do: err()

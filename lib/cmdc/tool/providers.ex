@@ -1,6 +1,6 @@
 defmodule CMDC.Tool.Providers do
   @moduledoc """
-  Tool lists in each model provider's format (mirrors `native/cmdc_tool_core/src/providers.rs`).
+  Tool lists in each model provider's format (mirrors `native/cmdc_tool_core/src/providers/`).
 
   Formats (`format:` option):
 
@@ -53,22 +53,27 @@ defmodule CMDC.Tool.Providers do
   Warnings are maps `%{tool: name, path: json_pointer, keyword: keyword, message: text}`: `path`
   points into the tool's `parameters` (`""` is the root).
 
+  Errors: `convert/3` and `to_json/3` have no error return (cmdc's `to_schema/2` has none);
+  they raise `ArgumentError` for an unknown `format:`, a `strict:` that is not a boolean, two
+  tools one provider would give the same name, or a module list's `parameters/0` that is not
+  JSON.
+
       iex> {[tool], []} = CMDC.Tool.Providers.convert([CMDC.Tool.Examples.Echo], %{}, format: :mcp)
       iex> tool["inputSchema"]["required"]
       ["text"]
 
-  On a `CMDC.Tool.Registry` the output is built natively and cached per registry, format,
-  strictness and context: a cached call returns the stored term (from `:persistent_term`, not
-  copied) or, for `to_schema_json/3`, the stored JSON binary. Any change to the registry
-  invalidates it.
+  On a `CMDC.Tool.Registry` the output is built natively and cached in the registry, per
+  format, strictness and context, as JSON text and as external term format: a cached
+  `to_json/3` (`CMDC.Tool.to_schema_json/3`) returns the stored JSON binary without copying it,
+  a cached `convert/3` decodes the stored term (`:erlang.binary_to_term/1`, about 1 µs per tool).
+  Any change to the registry's tools (register, unregister, replace) clears its cache; the cache
+  keeps at most 64 lists (oldest out first), so any number of contexts is safe. MCP's `title`,
+  `annotations` and `outputSchema` are read from the modules on each call, outside the cache.
   """
 
   alias CMDC.Tool.{Native, Registry}
 
   @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
-
-  # Cached term lists kept per registry (per format, strictness and context) at most.
-  @max_cached_terms 32
 
   @typedoc "Something the conversion dropped, rewrote with a loss, or found over a limit."
   @type warning :: %{tool: String.t(), path: String.t(), keyword: String.t(), message: String.t()}
@@ -109,8 +114,9 @@ defmodule CMDC.Tool.Providers do
         end)
 
       case Native.providers_convert(tools, format, strict) do
-        {:ok, {tools_etf, warnings}} ->
-          {with_mcp_fields(:erlang.binary_to_term(tools_etf), format, modules), warnings}
+        {:ok, term_etf} ->
+          {tools, warnings} = :erlang.binary_to_term(term_etf)
+          {with_mcp_fields(tools, format, modules), warnings}
 
         {:error, message} ->
           raise ArgumentError, message
@@ -120,18 +126,8 @@ defmodule CMDC.Tool.Providers do
 
   def convert(%Registry{} = reg, context, opts) do
     {format, strict} = options(opts)
-    generation = Native.registry_generation(reg.ref)
-
-    {tools, warnings} =
-      case :persistent_term.get(term_key(reg, generation, format, strict, context), nil) do
-        nil ->
-          {_json, tools, warnings} = build(reg, format, strict, context)
-          {tools, warnings}
-
-        cached ->
-          cached
-      end
-
+    {_json, term_etf} = output(reg, format, strict, context)
+    {tools, warnings} = :erlang.binary_to_term(term_etf)
     {with_mcp_fields(tools, format, reg), warnings}
   end
 
@@ -157,20 +153,8 @@ defmodule CMDC.Tool.Providers do
       {tools, _warnings} = convert(reg, context, opts)
       CMDC.Tool.JSON.encode!(tools)
     else
-      cached_json(reg, format, strict, context)
-    end
-  end
-
-  defp cached_json(reg, format, strict, context) do
-    key = :erlang.term_to_binary(context)
-
-    case Native.registry_cached_json(reg.ref, format, strict, key) do
-      {:ok, json} when is_binary(json) ->
-        json
-
-      {:ok, nil} ->
-        {json, _tools, _warnings} = build(reg, format, strict, context)
-        json
+      {json, _term_etf} = output(reg, format, strict, context)
+      json
     end
   end
 
@@ -239,11 +223,20 @@ defmodule CMDC.Tool.Providers do
     {format, strict}
   end
 
-  defp term_key(reg, generation, format, strict, context),
-    do: {__MODULE__, reg.id, generation, format, strict, context}
+  # The registry's one cache of provider output (native/cmdc_tool_nif/src/registry.rs):
+  # `{json, term_etf}` for this format, strictness and context, built on a miss.
+  defp output(reg, format, strict, context) do
+    key = :erlang.term_to_binary(context)
 
-  # Builds natively from the registry's current generation; retries if it changed meanwhile.
-  defp build(reg, format, strict, context, attempts \\ 0) do
+    case Native.registry_cached(reg.ref, format, strict, key) do
+      {:ok, nil} -> build(reg, format, strict, context, key)
+      {:ok, output} -> output
+    end
+  end
+
+  # Builds natively from the registry's current generation (descriptions that depend on the
+  # context computed here, in Elixir); retries if the registry changed meanwhile.
+  defp build(reg, format, strict, context, key, attempts \\ 0) do
     {generation, contextual} = Native.registry_contextual(reg.ref)
 
     overrides =
@@ -253,23 +246,12 @@ defmodule CMDC.Tool.Providers do
           into: %{},
           do: {name, description}
 
-    key = :erlang.term_to_binary(context)
-
     case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
-      {:ok, {generation, tools_etf, warnings, json}} ->
-        tools = :erlang.binary_to_term(tools_etf)
-
-        store(
-          reg,
-          generation,
-          term_key(reg, generation, format, strict, context),
-          {tools, warnings}
-        )
-
-        {json, tools, warnings}
+      {:ok, output} ->
+        output
 
       {:error, :stale} when attempts < 100 ->
-        build(reg, format, strict, context, attempts + 1)
+        build(reg, format, strict, context, key, attempts + 1)
 
       {:error, :stale} ->
         raise RuntimeError, "the registry changes faster than its tools list can be built"
@@ -277,33 +259,5 @@ defmodule CMDC.Tool.Providers do
       {:error, message} ->
         raise ArgumentError, message
     end
-  end
-
-  # Stores a built list in :persistent_term (a later get is not copied). Entries of older
-  # generations and of registries that no longer exist are erased here, on the build path only.
-  defp store(reg, generation, key, value) do
-    live = MapSet.new(Native.registry_live_ids())
-
-    mine =
-      Enum.reduce(:persistent_term.get(), 0, fn
-        {{__MODULE__, id, gen, _, _, _} = old, _}, count ->
-          cond do
-            not MapSet.member?(live, id) or (id == reg.id and gen < generation) ->
-              :persistent_term.erase(old)
-              count
-
-            id == reg.id ->
-              count + 1
-
-            true ->
-              count
-          end
-
-        _, count ->
-          count
-      end)
-
-    if mine < @max_cached_terms, do: :persistent_term.put(key, value)
-    :ok
   end
 end

@@ -31,6 +31,16 @@ defmodule CMDC.Tool.Registry do
 
   Every change to the set of tools invalidates the provider output cached for the registry by
   `CMDC.Tool.to_schema/3` and `CMDC.Tool.to_schema_json/3`.
+
+  ## Errors
+
+    * `register/3`, `replace/2`: `{:error, {:invalid_tool, module, message}}` (a rule above is
+      broken; `message` a binary) or `{:error, {:conflict, name, module | :reserved}}`
+      (`t:error/0`);
+    * `fetch/2`, `unregister/2`, `put_settings/3`: `{:error, {:not_found, name, suggestions}}`,
+      the nearest registered names first (`[]` for the writes);
+    * `list/1`, `size/1`, `suggest/2`, `settings/2` do not fail (`settings/2` of an unknown
+      name is `%{}`).
   """
 
   alias CMDC.Tool.{Native, Schema}
@@ -181,7 +191,7 @@ defmodule CMDC.Tool.Registry do
       []
   """
   @spec list(t()) :: [module()]
-  def list(%__MODULE__{ref: ref}), do: Native.registry_list(ref)
+  def list(%__MODULE__{ref: ref}), do: Native.with_dirty(registry_list(ref))
 
   @doc """
   How many tools are registered.

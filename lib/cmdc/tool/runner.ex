@@ -7,6 +7,14 @@ defmodule CMDC.Tool.Runner do
   arguments natively (invalid → error result naming path, expected and got), check the
   permission policy, execute in a process of its own under a time limit, normalize.
 
+  ## Errors
+
+  `run/4`, `await/2` and `run_many/4` never fail: a failed call is a
+  `%CMDC.Tool.Result{is_error: true}` whose `content` the model reads and whose `reason` says
+  how it failed (`:unknown_tool`, `:invalid`, `:denied`, `:timeout`, `:cancelled`, `:crashed`,
+  `:invalid_output`, `:withheld`, `:aborted`, or `:error` when the tool returned
+  `{:error, text}`).
+
   ## Calls
 
   A call is a map with `:id` (or `"id"`), `:name` and `:arguments` — a map, or the JSON text

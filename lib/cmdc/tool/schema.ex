@@ -14,6 +14,15 @@ defmodule CMDC.Tool.Schema do
   this very schema), the runner and the MCP server all use it (`native/cmdc_tool_nif/src/modules.rs`
   holds it).
 
+  ## Errors
+
+    * `compile/2`, `for_module/1`, `for_output/1`: `{:error, message}`, a binary saying what is
+      wrong with the schema (or that the module's callback raised); `compile!/2` raises
+      `ArgumentError` with that message.
+    * `validate/2`, `validate_json/2`: `{:error, [error]}`, every failure a map
+      `%{path, keyword, message, schema_path}` of binaries (`keyword: "json"` for a term that
+      is not JSON, or text that does not parse).
+
       iex> {:ok, schema} = CMDC.Tool.Schema.compile(%{"type" => "integer", "minimum" => 1})
       iex> CMDC.Tool.Schema.validate(schema, 3)
       {:ok, 3}

@@ -111,7 +111,10 @@ defmodule CMDC.Tool.Script do
       `"arguments"`, `"unknown_function"`, `"import"`, `"timeout"`, `"cancelled"`, `"crashed"`,
       `"missing"` (the script file is gone), `"interpreter"`, `"pwsh_missing"`, `"native"`, ...;
       `message` is what a model is shown; `log` is what the script printed meanwhile.
+    * `describe_powershell/2`: `{:error, message}` (a binary).
     * `execute/2` of a generated module: `{:error, message}`, as `CMDC.Tool` defines it.
+    * `cancel/1`, `workers/0`, `stop/1`, `unload/1` do not fail (`cancel/1` of a finished call
+      is `:not_running`).
 
   ## Options (of `load/2`, `load_many/2`, `call/3`)
 

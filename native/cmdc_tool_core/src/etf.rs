@@ -16,6 +16,7 @@ const LIST_EXT: u8 = 108;
 const NIL_EXT: u8 = 106;
 const BINARY_EXT: u8 = 109;
 const SMALL_ATOM_UTF8_EXT: u8 = 119;
+const SMALL_TUPLE_EXT: u8 = 104;
 
 pub fn binary(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(BINARY_EXT);
@@ -28,6 +29,12 @@ pub fn atom(out: &mut Vec<u8>, name: &str) {
     out.push(SMALL_ATOM_UTF8_EXT);
     out.push(name.len() as u8);
     out.extend_from_slice(name.as_bytes());
+}
+
+/// A tuple of `arity` (at most 255) elements: write them after it.
+pub fn tuple_header(out: &mut Vec<u8>, arity: u8) {
+    out.push(SMALL_TUPLE_EXT);
+    out.push(arity);
 }
 
 /// A map of `arity` pairs: write that many key, value pairs after it.

@@ -293,6 +293,20 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// Whether `/proc` shows `pid` as exited but not yet reaped (a zombie). A process killed while
+/// another of its threads is still exiting is a zombie before `waitpid` can reap it, so a
+/// parent's `try_wait` still says "running" then. `false` where there is no `/proc` to ask.
+pub fn is_zombie(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => matches!(
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next()),
+            Some("Z" | "X")
+        ),
+        Err(_) => false,
+    }
+}
+
 /// The parent of a live (not zombie) process, from `/proc/{pid}/stat`.
 fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -728,6 +742,26 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::alive;
     use super::*;
+
+    /// A child that exited but is not reaped yet is a zombie; once reaped it is not (nor is a
+    /// process that never existed).
+    #[test]
+    fn an_exited_unreaped_child_is_a_zombie() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let mut seen = false;
+        for _ in 0..500 {
+            if is_zombie(pid) {
+                seen = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(seen, "{pid} never showed as a zombie");
+        child.wait().unwrap();
+        assert!(!is_zombie(pid));
+        assert!(!is_zombie(u32::MAX));
+    }
 
     fn spec(program: &str, args: &[&str]) -> Spec {
         Spec {

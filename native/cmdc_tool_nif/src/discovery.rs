@@ -18,7 +18,7 @@ mod keys {
     rustler::atoms! {
         files, ignored, errors, project_trusted,
         source, provider, root, path, real_path, kind, mtime, size, meta, meta_path, doc,
-        doc_path, cache_path, plugin, name, version, dir, description, disabled, settings, tools,
+        doc_settings, doc_path, cache_path, plugin, name, version, dir, description, disabled, settings, tools,
         r#type = "type", reason, unchanged,
         explicit, project, user, plugin_source = "plugin", elixir, script,
         unsupported, hidden, duplicate, untrusted, metadata, no_manifest, plugin_disabled,
@@ -181,6 +181,10 @@ fn file_term<'a>(env: Env<'a>, f: &ToolFile) -> Term<'a> {
             (keys::meta(), meta),
             (keys::meta_path(), opt_path(env, &f.meta_path)),
             (keys::doc(), opt_str(env, &f.doc)),
+            (
+                keys::doc_settings(),
+                from_value(env, &serde_json::Value::Object(f.doc_settings.clone())),
+            ),
             (keys::doc_path(), opt_path(env, &f.doc_path)),
             (keys::cache_path(), opt_path(env, &f.cache_path)),
             (keys::plugin(), plugin),

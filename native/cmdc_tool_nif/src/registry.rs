@@ -1,17 +1,17 @@
 //! NIFs for the tool registry: a resource holding `cmdc_tool_core::registry::Registry` behind a
-//! `RwLock`, read and written by many processes at once, plus the per-registry cache of provider
-//! output (`cmdc_tool_core::providers`). Lookups run on normal schedulers (a hash lookup); work
-//! that grows with the registry (suggestions over thousands of names, builds) answers `:yield`
-//! or runs on a dirty scheduler.
+//! `RwLock`, read and written by many processes at once, plus the registry's one cache of
+//! provider output (`cmdc_tool_core::providers::cache`). Lookups run on normal schedulers (a hash
+//! lookup); work that grows with the registry (suggestions over thousands of names, builds)
+//! answers `:yield` or runs on a dirty scheduler.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use cmdc_tool_core::etf;
-use cmdc_tool_core::providers::{self, Format, Tool, Warning};
+use cmdc_tool_core::providers::cache::{self, OutputCache};
+use cmdc_tool_core::providers::{self, Listed, Output};
 use cmdc_tool_core::registry::{self as core, Entry};
-use once_cell::sync::{Lazy, OnceCell};
+use once_cell::sync::OnceCell;
 use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 use serde_json::Value;
 
@@ -23,51 +23,43 @@ use crate::term::{self, Budget};
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
 const NORMAL_SUGGEST_NAMES: usize = 1_000;
 
-/// Built tools lists kept per registry (per format, strictness and context).
-const MAX_CACHED: usize = 64;
-
 type Core = core::Registry<Atom, ResourceArc<Schema>>;
-type CacheKey = (Format, bool, Vec<u8>);
 
-/// One built tools list, kept as JSON text; handed out as a resource binary (no copy).
-pub struct Built {
-    json: Vec<u8>,
-}
+/// One built tools list (JSON text and `{tools, warnings}` as external term format), handed
+/// out as resource binaries: a cached call copies nothing.
+pub struct Built(Output);
 
 #[rustler::resource_impl]
 impl rustler::Resource for Built {}
 
-#[derive(Default)]
-struct Cache {
-    generation: u64,
-    entries: HashMap<CacheKey, ResourceArc<Built>>,
+impl Built {
+    /// `{json, term_etf}`, both binaries over this resource's bytes.
+    fn encode<'a>(this: &ResourceArc<Built>, env: Env<'a>) -> Term<'a> {
+        let json = this.make_binary(env, |b| &b.0.json);
+        let term = this.make_binary(env, |b| &b.0.term);
+        (json, term).encode(env)
+    }
 }
 
 pub struct Registry {
     id: u64,
-    /// Mirrors the core registry's generation, readable without the lock.
-    generation: AtomicU64,
     state: RwLock<Core>,
-    cache: Mutex<Cache>,
+    /// The one cache of provider output, cleared whenever the set of tools changes.
+    output: RwLock<OutputCache<ResourceArc<Built>>>,
 }
 
 #[rustler::resource_impl]
 impl rustler::Resource for Registry {}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-/// Ids of live registries: the Elixir side drops cached terms of registries no longer here.
-static LIVE: Lazy<Mutex<HashSet<u64>>> = Lazy::new(|| Mutex::new(HashSet::new()));
 static DEFAULT: OnceCell<ResourceArc<Registry>> = OnceCell::new();
 
 impl Registry {
     fn new(reserved: Vec<String>) -> Self {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        lock(&LIVE).insert(id);
         Registry {
-            id,
-            generation: AtomicU64::new(0),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: RwLock::new(Core::new(reserved)),
-            cache: Mutex::new(Cache::default()),
+            output: RwLock::new(OutputCache::default()),
         }
     }
 
@@ -79,23 +71,14 @@ impl Registry {
         self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// After a write: publish the generation and drop cached output built from older state.
+    /// After a write: the one rule of the output cache (a new generation drops every list).
+    /// Called with the state's write lock held, so no list of the old state is stored after.
     fn changed(&self, state: &Core) {
-        self.generation.store(state.generation(), Ordering::Release);
-        let mut cache = lock(&self.cache);
-        cache.generation = state.generation();
-        cache.entries.clear();
+        self.output
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .changed(state.generation());
     }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        lock(&LIVE).remove(&self.id);
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Not found, without suggestions (for writes: the caller asked to change, not to call).
@@ -141,17 +124,6 @@ fn registry_default() -> (u64, ResourceArc<Registry>) {
     (reg.id, reg)
 }
 
-/// Ids of the registries still alive.
-#[rustler::nif]
-fn registry_live_ids() -> Vec<u64> {
-    lock(&LIVE).iter().copied().collect()
-}
-
-#[rustler::nif]
-fn registry_generation(reg: ResourceArc<Registry>) -> u64 {
-    reg.generation.load(Ordering::Acquire)
-}
-
 #[rustler::nif]
 fn registry_info(reg: ResourceArc<Registry>) -> (u64, usize, Vec<String>) {
     let state = reg.read();
@@ -189,28 +161,22 @@ fn registry_register(
     let batch = entries(batch);
     // Everything that does not depend on the registered names is done under a read lock, so
     // readers on normal schedulers never wait for more than the final insert or swap.
-    let result = if replace {
-        let prepared = reg.read().prepare_set(batch);
-        prepared.map(|set| {
-            let mut state = reg.write();
-            let old = state.apply_set(set);
-            reg.changed(&state);
-            drop(state);
-            drop(old);
-        })
+    if replace {
+        let set = reg.read().prepare_set(batch)?;
+        let mut state = reg.write();
+        let old = state.apply_set(set);
+        reg.changed(&state);
+        let generation = state.generation();
+        drop(state);
+        drop(old);
+        Ok(generation)
     } else {
-        let checked = reg.read().check_batch(&batch);
-        checked.and_then(|()| {
-            let mut state = reg.write();
-            let result = state.register_checked(batch);
-            if result.is_ok() {
-                reg.changed(&state);
-            }
-            result
-        })
-    };
-    result?;
-    Ok(reg.generation.load(Ordering::Acquire))
+        reg.read().check_batch(&batch)?;
+        let mut state = reg.write();
+        state.register_checked(batch)?;
+        reg.changed(&state);
+        Ok(state.generation())
+    }
 }
 
 #[rustler::nif]
@@ -288,10 +254,27 @@ fn registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom
     fetch(&reg, as_str(&name), true)
 }
 
-/// Modules in registration order.
+/// Lists of more tools than this are built on a dirty scheduler: a normal scheduler then spends
+/// at most some tens of µs on one (the switch costs a few µs, small beside a longer list).
+const LIST_ON_NORMAL: usize = 2_000;
+
+/// Modules in registration order, or `{:error, :yield}` for a list too long for a normal
+/// scheduler.
 #[rustler::nif]
 fn registry_list<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
+    list(env, &reg, false)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_list_dirty<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
+    list(env, &reg, true)
+}
+
+fn list<'a>(env: Env<'a>, reg: &Registry, dirty: bool) -> Term<'a> {
     let state = reg.read();
+    if !dirty && state.len() > LIST_ON_NORMAL {
+        return Error::Yield.to_tuple(env);
+    }
     let modules: Vec<Term<'a>> = state.entries().map(|e| e.module.encode(env)).collect();
     modules.encode(env)
 }
@@ -394,53 +377,35 @@ fn registry_validate_json_dirty<'a>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Provider output, cached
+// Provider output: the registry's one cache
 
-pub fn warnings_term<'a>(env: Env<'a>, warnings: &[Warning]) -> Term<'a> {
-    let list: Vec<Term<'a>> = warnings
-        .iter()
-        .map(|w| {
-            crate::term::string_map(
-                env,
-                [
-                    (atoms::tool(), w.tool.as_str()),
-                    (atoms::path(), w.path.as_str()),
-                    (atoms::keyword(), w.keyword.as_str()),
-                    (atoms::message(), w.message.as_str()),
-                ],
-            )
-        })
-        .collect();
-    list.encode(env)
-}
-
-/// The cached JSON text of a tools list: `{:ok, binary}` (a resource binary, not a copy) or
-/// `{:ok, nil}`.
+/// A cached tools list: `{:ok, {json, term_etf}}` (binaries over the cached bytes, no copy;
+/// `term_etf` is `{tools, warnings}` for `:erlang.binary_to_term/1`) or `{:ok, nil}`.
 #[rustler::nif]
-fn registry_cached_json<'a>(
+fn registry_cached<'a>(
     env: Env<'a>,
     reg: ResourceArc<Registry>,
     format: Term<'a>,
     strict: bool,
     context_key: Binary<'a>,
 ) -> Result<Option<Term<'a>>> {
-    let format = crate::options::format(format)?;
-    let key = (format, strict, context_key.as_slice().to_vec());
-    let built = {
-        let cache = lock(&reg.cache);
-        if cache.generation != reg.generation.load(Ordering::Acquire) {
-            None
-        } else {
-            cache.entries.get(&key).cloned()
-        }
-    };
-    Ok(built.map(|b| b.make_binary(env, |b| &b.json).to_term(env)))
+    let key = cache::key(
+        crate::options::format(format)?,
+        strict,
+        context_key.as_slice(),
+    );
+    let built = reg
+        .output
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key);
+    Ok(built.map(|b| Built::encode(&b, env)))
 }
 
 /// Builds a tools list from the registry at `generation` (descriptions of context-dependent
-/// tools given in `overrides`, `%{name => description}`), caches its JSON text, and answers
-/// `{:ok, {generation, tools_etf, warnings, json}}` (`tools_etf` for `:erlang.binary_to_term/1`),
-/// or `{:error, :stale}` when the registry changed since the caller read `generation`.
+/// tools given in `overrides`, `%{name => description}`), stores it in the registry's cache and
+/// answers it as `registry_cached/4` does, or `{:error, :stale}` when the registry changed since
+/// the caller read `generation` (its overrides may name other tools).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn registry_build<'a>(
     env: Env<'a>,
@@ -450,7 +415,7 @@ fn registry_build<'a>(
     context_key: Binary<'a>,
     generation: u64,
     overrides: HashMap<String, String>,
-) -> Result<(u64, Term<'a>, Term<'a>, Term<'a>)> {
+) -> Result<Term<'a>> {
     let fmt = crate::options::format(format)?;
     // A snapshot: the lock is held only to clone the entry handles.
     let (current, entries) = {
@@ -464,88 +429,70 @@ fn registry_build<'a>(
         return Err(Error::Stale);
     }
     providers::check_names(entries.iter().map(|e| e.name.as_str()), fmt)?;
-    let (start, end) = providers::list_json_delimiters(fmt, entries.len());
-    let mut json = Vec::with_capacity(256 * entries.len() + 32);
-    json.extend_from_slice(start);
-    // The term goes back as external term format: `binary_to_term/1` builds it in one
-    // allocation, where building it here node by node costs several times more.
-    let mut etf = Vec::with_capacity(256 * entries.len() + 32);
-    providers::start_list_etf(&mut etf, fmt, entries.len());
-    let mut warnings: Vec<Warning> = Vec::new();
-    for (i, e) in entries.iter().enumerate() {
-        let description = overrides
-            .get(&e.name)
-            .map(String::as_str)
-            .unwrap_or(&e.description);
-        // Converted parameters are cached per compiled schema: after a change to the registry
-        // only the tools that changed are converted again.
-        let c = e.schema.converted(&e.name, fmt, strict);
-        warnings.extend(c.warnings.iter().cloned());
-        if i > 0 {
-            json.push(b',');
-        }
-        let params_json = c.parameters.as_ref().map(|_| c.json.as_slice());
-        providers::write_tool_json(&mut json, fmt, strict, &e.name, description, params_json);
-        let params_etf = c.parameters.as_ref().map(|_| c.etf.as_slice());
-        providers::write_tool_etf(&mut etf, fmt, strict, &e.name, description, params_etf);
-    }
-    json.extend_from_slice(end);
-    providers::end_list_etf(&mut etf, fmt, entries.len());
-    let built = ResourceArc::new(Built { json });
-    {
-        let mut cache = lock(&reg.cache);
-        if cache.generation == generation {
-            // Contexts are caller data: keep the cache bounded whatever they hold.
-            if cache.entries.len() >= MAX_CACHED {
-                cache.entries.clear();
-            }
-            cache.entries.insert(
-                (fmt, strict, context_key.as_slice().to_vec()),
-                built.clone(),
-            );
-        }
-    }
-    Ok((
-        generation,
-        crate::json::binary(env, &etf),
-        warnings_term(env, &warnings),
-        built.make_binary(env, |b| &b.json).to_term(env),
-    ))
+    // Each schema's conversion is memoized on the schema (`Schema::converted`): a new context
+    // or a change to the registry converts only the tools not converted before.
+    let converted: Vec<_> = entries
+        .iter()
+        .map(|e| e.schema.converted(&e.name, fmt, strict))
+        .collect();
+    let listed: Vec<Listed> = entries
+        .iter()
+        .zip(&converted)
+        .map(|(e, c)| Listed {
+            name: &e.name,
+            description: overrides
+                .get(&e.name)
+                .map(String::as_str)
+                .unwrap_or(&e.description),
+            converted: c,
+        })
+        .collect();
+    let output = providers::assemble(&listed, fmt, strict);
+    let size = output.size();
+    let built = ResourceArc::new(Built(output));
+    let key = cache::key(fmt, strict, context_key.as_slice());
+    // Not stored when the registry changed meanwhile: the cache never serves an old state.
+    reg.output
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(generation, key, built.clone(), size);
+    Ok(Built::encode(&built, env))
 }
 
-/// Stateless conversion for a list of `{name, description, parameters}`:
-/// `{:ok, {tools_etf, warnings}}` or `{:error, message}`.
+/// Stateless conversion for a list of `{name, description, parameters}` (no cache: the modules
+/// are the caller's): `{:ok, term_etf}`, `{tools, warnings}` as `registry_cached/4` gives it.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn providers_convert<'a>(
     env: Env<'a>,
     tools: Vec<(String, String, Term<'a>)>,
     format: Term<'a>,
     strict: bool,
-) -> Result<(Term<'a>, Term<'a>)> {
+) -> Result<Term<'a>> {
     let fmt = crate::options::format(format)?;
     providers::check_names(tools.iter().map(|t| t.0.as_str()), fmt)?;
-    let mut params: Vec<Value> = Vec::with_capacity(tools.len());
+    let mut converted = Vec::with_capacity(tools.len());
     for (name, _, p) in &tools {
         let what = format!("tool {name:?}: parameters are not JSON");
-        params.push(
-            term::to_value(*p, &mut Budget::dirty()).map_err(|e| Error::bad_term(&what, &e))?,
-        );
+        let params: Value =
+            term::to_value(*p, &mut Budget::dirty()).map_err(|e| Error::bad_term(&what, &e))?;
+        converted.push(providers::convert_parameters(name, &params, fmt, strict));
     }
-    let specs: Vec<Tool> = tools
+    let listed: Vec<Listed> = tools
         .iter()
-        .zip(&params)
-        .map(|((name, description, _), parameters)| Tool {
+        .zip(&converted)
+        .map(|((name, description, _), c)| Listed {
             name,
             description,
-            parameters,
+            converted: c,
         })
         .collect();
-    let (value, warnings) = providers::convert(&specs, fmt, strict);
-    // As external term format, like `registry_build`: decoded in one allocation.
-    let mut tools_etf = vec![etf::VERSION];
-    etf::value(&mut tools_etf, &value);
-    Ok((
-        crate::json::binary(env, &tools_etf),
-        warnings_term(env, &warnings),
-    ))
+    let output = providers::assemble(&listed, fmt, strict);
+    Ok(crate::json::binary(env, &output.term))
+}
+
+/// Entries and bytes in a registry's output cache (for the tests of its bound).
+#[cfg(feature = "testing")]
+pub fn cache_info(reg: &Registry) -> (usize, usize) {
+    let cache = reg.output.read().unwrap_or_else(|e| e.into_inner());
+    (cache.len(), cache.bytes())
 }

@@ -112,6 +112,12 @@ fn beam_conformance(document: Term) -> Result<Atom> {
     Ok(atoms::ok())
 }
 
+/// `{entries, bytes}` held by a registry's output cache: its bound, observed by the tests.
+#[rustler::nif]
+fn registry_cache_info(reg: ResourceArc<crate::registry::Registry>) -> (usize, usize) {
+    crate::registry::cache_info(&reg)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reference figures (benchmarks)
 

@@ -314,6 +314,51 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert reason =~ ~s(unknown hint "readOnly"; the hints are destructiveHint)
   end
 
+  test "a .md's front matter sets its tool's title and hints; the .json wins; a bad hint names the file",
+       c do
+    p = c.prefix
+    dir = ".cmdc/tools"
+    write(c.home, "#{dir}/doc.ex", tool("#{p}.Doc", "#{p}_doc"))
+
+    write(c.home, "#{dir}/doc.md", """
+    ---
+    title: "Read the docs"
+    readOnlyHint: true
+    idempotent_hint: true
+    layout: ignored
+    ---
+    Reads the docs.
+    """)
+
+    write(c.home, "#{dir}/both.ex", tool("#{p}.Both", "#{p}_both"))
+    write(c.home, "#{dir}/both.md", "---\ntitle: From md\nreadOnlyHint: true\n---\nBoth.\n")
+    write(c.home, "#{dir}/both.json", ~s({"title": "From json"}))
+
+    write(c.home, "#{dir}/bad.ex", tool("#{p}.BadHint", "#{p}_badhint"))
+    write(c.home, "#{dir}/bad.md", "---\nreadOnlyHint: maybe\n---\nBad.\n")
+
+    report = Discovery.discover(c.opts)
+    assert names(report) == ["#{p}_both", "#{p}_doc"]
+    doc = by_name(report, "#{p}_doc")
+    assert doc.settings == %{}
+    assert doc.module.description() == "Reads the docs."
+
+    assert CMDC.Tool.Structured.mcp_fields(doc.module) == %{
+             "title" => "Read the docs",
+             "annotations" => %{"readOnlyHint" => true, "idempotentHint" => true}
+           }
+
+    assert CMDC.Tool.Structured.mcp_fields(by_name(report, "#{p}_both").module) == %{
+             "title" => "From json",
+             "annotations" => %{"readOnlyHint" => true}
+           }
+
+    assert [%{type: :bad_metadata, name: bad, reason: reason}] = report.errors
+    assert bad == "#{p}_badhint"
+    assert reason =~ Path.join(c.home, "#{dir}/bad.md")
+    assert reason =~ "readOnlyHint"
+  end
+
   test "a broken file among good ones is reported and skipped; the others load", c do
     p = c.prefix
     dir = Path.join(c.home, ".cmdc/tools")

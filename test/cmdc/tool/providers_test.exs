@@ -6,6 +6,23 @@ defmodule CMDC.Tool.ProvidersTest do
 
   doctest CMDC.Tool.Providers
 
+  defmodule Counted do
+    @moduledoc false
+    # Tells the process in its context each time its description is computed.
+    @behaviour CMDC.Tool
+    def name, do: "counted"
+    def description, do: "Counts its descriptions."
+
+    def description(%{test: pid}) do
+      send(pid, :described)
+      description()
+    end
+
+    def description(_), do: description()
+    def parameters, do: %{"type" => "object", "properties" => %{"n" => %{"type" => "integer"}}}
+    def execute(_args, _ctx), do: {:ok, "counted"}
+  end
+
   # Expected output for the realistic tool set (test/support/realistic_tools.ex), one tool per
   # line (for :gemini, one function declaration per line inside the single functionDeclarations
   # tool). Reviewed by hand against docs/../shared/NOTES.md's provider rules.
@@ -65,6 +82,10 @@ defmodule CMDC.Tool.ProvidersTest do
     :ok = Registry.register(reg, Realistic.all())
     reg
   end
+
+  # Tool names of a list in any format (Gemini's is one declarations object).
+  defp names_in([%{"functionDeclarations" => decls}], _format), do: Enum.map(decls, & &1["name"])
+  defp names_in(tools, _format), do: Enum.map(tools, &tool_name/1)
 
   defp tool_name(%{"function" => %{"name" => name}}), do: name
   defp tool_name(%{"name" => name}), do: name
@@ -279,48 +300,71 @@ defmodule CMDC.Tool.ProvidersTest do
       assert reg |> CMDC.Tool.to_schema(%{}, format: :mcp) |> length() == 60
     end
 
-    test "a cached list is the same term, not a rebuilt one" do
+    test "a cached list is not rebuilt: a context's descriptions are computed once per state" do
       reg = registry()
-      first = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
-      second = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
-      third = CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true)
-      assert first == second
-      # The first call built the list on this process's heap; later ones get the stored
-      # literal from :persistent_term (no heap words: nothing was built or copied).
-      assert :erts_debug.size_shared(first) > 0
-      assert :erts_debug.size_shared(second) == 0
-      assert :erts_debug.same(second, third)
+      :ok = Registry.register(reg, Counted)
+      ctx = %{test: self()}
+
+      for format <- Providers.formats() do
+        tools = CMDC.Tool.to_schema(reg, ctx, format: format)
+        assert_received :described
+        assert CMDC.Tool.to_schema(reg, ctx, format: format) == tools
+        json = CMDC.Tool.to_schema_json(reg, ctx, format: format)
+        assert JSON.decode!(json) == tools
+        assert CMDC.Tool.to_schema_json(reg, ctx, format: format) == json
+        refute_received :described
+      end
+
+      # A change clears the cache: the next call builds (and describes) again.
+      :ok = Registry.unregister(reg, "get_weather")
+      _ = CMDC.Tool.to_schema_json(reg, ctx, format: :anthropic)
+      assert_received :described
     end
 
-    test "a dead registry's cached terms are swept" do
-      parent = self()
+    test "every change to the registry shows in convert and to_json, in every format" do
+      reg = registry()
+      ctx = %{working_dir: "/srv"}
+      names = fn -> Enum.map(Realistic.all(), & &1.name()) end
 
-      pid =
-        spawn(fn ->
-          reg = registry()
-          _ = CMDC.Tool.to_schema(reg, %{}, format: :mcp)
-          send(parent, {:id, reg.id})
-        end)
-
-      assert_receive {:id, id}
-      ref = Process.monitor(pid)
-      assert_receive {:DOWN, ^ref, _, _, _}
-      :erlang.garbage_collect()
-
-      # Building for another registry sweeps entries whose registry no longer exists.
-      Enum.reduce_while(1..50, nil, fn _, _ ->
-        :erlang.garbage_collect()
-        _ = CMDC.Tool.to_schema(registry(), %{}, format: :mcp)
-
-        if Enum.any?(:persistent_term.get(), &match?({{Providers, ^id, _, _, _, _}, _}, &1)) do
-          Process.sleep(10)
-          {:cont, nil}
-        else
-          {:halt, nil}
+      # Every format cached first, so each change below must clear it.
+      check = fn expected ->
+        for format <- Providers.formats(), strict <- [false, true] do
+          opts = [format: format, strict: strict]
+          {tools, _warnings} = Providers.convert(reg, ctx, opts)
+          assert names_in(tools, format) == expected, "convert #{inspect(opts)}"
+          json = reg |> Providers.to_json(ctx, opts) |> JSON.decode!()
+          assert json == tools, "to_json #{inspect(opts)}"
         end
-      end)
+      end
 
-      refute Enum.any?(:persistent_term.get(), &match?({{Providers, ^id, _, _, _, _}, _}, &1))
+      check.(names.())
+      :ok = Registry.register(reg, CMDC.Tool.Examples.Echo)
+      check.(names.() ++ ["echo"])
+      :ok = Registry.unregister(reg, "search_code")
+      check.(List.delete(names.(), "search_code") ++ ["echo"])
+      :ok = Registry.replace(reg, [CMDC.Tool.Examples.Echo, Realistic.ListFiles])
+      check.(["echo", "list_files"])
+      :ok = Registry.replace(reg, [])
+      check.([])
+    end
+
+    test "the cache stays bounded whatever the number of contexts" do
+      reg = registry()
+
+      for i <- 1..300 do
+        ctx = %{working_dir: "/srv/#{i}"}
+        [_, event | _] = CMDC.Tool.to_schema(reg, ctx, format: :mcp)
+        assert event["description"] == "Create a calendar event (calendar in /srv/#{i})."
+        assert CMDC.Tool.to_schema_json(reg, ctx, format: :anthropic) =~ "/srv/#{i})"
+      end
+
+      {entries, bytes} = CMDC.Tool.Native.registry_cache_info(reg.ref)
+      assert entries <= 64
+      assert bytes > 0
+      # The oldest contexts were dropped, and are built again (correctly) when asked.
+      [_, event | _] = CMDC.Tool.to_schema(reg, %{working_dir: "/srv/1"}, format: :mcp)
+      assert event["description"] == "Create a calendar event (calendar in /srv/1)."
+      assert elem(CMDC.Tool.Native.registry_cache_info(reg.ref), 0) <= 64
     end
   end
 

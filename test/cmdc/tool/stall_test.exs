@@ -87,4 +87,12 @@ defmodule CMDC.Tool.StallTest do
     assert Native.schema_validate(schema, props) == {:error, :yield}
     assert {:ok, ^props} = Schema.validate(schema, props)
   end
+
+  test "listing a registry of over 2,000 tools yields on a normal scheduler, then answers dirty" do
+    reg = CMDC.Tool.Registry.new()
+    mods = for i <- 1..2_001, do: CMDC.Tool.Test.Factory.tool("big_list_#{i}")
+    :ok = CMDC.Tool.Registry.register(reg, mods)
+    assert Native.registry_list(reg.ref) == {:error, :yield}
+    assert CMDC.Tool.Registry.list(reg) == mods
+  end
 end

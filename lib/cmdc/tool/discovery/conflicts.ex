@@ -133,7 +133,9 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     own = Map.get(meta.tools, name, %{})
     new_name = own[:name] || meta.name || name
     description = own[:description] || meta.description || (single? && file.doc) || nil
-    settings = Map.merge(meta.settings, Map.get(own, :settings, %{}))
+    # A `.md`'s front matter (title, hints) belongs to the file's one tool; the `.json` wins.
+    doc_settings = if single?, do: file.doc_settings, else: %{}
+    settings = doc_settings |> Map.merge(meta.settings) |> Map.merge(Map.get(own, :settings, %{}))
     disabled? = Map.get(own, :disabled, meta.disabled)
 
     # `title` and `annotations` arrive among the settings (every key the metadata format does
@@ -144,7 +146,7 @@ defmodule CMDC.Tool.Discovery.Conflicts do
         {:disabled, entry(file, :disabled, reason) |> Map.merge(%{name: name, module: module})}
 
       {:error, reason} ->
-        reason = "its metadata #{file.meta_path}: tool #{inspect(name)}: #{reason}"
+        reason = "its metadata #{metadata_files(file)}: tool #{inspect(name)}: #{reason}"
         {:error, entry(file, :bad_metadata, reason) |> Map.merge(%{name: name, module: module})}
 
       {:ok, display, settings} ->
@@ -171,6 +173,9 @@ defmodule CMDC.Tool.Discovery.Conflicts do
         {:tool, if(new_name != name, do: Map.put(tool, :original_name, name), else: tool)}
     end
   end
+
+  defp metadata_files(file),
+    do: [file.meta_path, file.doc_path] |> Enum.reject(&is_nil/1) |> Enum.join(" and ")
 
   defp entry(file, type, reason) do
     %{type: type, source: file.source, provider: file.provider, path: file.path, reason: reason}

@@ -33,6 +33,14 @@ defmodule CMDC.Tool.MCP.Client do
       (0.2 s doubling to 30 s) and lists its tools again. Calls made meanwhile wait for it.
     * A time-out or a cancelled caller sends `notifications/cancelled` for the request.
 
+  ## Errors
+
+  `await_ready/2`, `ping/2`, `call_tool/4` and `request/4` answer `{:error, message}`, a binary
+  naming the server and what happened (JSON-RPC error, time-out, server gone, client not
+  running). A tool that fails is not an error: `call_tool/4` answers `{:ok, result}` with
+  `"isError" => true`, as MCP defines it; the generated modules' `execute/2` turns either into
+  `{:error, text}`, as `CMDC.Tool` defines it. `tools/1`, `info/1` and `stop/1` do not fail.
+
   Options of `start_link/1`: `:name` (the server's name, required), `:transport` (required),
   `:init_timeout`, `:timeout` (per call, default 60 s), `:registry` (a `CMDC.Tool.Registry` kept
   in sync with the tools), `:namespace` (`true`, default: names are `server__tool`; `false`:

@@ -16,6 +16,7 @@ defmodule CMDC.Tool.Native.Testing do
       def schema_validate_compiled(_schema, _args, _api), do: err()
       def term_layout, do: err()
       def beam_conformance(_document), do: err()
+      def registry_cache_info(_registry), do: err()
 
       # Reference figures for bench/*.exs.
       def bench_noop(_schema, _args), do: err()

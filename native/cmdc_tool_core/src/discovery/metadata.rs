@@ -6,39 +6,78 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::roots::json_string;
 use super::{Meta, MAX_METADATA_BYTES};
 use crate::error::{Error, Result};
 
+/// A `.md` file's front matter (`---` … `---` at the top) and its body.
+fn front_matter(text: &str) -> (Option<&str>, &str) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return (None, text);
+    };
+    let mut pos = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return (Some(&rest[..pos]), &rest[pos + line.len()..]);
+        }
+        pos += line.len();
+    }
+    (None, text)
+}
+
 /// The text of a `.md` metadata file without its front matter (`---` … `---`), trimmed;
 /// `None` when nothing is left.
 pub fn markdown_body(text: &str) -> Option<String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let body = match text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    {
-        Some(rest) => {
-            let mut offset = None;
-            let mut pos = 0;
-            for line in rest.split_inclusive('\n') {
-                if line.trim_end() == "---" {
-                    offset = Some(pos + line.len());
-                    break;
-                }
-                pos += line.len();
-            }
-            match offset {
-                Some(end) => &rest[end..],
-                None => text,
-            }
-        }
-        None => text,
-    };
-    let body = body.trim();
+    let body = front_matter(text).1.trim();
     (!body.is_empty()).then(|| body.to_string())
+}
+
+/// What a `.md` file's front matter says that MCP shows, as metadata settings: `title: …` and
+/// the annotation hints (`readOnlyHint: true`, `read_only_hint: false`, any key ending in
+/// `Hint`/`_hint`, collected under `annotations`, whose names and values the Elixir side checks
+/// as it does a `.json` file's). Other keys are left alone: front matter often serves other
+/// programs (site generators, agent definitions).
+pub fn markdown_display(text: &str) -> Map<String, Value> {
+    let mut display = Map::new();
+    let Some(front) = front_matter(text).0 else {
+        return display;
+    };
+    let mut hints = Map::new();
+    for line in front.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), scalar(value.trim()));
+        if key == "title" {
+            display.insert(key.to_string(), value);
+        } else if key.ends_with("Hint") || key.ends_with("_hint") {
+            hints.insert(key.to_string(), value);
+        }
+    }
+    if !hints.is_empty() {
+        display.insert("annotations".to_string(), Value::Object(hints));
+    }
+    display
+}
+
+/// A front-matter value: `true`/`false`, a quoted string, or the text as written.
+fn scalar(value: &str) -> Value {
+    match value {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        _ => {
+            let unquoted = ['"', '\'']
+                .iter()
+                .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q));
+            Value::String(unquoted.unwrap_or(value).to_string())
+        }
+    }
 }
 
 /// Parses `<stem>.json` metadata: `name`, `description`, `disabled`, `tools` (per-tool metadata

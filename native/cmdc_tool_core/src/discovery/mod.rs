@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use digest::digest;
-pub use metadata::{file_kind, markdown_body, parse_meta, read_regular, valid_name};
+pub use metadata::{
+    file_kind, markdown_body, markdown_display, parse_meta, read_regular, valid_name,
+};
 pub use plugins::read_manifest;
 pub use roots::{expand, scan, user_dirs};
 pub use trust::{is_trusted, read_trust_list};
@@ -163,6 +165,8 @@ pub struct ToolFile {
     pub meta_path: Option<PathBuf>,
     /// The `<stem>.md` text, front matter removed.
     pub doc: Option<String>,
+    /// The title and hints of the `<stem>.md` front matter (see [`markdown_display`]).
+    pub doc_settings: Map<String, Value>,
     pub doc_path: Option<PathBuf>,
     /// A script's `<stem>.tool.json` cache, when present (read by the script loader).
     pub cache_path: Option<PathBuf>,

@@ -350,6 +350,23 @@ fn metadata_is_validated() {
 }
 
 #[test]
+fn markdown_front_matter_gives_title_and_hints() {
+    let text = "---\ntitle: \"Read a file\"\nreadOnlyHint: true\nopen_world_hint: false\n\
+                layout: post\n---\nReads a file.\n";
+    let display = markdown_display(text);
+    assert_eq!(
+        serde_json::Value::Object(display),
+        serde_json::json!({
+            "title": "Read a file",
+            "annotations": {"readOnlyHint": true, "open_world_hint": false}
+        })
+    );
+    assert_eq!(markdown_body(text), Some("Reads a file.".into()));
+    assert!(markdown_display("title: not front matter\n").is_empty());
+    assert!(markdown_display("---\ntitle: no end\n").is_empty());
+}
+
+#[test]
 fn untrusted_project_folders_are_skipped_with_a_reason() {
     let t = Tmp::new();
     t.write("proj/.cmdc/tools/p.ex", "");

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::metadata::{file_kind, markdown_body, parse_meta, read_small};
+use super::metadata::{file_kind, markdown_body, markdown_display, parse_meta, read_small};
 use super::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH};
 
 enum Class {
@@ -275,6 +275,7 @@ fn visit_classified(
         meta: None,
         meta_path: None,
         doc: None,
+        doc_settings: serde_json::Map::new(),
         doc_path: None,
         cache_path: None,
         plugin: cx.plugin.clone(),
@@ -309,6 +310,7 @@ fn visit_classified(
             Ok(text) => {
                 tool.doc = markdown_body(&text);
                 tool.doc_path = Some(doc_path);
+                tool.doc_settings = markdown_display(&text);
             }
             Err(e) => {
                 let reason = format!(

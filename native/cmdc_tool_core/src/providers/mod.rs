@@ -8,6 +8,7 @@
 //! way. Tool names follow [`crate::names`]; strict mode's nulls go back through [`round_trip`].
 
 mod all_of;
+pub mod cache;
 mod format;
 mod gemini;
 mod limits;
@@ -32,7 +33,7 @@ pub use strict::make_nullable;
 pub use warn::Warning;
 pub use write::{
     end_list_etf, list_json_delimiters, start_list_etf, wrap, wrap_list, write_tool_etf,
-    write_tool_json,
+    write_tool_json, write_warnings_etf,
 };
 
 use gemini::gemini_root;
@@ -117,6 +118,67 @@ pub fn convert_parameters(
         etf,
         warnings,
     }
+}
+
+/// A built tools list as it is handed out: the JSON text (`to_json/3`) and `{tools, warnings}`
+/// in the external term format (`convert/3`, one `binary_to_term/1`).
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub json: Vec<u8>,
+    pub term: Vec<u8>,
+}
+
+impl Output {
+    /// Bytes held, for the cache's bound.
+    pub fn size(&self) -> usize {
+        self.json.len() + self.term.len()
+    }
+}
+
+/// One tool of a list to assemble: its parameters already converted for the list's format.
+#[derive(Debug, Clone, Copy)]
+pub struct Listed<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub converted: &'a Converted,
+}
+
+/// Assembles a tools list from converted tools, in both forms of [`Output`], with every tool's
+/// warnings in order. Names are checked by the caller ([`check_names`]).
+pub fn assemble(tools: &[Listed], format: Format, strict: bool) -> Output {
+    let n = tools.len();
+    let (start, end) = list_json_delimiters(format, n);
+    let mut json = Vec::with_capacity(256 * n + 32);
+    json.extend_from_slice(start);
+    let mut term = Vec::with_capacity(256 * n + 32);
+    term.push(etf::VERSION);
+    etf::tuple_header(&mut term, 2);
+    start_list_etf(&mut term, format, n);
+    for (i, t) in tools.iter().enumerate() {
+        let c = t.converted;
+        if i > 0 {
+            json.push(b',');
+        }
+        let params_json = c.parameters.as_ref().map(|_| c.json.as_slice());
+        write_tool_json(
+            &mut json,
+            format,
+            strict,
+            t.name,
+            t.description,
+            params_json,
+        );
+        let params_etf = c.parameters.as_ref().map(|_| c.etf.as_slice());
+        write_tool_etf(&mut term, format, strict, t.name, t.description, params_etf);
+    }
+    json.extend_from_slice(end);
+    end_list_etf(&mut term, format, n);
+    let warnings: Vec<Warning> = tools
+        .iter()
+        .flat_map(|t| t.converted.warnings.iter().cloned())
+        .collect();
+    write_warnings_etf(&mut term, &warnings);
+    Output { json, term }
 }
 
 /// Rewrites one parameters schema for strict mode (OpenAI, or Anthropic when `format` says so).

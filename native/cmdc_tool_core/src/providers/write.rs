@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::format::{parameters_key, strict_field, Format};
 use super::names::tool_name;
+use super::warn::Warning;
 use crate::etf;
 
 /// One tool in `format`'s shape around converted parameters.
@@ -123,10 +124,9 @@ pub fn write_tool_etf(
     }
 }
 
-/// Starts the `tools` list of `n` tools in the external term format (with the version byte);
-/// write the tools, then [`end_list_etf`].
+/// Starts the `tools` list of `n` tools in the external term format (no version byte); write
+/// the tools, then [`end_list_etf`].
 pub fn start_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
-    out.push(etf::VERSION);
     if format.is_gemini() && n > 0 {
         etf::list_header(out, 1);
         etf::map_header(out, 1);
@@ -140,6 +140,25 @@ pub fn end_list_etf(out: &mut Vec<u8>, format: Format, n: usize) {
     if format.is_gemini() && n > 0 {
         etf::list_end(out);
     }
+}
+
+/// Writes the warnings (no version byte) as `CMDC.Tool.Providers` gives them: a list of maps
+/// `%{tool: _, path: _, keyword: _, message: _}`.
+pub fn write_warnings_etf(out: &mut Vec<u8>, warnings: &[Warning]) {
+    etf::list_header(out, warnings.len());
+    for w in warnings {
+        etf::map_header(out, 4);
+        for (key, text) in [
+            ("tool", &w.tool),
+            ("path", &w.path),
+            ("keyword", &w.keyword),
+            ("message", &w.message),
+        ] {
+            etf::atom(out, key);
+            etf::binary(out, text.as_bytes());
+        }
+    }
+    etf::list_end(out);
 }
 
 /// The start and end of the `tools` JSON array for `format` (with `n` tools).

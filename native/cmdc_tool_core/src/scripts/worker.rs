@@ -53,9 +53,11 @@ impl Drop for Worker {
 }
 
 impl Worker {
-    /// Whether the process still runs (a worker killed from outside while idle does not).
+    /// Whether the process still runs (a worker killed from outside while idle does not). A
+    /// killed worker whose watch thread is still exiting is a zombie that `try_wait` cannot
+    /// reap yet: `/proc` is asked too, so such a worker is replaced rather than handed a call.
     pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        matches!(self.child.try_wait(), Ok(None)) && !exec::is_zombie(self.pid)
     }
 
     /// The stderr tail so far.
