@@ -465,7 +465,10 @@ mod tests {
         assert!(first.message.contains("backtracking steps"), "{errs:?}");
         // Short strings still match or fail as the pattern says.
         assert!(check(&v, &json!("aab")).is_ok());
-        assert_eq!(check(&v, &json!("ac")).unwrap_err().get(0).unwrap().keyword, "pattern");
+        assert_eq!(
+            check(&v, &json!("ac")).unwrap_err().get(0).unwrap().keyword,
+            "pattern"
+        );
     }
 
     #[test]
@@ -512,7 +515,10 @@ mod tests {
         );
         assert_eq!(got[1].message, "\"x\" is a required property");
         assert_eq!(got[1].schema_path, "/required");
-        assert_eq!((got[2].path, got[2].keyword, got[2].message), ("/é", "", ""));
+        assert_eq!(
+            (got[2].path, got[2].keyword, got[2].message),
+            ("/é", "", "")
+        );
         assert!(failures.get(3).is_none());
     }
 

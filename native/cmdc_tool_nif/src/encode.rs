@@ -153,7 +153,11 @@ impl<'s> Out<'s> {
                 let mut bin = OwnedBinary::new(size);
                 // SAFETY: `len` bytes of the stack buffer are written; the binary has room.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(self.ptr, bin.as_mut_slice().as_mut_ptr(), self.len)
+                    std::ptr::copy_nonoverlapping(
+                        self.ptr,
+                        bin.as_mut_slice().as_mut_ptr(),
+                        self.len,
+                    )
                 };
                 self.bin = Some(bin);
             }

@@ -286,9 +286,11 @@ fn probe(env: Env) -> Option<Layout> {
             float_terms
                 .iter()
                 .all(|&t| matches!(layout.shape(term(t)), Shape::Other)),
-            [small, one, long, refc, sub_refc, map, pos1, neg1, atom, list, nil]
-                .iter()
-                .all(|&t| layout.float(term(t)).is_none()),
+            [
+                small, one, long, refc, sub_refc, map, pos1, neg1, atom, list, nil,
+            ]
+            .iter()
+            .all(|&t| layout.float(term(t)).is_none()),
         ];
         checks.iter().all(|ok| *ok).then_some(layout)
     }

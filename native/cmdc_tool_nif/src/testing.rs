@@ -214,20 +214,24 @@ fn bench_rust_text_validate(
         Ok(v) => validator.is_valid(&v),
         Err(_) => false,
     });
-    let errors = best_of_five(iterations, &|| {
-        !validator
-            .iter_errors(std::hint::black_box(&value))
-            .map(|e| {
-                (
-                    e.instance_path().as_str().to_owned(),
-                    e.kind().keyword().to_owned(),
-                    e.to_string(),
-                )
-            })
-            .collect::<Vec<_>>()
-            .is_empty()
-    });
+    let errors = best_of_five(iterations, &|| rust_errors(&validator, &value));
     Ok((parse_validate, errors))
+}
+
+/// The reference error list: `iter_errors` with paths, keywords and messages made strings;
+/// whether there was any.
+fn rust_errors(validator: &Validator, value: &Value) -> bool {
+    !validator
+        .iter_errors(std::hint::black_box(value))
+        .map(|e| {
+            (
+                e.instance_path().as_str().to_owned(),
+                e.kind().keyword().to_owned(),
+                e.to_string(),
+            )
+        })
+        .collect::<Vec<_>>()
+        .is_empty()
 }
 
 mod works {
@@ -248,19 +252,7 @@ fn bench_rust_one(
 ) -> Result<u64> {
     let (value, validator) = (parse(text.as_slice())?, converting(&schema)?);
     let work: &dyn Fn() -> bool = if what == works::errors() {
-        &|| {
-            !validator
-                .iter_errors(std::hint::black_box(&value))
-                .map(|e| {
-                    (
-                        e.instance_path().as_str().to_owned(),
-                        e.kind().keyword().to_owned(),
-                        e.to_string(),
-                    )
-                })
-                .collect::<Vec<_>>()
-                .is_empty()
-        }
+        &|| rust_errors(&validator, &value)
     } else if what == works::encode() {
         &|| serde_json::to_vec(std::hint::black_box(&value)).is_ok()
     } else if what == works::decode() {
