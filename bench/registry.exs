@@ -15,13 +15,20 @@
 # 1,000 tools at least 20x faster than the plain-Elixir builder. Timings vary with machine load.
 #
 # Issue 13 made the registry's cache the one cache of provider output (the `:persistent_term`
-# term cache removed). Measured on 2 shared cores, load average 5-10, 1,000 tools:
+# term cache removed). Measured on 2 shared cores, 1,000 tools, the four formats above (before
+# at load average ~10; after at ~4.5, and at ~5-10 in brackets):
 #
-#                        before (persistent_term)     after (one native cache)
-#   cached to_schema     165-342 ns (a literal)       0.84-1.9 ms (binary_to_term, ~1 µs/tool)
-#   cached to_schema_json 0.86 µs                     0.6-3 µs (resource binary, no copy)
-#   first build          3.0-13.2 ms                  0.47-1.7 ms (no persistent_term scan/put)
-#   (100 tools: cached to_schema 288-437 ns → 46-143 µs; first build 1.4-1.7 ms → 32-86 µs)
+#                         before (persistent_term)   after (one native cache)
+#   cached to_schema      165-342 ns (a literal)     0.39-0.80 ms [0.84-1.9 ms] (binary_to_term,
+#                                                    ~0.4-0.8 µs per tool)
+#   cached to_schema_json 0.86 µs                    0.51-0.57 µs [0.6-3 µs] (no copy)
+#   first build           3.0-13.2 ms                0.29-0.43 ms [0.47-1.7 ms] (no scan, no put)
+#   (100 tools: cached to_schema 288-437 ns -> 50-93 µs; to_schema_json 595 ns -> 333-507 ns;
+#   first build 1.4-1.7 ms -> 36-87 µs)
+#
+# A context not seen before builds in 0.5-0.76 ms at 1,000 tools, against 7.5-14.7 ms for the
+# module list, which converts every schema: the per-schema conversion memo (`Schema::converted`
+# in native/cmdc_tool_nif/src/schema.rs) is what keeps the cache's misses cheap.
 #
 # So a cached `to_schema/3` of a registry now costs what decoding its term costs, about the
 # plain-Elixir builder's time; `to_schema_json/3` (what an HTTP request body needs) is

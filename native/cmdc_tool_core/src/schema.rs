@@ -217,56 +217,123 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// One validation failure, in the shape `CMDC.Tool.validate/2` returns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    pub path: String,
-    pub keyword: String,
-    pub message: String,
-    pub schema_path: String,
+/// One validation failure, in the shape `CMDC.Tool.validate/2` returns: texts borrowed from
+/// the [`Failures`] holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure<'f> {
+    pub path: &'f str,
+    pub keyword: &'f str,
+    pub message: &'f str,
+    pub schema_path: &'f str,
 }
 
-impl Failure {
-    pub fn from_error(e: &ValidationError) -> Self {
-        let schema_path = e.schema_path().as_str().to_owned();
-        let (keyword, message) = match e.kind() {
-            ValidationErrorKind::BacktrackLimitExceeded { .. } => (
-                "pattern".to_owned(),
-                format!(
-                    "the pattern at {schema_path} needs more than {BACKTRACK_LIMIT} backtracking \
-                     steps on this string (nested quantifiers or back-references); the match is \
-                     stopped there: simplify the pattern or send a shorter string"
-                ),
-            ),
-            kind => {
-                // Room for a typical message up front: `to_string` grows from nothing, a few
-                // reallocations per failure.
-                let mut message = String::with_capacity(128);
-                let _ = write!(message, "{e}");
-                (kind.keyword().to_owned(), message)
-            }
-        };
-        Failure {
-            path: e.instance_path().as_str().to_owned(),
-            keyword,
-            message,
-            schema_path,
+/// A call's validation failures, in order. Every text of every failure is written into one
+/// buffer: an invalid call reports up to [`MAX_ERRORS`] failures of four texts each, and one
+/// allocation per text measured as a quarter of the error path's cost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Failures {
+    text: String,
+    /// Per failure, where its path, keyword, message and schema path end in `text` (each
+    /// starts where the one before ends).
+    ends: Vec<[usize; 4]>,
+}
+
+impl Failures {
+    /// Room for a typical error list (nine failures of ~100 bytes) up front.
+    fn with_room() -> Self {
+        Failures {
+            text: String::with_capacity(1024),
+            ends: Vec::with_capacity(16),
         }
     }
 
+    /// One failure.
+    pub fn one(path: &str, keyword: &str, message: &str, schema_path: &str) -> Self {
+        let mut failures = Failures::default();
+        failures.push(path, keyword, message, schema_path);
+        failures
+    }
+
     /// A failure that is not about the schema: broken JSON text or a term that is not JSON.
-    pub fn json(path: &str, message: String) -> Self {
+    pub fn json(path: &str, message: &str) -> Self {
+        Failures::one(path, "json", message, "")
+    }
+
+    pub fn push(&mut self, path: &str, keyword: &str, message: &str, schema_path: &str) {
+        let mut ends = [0; 4];
+        for (end, part) in ends.iter_mut().zip([path, keyword, message, schema_path]) {
+            self.text.push_str(part);
+            *end = self.text.len();
+        }
+        self.ends.push(ends);
+    }
+
+    /// A `jsonschema` error, its message written in place.
+    pub fn push_error(&mut self, e: &ValidationError) {
+        let mut ends = [0; 4];
+        self.text.push_str(e.instance_path().as_str());
+        ends[0] = self.text.len();
+        let schema_path = e.schema_path().as_str();
+        match e.kind() {
+            ValidationErrorKind::BacktrackLimitExceeded { .. } => {
+                self.text.push_str("pattern");
+                ends[1] = self.text.len();
+                let _ = write!(
+                    self.text,
+                    "the pattern at {schema_path} needs more than {BACKTRACK_LIMIT} backtracking \
+                     steps on this string (nested quantifiers or back-references); the match is \
+                     stopped there: simplify the pattern or send a shorter string"
+                );
+            }
+            kind => {
+                self.text.push_str(kind.keyword());
+                ends[1] = self.text.len();
+                let _ = write!(self.text, "{e}");
+            }
+        }
+        ends[2] = self.text.len();
+        self.text.push_str(schema_path);
+        ends[3] = self.text.len();
+        self.ends.push(ends);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`th failure.
+    pub fn get(&self, i: usize) -> Option<Failure<'_>> {
+        let ends = self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1][3] };
+        Some(self.at(start, ends))
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Failure<'_>> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |ends| {
+            let failure = self.at(start, ends);
+            start = ends[3];
+            failure
+        })
+    }
+
+    fn at(&self, start: usize, ends: &[usize; 4]) -> Failure<'_> {
+        let t = &self.text;
         Failure {
-            path: path.to_owned(),
-            keyword: "json".into(),
-            message,
-            schema_path: String::new(),
+            path: &t[start..ends[0]],
+            keyword: &t[ends[0]..ends[1]],
+            message: &t[ends[1]..ends[2]],
+            schema_path: &t[ends[2]..ends[3]],
         }
     }
 }
 
 /// Validates a value: the cheap boolean check first, errors only when it fails.
-pub fn check(validator: &Validator, value: &Value) -> Result<(), Vec<Failure>> {
+pub fn check(validator: &Validator, value: &Value) -> Result<(), Failures> {
     check_for::<SerdeJson>(validator, value)
 }
 
@@ -274,7 +341,7 @@ pub fn check(validator: &Validator, value: &Value) -> Result<(), Vec<Failure>> {
 pub fn check_for<'i, F: Json>(
     validator: &'i Validator<F>,
     node: F::Node<'i>,
-) -> Result<(), Vec<Failure>> {
+) -> Result<(), Failures> {
     if validator.is_valid(node.clone()) {
         return Ok(());
     }
@@ -286,12 +353,12 @@ pub fn check_for<'i, F: Json>(
 
 /// The failures of an instance already found invalid (by the compiled program): no boolean
 /// check first. Empty when `validator` finds it valid after all.
-pub fn failures_for<'i, F: Json>(validator: &'i Validator<F>, node: F::Node<'i>) -> Vec<Failure> {
-    validator
-        .iter_errors(node)
-        .take(MAX_ERRORS)
-        .map(|e| Failure::from_error(&e))
-        .collect()
+pub fn failures_for<'i, F: Json>(validator: &'i Validator<F>, node: F::Node<'i>) -> Failures {
+    let mut failures = Failures::with_room();
+    for e in validator.iter_errors(node).take(MAX_ERRORS) {
+        failures.push_error(&e);
+    }
+    failures
 }
 
 #[cfg(test)]
@@ -317,7 +384,7 @@ mod tests {
         let v = compile(&tool_schema(), Documents::default(), None).unwrap();
         assert!(check(&v, &json!({"path": "a", "limit": 5})).is_ok());
         let errs = check(&v, &json!({"limit": 0, "x": 1})).unwrap_err();
-        let keywords: Vec<&str> = errs.iter().map(|f| f.keyword.as_str()).collect();
+        let keywords: Vec<&str> = errs.iter().map(|f| f.keyword).collect();
         assert!(keywords.contains(&"required"));
         assert!(keywords.contains(&"minimum"));
         assert!(keywords.contains(&"additionalProperties"));
@@ -392,12 +459,16 @@ mod tests {
         let v = compile(&s, Documents::default(), None).unwrap();
         let errs = check(&v, &json!("a".repeat(30))).unwrap_err();
         assert_eq!(errs.len(), 1, "{errs:?}");
-        assert_eq!(errs[0].keyword, "pattern");
-        assert_eq!(errs[0].schema_path, "/pattern");
-        assert!(errs[0].message.contains("backtracking steps"), "{errs:?}");
+        let first = errs.get(0).unwrap();
+        assert_eq!(first.keyword, "pattern");
+        assert_eq!(first.schema_path, "/pattern");
+        assert!(first.message.contains("backtracking steps"), "{errs:?}");
         // Short strings still match or fail as the pattern says.
         assert!(check(&v, &json!("aab")).is_ok());
-        assert_eq!(check(&v, &json!("ac")).unwrap_err()[0].keyword, "pattern");
+        assert_eq!(
+            check(&v, &json!("ac")).unwrap_err().get(0).unwrap().keyword,
+            "pattern"
+        );
     }
 
     #[test]
@@ -424,6 +495,31 @@ mod tests {
                        "patternProperties": {"(?=x)": {}, "^y": {}}});
         assert_eq!(pattern_factor(&s), 4 + BACKTRACK_UNITS + 4);
         assert_eq!(pattern_factor(&json!({"type": "string"})), 0);
+    }
+
+    #[test]
+    fn failures_keep_each_text_apart() {
+        let mut failures = Failures::json("/a/0", "not JSON");
+        failures.push("", "required", "\"x\" is a required property", "/required");
+        failures.push("/é", "", "", "");
+        assert_eq!(failures.len(), 3);
+        let got: Vec<Failure> = failures.iter().collect();
+        assert_eq!(
+            got[0],
+            Failure {
+                path: "/a/0",
+                keyword: "json",
+                message: "not JSON",
+                schema_path: ""
+            }
+        );
+        assert_eq!(got[1].message, "\"x\" is a required property");
+        assert_eq!(got[1].schema_path, "/required");
+        assert_eq!(
+            (got[2].path, got[2].keyword, got[2].message),
+            ("/é", "", "")
+        );
+        assert!(failures.get(3).is_none());
     }
 
     #[test]

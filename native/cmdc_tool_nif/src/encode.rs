@@ -17,7 +17,7 @@ use rustler::sys::{
     enif_map_iterator_destroy, enif_map_iterator_get_pair, enif_map_iterator_next,
     ErlNifCharEncoding, ErlNifEnv, ErlNifMapIterator, ErlNifMapIteratorEntry, ErlNifTerm,
 };
-use rustler::{Binary, Env, OwnedBinary, Term};
+use rustler::{Binary, Env, NewBinary, OwnedBinary, Term};
 
 use crate::beam::{
     atoms, inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
@@ -25,9 +25,10 @@ use crate::beam::{
 use crate::layout::{self, Layout, Shape};
 use crate::term::{self, Budget, Cells, Seg, TermError, MAX_DEPTH};
 
-/// First size of the output on a normal scheduler (a tool call's arguments fit) and on a dirty
-/// one (the input was too big for a normal one).
-const FIRST_NORMAL: usize = 512;
+/// Output first written on the stack on a normal scheduler (a tool call's arguments fit: the
+/// binary is then made once, at its final size, a heap binary up to 64 bytes), and the first
+/// size of the output binary on a dirty one (the input was too big for a normal one).
+const STACK: usize = 2048;
 const FIRST_DIRTY: usize = 64 * 1024;
 
 /// Encodes `term` as JSON text (`pretty`: two-space indents) into a new binary.
@@ -37,16 +38,22 @@ pub fn encode<'a>(
     budget: &mut Budget,
 ) -> Result<Binary<'a>, TermError> {
     let env = term.get_env();
-    let first = if budget.is_dirty() {
-        FIRST_DIRTY
+    let mut stack = [MaybeUninit::<u8>::uninit(); STACK];
+    let out = if budget.is_dirty() {
+        Out::binary(FIRST_DIRTY)
     } else {
-        FIRST_NORMAL
+        Out::stack(&mut stack)
     };
+    let layout = layout::get();
+    if !budget.is_dirty() && over_budget(layout, term, budget.remaining) {
+        return Err(TermError::Yield);
+    }
     let mut w = Writer {
         env,
         raw: env.as_c_arg(),
-        layout: layout::get(),
-        out: Out::new(first),
+        layout,
+        words: Words::new(),
+        out,
         pretty,
         indent: 0,
         budget,
@@ -57,24 +64,79 @@ pub fn encode<'a>(
     }
 }
 
-/// The output binary and how much of it is written.
-struct Out {
-    bin: OwnedBinary,
-    len: usize,
+/// Whether `term` is a list with more elements than `units` (each costs at least one), found by
+/// counting at most that many cells (a few instructions each): a large document goes to the
+/// dirty scheduler before a normal one has encoded the first part of it for nothing.
+fn over_budget(layout: Option<Layout>, term: Term, units: i64) -> bool {
+    let Some(layout) = layout else {
+        return false;
+    };
+    let mut cell = term.as_c_arg();
+    let mut n = 0i64;
+    while let Shape::Cons(_, tail) = layout.shape(cell) {
+        n += 1;
+        if n > units {
+            return true;
+        }
+        cell = layout::term(tail);
+    }
+    false
 }
 
-impl Out {
-    fn new(capacity: usize) -> Out {
+/// The words of `true`, `false` and `nil`, read once per call (not per value).
+#[derive(Clone, Copy)]
+struct Words {
+    true_: ErlNifTerm,
+    false_: ErlNifTerm,
+    nil: ErlNifTerm,
+}
+
+impl Words {
+    fn new() -> Words {
+        Words {
+            true_: atoms::true_atom().as_c_arg(),
+            false_: atoms::false_atom().as_c_arg(),
+            nil: atoms::nil_atom().as_c_arg(),
+        }
+    }
+}
+
+/// The output: the caller's stack buffer until it is full, then a binary that grows.
+struct Out<'s> {
+    ptr: *mut u8,
+    cap: usize,
+    len: usize,
+    /// `None` while writing into the stack buffer.
+    bin: Option<OwnedBinary>,
+    _stack: std::marker::PhantomData<&'s mut [MaybeUninit<u8>]>,
+}
+
+impl<'s> Out<'s> {
+    fn stack(buf: &'s mut [MaybeUninit<u8>]) -> Out<'s> {
         Out {
-            bin: OwnedBinary::new(capacity),
+            ptr: buf.as_mut_ptr() as *mut u8,
+            cap: buf.len(),
             len: 0,
+            bin: None,
+            _stack: std::marker::PhantomData,
+        }
+    }
+
+    fn binary(capacity: usize) -> Out<'s> {
+        let mut bin = OwnedBinary::new(capacity);
+        Out {
+            ptr: bin.as_mut_slice().as_mut_ptr(),
+            cap: bin.len(),
+            len: 0,
+            bin: Some(bin),
+            _stack: std::marker::PhantomData,
         }
     }
 
     /// Room for `n` more bytes.
     #[inline(always)]
     fn reserve(&mut self, n: usize) {
-        if self.bin.len() - self.len < n {
+        if self.cap - self.len < n {
             self.grow(n);
         }
     }
@@ -82,22 +144,51 @@ impl Out {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, n: usize) {
-        let size = (self.len + n).max(self.bin.len() * 2);
-        self.bin.realloc_or_copy(size);
+        let size = (self.len + n).max(self.cap * 2);
+        match self.bin.as_mut() {
+            Some(bin) => {
+                bin.realloc_or_copy(size);
+            }
+            None => {
+                let mut bin = OwnedBinary::new(size);
+                // SAFETY: `len` bytes of the stack buffer are written; the binary has room.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.ptr,
+                        bin.as_mut_slice().as_mut_ptr(),
+                        self.len,
+                    )
+                };
+                self.bin = Some(bin);
+            }
+        }
+        let bin = self.bin.as_mut().expect("just set");
+        self.ptr = bin.as_mut_slice().as_mut_ptr();
+        self.cap = bin.len();
+    }
+
+    /// Where the next byte goes (room reserved by the caller).
+    #[inline(always)]
+    fn at(&mut self) -> *mut u8 {
+        // SAFETY: `len <= cap`, inside the buffer.
+        unsafe { self.ptr.add(self.len) }
     }
 
     /// Writes `bytes`, room reserved by the caller.
     #[inline(always)]
     fn put_unchecked(&mut self, bytes: &[u8]) {
-        debug_assert!(self.bin.len() - self.len >= bytes.len());
+        debug_assert!(self.cap - self.len >= bytes.len());
         // SAFETY: the caller reserved room; `bytes` is not part of the output.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.bin.as_mut_slice().as_mut_ptr().add(self.len),
-                bytes.len(),
-            )
-        };
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.at(), bytes.len()) };
+        self.len += bytes.len();
+    }
+
+    /// Writes at most 16 `bytes` without a call to `memcpy` (numbers), room for 16 reserved.
+    #[inline(always)]
+    fn put_short_unchecked(&mut self, bytes: &[u8]) {
+        debug_assert!(bytes.len() <= 16 && self.cap - self.len >= 16);
+        // SAFETY: as `put_unchecked`; `copy_short` writes within `bytes.len()`.
+        unsafe { copy_short(bytes, self.at()) };
         self.len += bytes.len();
     }
 
@@ -110,15 +201,80 @@ impl Out {
     #[inline(always)]
     fn byte(&mut self, b: u8) {
         self.reserve(1);
-        self.put_unchecked(&[b]);
+        // SAFETY: room reserved.
+        unsafe { *self.at() = b };
+        self.len += 1;
     }
 
-    fn finish(mut self, env: Env) -> Binary {
-        if self.len < self.bin.len() {
-            self.bin.realloc_or_copy(self.len);
+    fn finish(self, env: Env) -> Binary {
+        match self.bin {
+            None => {
+                let mut made = NewBinary::new(env, self.len);
+                // SAFETY: `len` bytes of the stack buffer are written.
+                made.as_mut_slice()
+                    .copy_from_slice(unsafe { std::slice::from_raw_parts(self.ptr, self.len) });
+                made.into()
+            }
+            Some(mut bin) => {
+                if self.len < bin.len() {
+                    bin.realloc_or_copy(self.len);
+                }
+                bin.release(env)
+            }
         }
-        self.bin.release(env)
     }
+}
+
+/// Copies `src` (at most 16 bytes) to `dst` with two overlapping moves of the widest size that
+/// fits, no loop and no call.
+///
+/// SAFETY: `dst` is valid for `src.len()` bytes and does not overlap `src`.
+#[inline(always)]
+unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    if n >= 8 {
+        let (a, b) = (
+            (s as *const u64).read_unaligned(),
+            (s.add(n - 8) as *const u64).read_unaligned(),
+        );
+        (dst as *mut u64).write_unaligned(a);
+        (dst.add(n - 8) as *mut u64).write_unaligned(b);
+    } else if n >= 4 {
+        let (a, b) = (
+            (s as *const u32).read_unaligned(),
+            (s.add(n - 4) as *const u32).read_unaligned(),
+        );
+        (dst as *mut u32).write_unaligned(a);
+        (dst.add(n - 4) as *mut u32).write_unaligned(b);
+    } else if n > 0 {
+        let (a, b, c) = (*s, *s.add(n / 2), *s.add(n - 1));
+        *dst = a;
+        *dst.add(n / 2) = b;
+        *dst.add(n - 1) = c;
+    }
+}
+
+/// Whether a string of at most 16 bytes is plain ASCII needing no escape, checked in at most
+/// two words (overlapping when shorter) read without a loop or a call.
+#[inline(always)]
+fn short_plain(b: &[u8]) -> bool {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    let n = b.len();
+    debug_assert!(n <= 16);
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+    let half = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or([0; 4])) as u64;
+    let care = if n >= 8 {
+        care_bits(word(0), false) | care_bits(word(n - 8), false)
+    } else if n >= 4 {
+        care_bits(half(0) | half(n - 4) << 32, false)
+    } else if n > 0 {
+        let bytes = b[0] as u64 | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16;
+        care_bits(bytes | SPACES << 24, false)
+    } else {
+        0
+    };
+    care == 0
 }
 
 /// Why encoding stopped, and where: `path` is filled innermost first as the error unwinds.
@@ -165,11 +321,12 @@ fn at<'a>(result: Res<'a>, seg: Seg<'a>) -> Res<'a> {
     })
 }
 
-struct Writer<'b, 'a> {
+struct Writer<'b, 'a, 's> {
     env: Env<'a>,
     raw: *mut ErlNifEnv,
     layout: Option<Layout>,
-    out: Out,
+    words: Words,
+    out: Out<'s>,
     pretty: bool,
     indent: usize,
     budget: &'b mut Budget,
@@ -197,7 +354,7 @@ fn bad_key<'a>() -> Box<Fail<'a>> {
     ))
 }
 
-impl<'a> Writer<'_, 'a> {
+impl<'a> Writer<'_, 'a, '_> {
     #[inline(always)]
     fn spend(&mut self, units: i64) -> Res<'a> {
         self.budget
@@ -225,6 +382,26 @@ impl<'a> Writer<'_, 'a> {
         }
     }
 
+    /// A member's or an element's value: numbers and strings written here, without a call.
+    #[inline(always)]
+    fn child(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
+        if let Some(layout) = self.layout {
+            match layout.shape(t) {
+                Shape::Small(i) => {
+                    self.spend(1)?;
+                    self.int(i);
+                    return Ok(());
+                }
+                Shape::Bytes(bytes) => {
+                    self.spend(1)?;
+                    return self.string_value(bytes, t);
+                }
+                _ => {}
+            }
+        }
+        self.value(t, depth)
+    }
+
     fn value(&mut self, t: ErlNifTerm, depth: usize) -> Res<'a> {
         self.spend(1)?;
         if let Some(layout) = self.layout {
@@ -238,15 +415,19 @@ impl<'a> Writer<'_, 'a> {
                 Shape::Cons(..) | Shape::Nil => return self.list(layout, t, depth),
                 Shape::Other => {}
             }
-            if t == atoms::true_atom().as_c_arg() {
+            if let Some(f) = layout.float(t) {
+                self.float(f);
+                return Ok(());
+            }
+            if t == self.words.true_ {
                 self.out.put(b"true");
                 return Ok(());
             }
-            if t == atoms::false_atom().as_c_arg() {
+            if t == self.words.false_ {
                 self.out.put(b"false");
                 return Ok(());
             }
-            if t == atoms::nil_atom().as_c_arg() {
+            if t == self.words.nil {
                 self.out.put(b"null");
                 return Ok(());
             }
@@ -280,8 +461,7 @@ impl<'a> Writer<'_, 'a> {
                 if unsafe { enif_get_double(self.raw, t, &mut f) } == 0 {
                     return Err(self.not_json(t));
                 }
-                let mut buf = zmij::Buffer::new();
-                self.out.put(buf.format_finite(f).as_bytes());
+                self.float(f);
                 Ok(())
             }
             TYPE_MAP => self.api_map(t, depth),
@@ -290,10 +470,44 @@ impl<'a> Writer<'_, 'a> {
         }
     }
 
+    /// A float as serde_json writes it (the VM has no infinities or NaN).
+    fn float(&mut self, f: f64) {
+        let mut buf = zmij::Buffer::new();
+        let text = buf.format_finite(f).as_bytes();
+        self.out.reserve(32);
+        if text.len() <= 16 {
+            self.out.put_short_unchecked(text);
+        } else {
+            self.out.put(text);
+        }
+    }
+
     #[inline(always)]
     fn int(&mut self, i: i64) {
+        self.out.reserve(20);
+        if (0..100).contains(&i) {
+            // Counts, limits, ids: one or two digits written directly.
+            let at = self.out.at();
+            // SAFETY: room for 20 bytes reserved.
+            unsafe {
+                if i < 10 {
+                    *at = b'0' + i as u8;
+                    self.out.len += 1;
+                } else {
+                    *at = b'0' + (i / 10) as u8;
+                    *at.add(1) = b'0' + (i % 10) as u8;
+                    self.out.len += 2;
+                }
+            }
+            return;
+        }
         let mut buf = itoa::Buffer::new();
-        self.out.put(buf.format(i).as_bytes());
+        let digits = buf.format(i).as_bytes();
+        if digits.len() <= 16 {
+            self.out.put_short_unchecked(digits);
+        } else {
+            self.out.put_unchecked(digits);
+        }
     }
 
     fn integer(&mut self, t: ErlNifTerm) -> Res<'a> {
@@ -341,6 +555,7 @@ impl<'a> Writer<'_, 'a> {
         }
     }
 
+    #[inline(always)]
     fn string_value(&mut self, bytes: &[u8], t: ErlNifTerm) -> Res<'a> {
         self.spend(1 + (bytes.len() >> 5) as i64)?;
         if self.string(bytes, false) {
@@ -352,8 +567,28 @@ impl<'a> Writer<'_, 'a> {
 
     /// Writes `bytes` as a JSON string, escaped as serde_json escapes; `false` (nothing
     /// meaningful written) when they are not UTF-8. `utf8`: already known to be UTF-8.
-    #[inline]
-    fn string(&mut self, bytes: &[u8], mut utf8: bool) -> bool {
+    #[inline(always)]
+    fn string(&mut self, bytes: &[u8], utf8: bool) -> bool {
+        let n = bytes.len();
+        if n <= 16 && short_plain(bytes) {
+            // Most keys and many values: checked in two words, copied in two moves, inline.
+            self.out.reserve(18);
+            let at = self.out.at();
+            // SAFETY: room for 18 bytes reserved.
+            unsafe {
+                *at = b'"';
+                copy_short(bytes, at.add(1));
+                *at.add(n + 1) = b'"';
+            }
+            self.out.len += n + 2;
+            return true;
+        }
+        self.string_long(bytes, utf8)
+    }
+
+    /// `string` for longer strings and strings to escape.
+    #[inline(never)]
+    fn string_long(&mut self, bytes: &[u8], mut utf8: bool) -> bool {
         self.out.reserve(bytes.len() + 2);
         self.out.put_unchecked(b"\"");
         let n = bytes.len();
@@ -512,7 +747,7 @@ impl<'a> Writer<'_, 'a> {
         } else {
             self.out.byte(b':');
         }
-        at(self.value(value, depth + 1), Seg::Key(self.term(key)))
+        at(self.child(value, depth + 1), Seg::Key(self.term(key)))
     }
 
     /// A key's name; errors as `term::read_key` words them.
@@ -574,7 +809,7 @@ impl<'a> Writer<'_, 'a> {
             self.out.byte(b',');
         }
         self.newline();
-        at(self.value(item, depth + 1), Seg::Index(i))
+        at(self.child(item, depth + 1), Seg::Index(i))
     }
 
     #[inline(always)]
@@ -609,7 +844,7 @@ impl Members {
     #[inline(never)]
     fn unique<'a>(
         &mut self,
-        w: &Writer<'_, 'a>,
+        w: &Writer<'_, 'a, '_>,
         key: ErlNifTerm,
         name: &Name,
         all_keys: impl FnOnce() -> Vec<ErlNifTerm>,
@@ -682,10 +917,16 @@ const HIGH: u64 = 0x8080_8080_8080_8080;
 /// (unless the text is known to be UTF-8) non-ASCII.
 #[inline(always)]
 fn needs_care(word: u64, utf8: bool) -> bool {
+    care_bits(word, utf8) != 0
+}
+
+/// `needs_care` as bits (the high bit of each byte that needs care), to combine words.
+#[inline(always)]
+fn care_bits(word: u64, utf8: bool) -> u64 {
     let zero = |v: u64| v.wrapping_sub(LO) & !v & HIGH;
     let control = word.wrapping_sub(LO * 0x20) & !word & HIGH;
     let high = if utf8 { 0 } else { word & HIGH };
-    (zero(word ^ (LO * b'"' as u64)) | zero(word ^ (LO * b'\\' as u64)) | control | high) != 0
+    zero(word ^ (LO * b'"' as u64)) | zero(word ^ (LO * b'\\' as u64)) | control | high
 }
 
 /// serde_json's escapes: 0 plain, `HI` a non-ASCII byte (plain once the text is checked),

@@ -5,7 +5,7 @@
 //! Elixir side documents these reasons per function family (see `docs/DEVELOPING.md`).
 
 use cmdc_tool_core::registry::{Holder, RegistryError};
-use cmdc_tool_core::schema::Failure;
+use cmdc_tool_core::schema::{Failure, Failures, MAX_ERRORS};
 use rustler::{Atom, Encoder, Env, Term};
 
 use crate::atoms;
@@ -25,7 +25,7 @@ pub enum Error {
     Message(String),
     /// Arguments that break the schema, one entry per failure: reason is
     /// `[%{path: _, keyword: _, message: _, schema_path: _}]` (binaries).
-    Invalid(Vec<Failure>),
+    Invalid(Failures),
     /// No tool of that name: `{:not_found, name, suggestions}`.
     NotFound {
         name: String,
@@ -62,7 +62,7 @@ impl Error {
     pub fn not_json(e: &TermError) -> Self {
         match e {
             TermError::Yield => Error::Yield,
-            e => Error::Invalid(vec![Failure::json(e.path(), e.message())]),
+            e => Error::Invalid(Failures::json(e.path(), &e.message())),
         }
     }
 
@@ -100,16 +100,38 @@ impl From<RegistryError<Atom>> for Error {
     }
 }
 
-fn failure_term<'a>(env: Env<'a>, f: &Failure) -> Term<'a> {
+fn failure_term<'a>(env: Env<'a>, f: Failure) -> Term<'a> {
     crate::term::string_map(
         env,
         [
-            (atoms::path(), f.path.as_str()),
-            (atoms::keyword(), f.keyword.as_str()),
-            (atoms::message(), f.message.as_str()),
-            (atoms::schema_path(), f.schema_path.as_str()),
+            (atoms::path(), f.path),
+            (atoms::keyword(), f.keyword),
+            (atoms::message(), f.message),
+            (atoms::schema_path(), f.schema_path),
         ],
     )
+}
+
+/// The failures as a list of maps, made from an array on the stack (`MAX_ERRORS` of them at
+/// most, from a validation).
+fn failures_term<'a>(env: Env<'a>, failures: &Failures) -> Term<'a> {
+    if failures.len() > MAX_ERRORS {
+        let list: Vec<Term<'a>> = failures.iter().map(|f| failure_term(env, f)).collect();
+        return list.encode(env);
+    }
+    let mut items = [atoms::ok().as_c_arg(); MAX_ERRORS];
+    for (item, f) in items.iter_mut().zip(failures.iter()) {
+        *item = failure_term(env, f).as_c_arg();
+    }
+    // SAFETY: the first `len` items are terms of this env.
+    unsafe {
+        let list = rustler::sys::enif_make_list_from_array(
+            env.as_c_arg(),
+            items.as_ptr(),
+            failures.len() as u32,
+        );
+        Term::new(env, list)
+    }
 }
 
 impl Encoder for Error {
@@ -131,10 +153,7 @@ impl Encoder for Error {
             }
             Error::Core(e) => e.to_string().encode(env),
             Error::Message(m) => m.encode(env),
-            Error::Invalid(failures) => {
-                let list: Vec<Term<'a>> = failures.iter().map(|f| failure_term(env, f)).collect();
-                list.encode(env)
-            }
+            Error::Invalid(failures) => failures_term(env, failures),
             Error::NotFound { name, suggestions } => {
                 (atoms::not_found(), name, suggestions).encode(env)
             }

@@ -43,6 +43,9 @@ pub struct Layout {
     /// The low 6 bits of a positive and of a negative big integer's header (the rest is its
     /// size in words): the cost of converting one is known before converting it.
     big_tags: [usize; 2],
+    /// The header word of a float (header, then the `f64`'s bits): read by the encoder, where
+    /// `enif_*` took four calls per float.
+    float_header: usize,
 }
 
 /// The size in 64-bit words of a big integer (`None` when `term` is not one or the layout is
@@ -116,6 +119,19 @@ impl Layout {
         self.big_tags
             .contains(&(header & HEADER_TAG_MASK))
             .then_some(header >> 6)
+    }
+
+    /// The value of `term` if it is a float.
+    #[inline]
+    pub fn float(self, term: ErlNifTerm) -> Option<f64> {
+        let t = word(term);
+        if t & TAG_MASK != TAG_BOXED {
+            return None;
+        }
+        let boxed = (t - TAG_BOXED) as *const usize;
+        // SAFETY: a boxed term points at its header word; a float's value follows it (checked
+        // by `probe`).
+        unsafe { (*boxed == self.float_header).then(|| f64::from_bits(*boxed.add(1) as u64)) }
     }
 
     /// Classifies `term`, a valid term alive for `'t` (the NIF call).
@@ -226,6 +242,9 @@ fn probe(env: Env) -> Option<Layout> {
             boxed_header(pos1)? & HEADER_TAG_MASK,
             boxed_header(neg1)? & HEADER_TAG_MASK,
         ];
+        let floats = [1.5f64, -0.0, 1e300, -2.2250738585072014e-308];
+        let float_terms = floats.map(|f| word(rustler::sys::enif_make_double(raw, f)));
+        let float_header = boxed_header(float_terms[0])?;
         let layout = Layout {
             flatmap_header,
             heap_binary_tag,
@@ -233,6 +252,7 @@ fn probe(env: Env) -> Option<Layout> {
             sub_header,
             nil,
             big_tags,
+            float_header,
         };
         let checks = [
             boxed_header(map1) == Some(flatmap_header),
@@ -259,6 +279,18 @@ fn probe(env: Env) -> Option<Layout> {
             layout.big_words(term(small)).is_none(),
             layout.big_words(term(one)).is_none(),
             layout.big_words(term(map)).is_none(),
+            floats
+                .iter()
+                .zip(float_terms)
+                .all(|(f, t)| layout.float(term(t)).map(f64::to_bits) == Some(f.to_bits())),
+            float_terms
+                .iter()
+                .all(|&t| matches!(layout.shape(term(t)), Shape::Other)),
+            [
+                small, one, long, refc, sub_refc, map, pos1, neg1, atom, list, nil,
+            ]
+            .iter()
+            .all(|&t| layout.float(term(t)).is_none()),
         ];
         checks.iter().all(|ok| *ok).then_some(layout)
     }

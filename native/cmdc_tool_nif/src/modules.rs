@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{OnceLock, RwLock};
 
-use cmdc_tool_core::schema::Failure;
+use cmdc_tool_core::schema::Failures;
 use rustler::{Atom, Binary, Env, ResourceArc, Term};
 
 use crate::atoms;
@@ -113,12 +113,7 @@ fn validate<'a>(
         md5,
         |compiled| match compiled {
             None => Err(Error::Miss),
-            Some(Err(message)) => Err(Error::Invalid(vec![Failure {
-                path: String::new(),
-                keyword: "schema".into(),
-                message: message.clone(),
-                schema_path: String::new(),
-            }])),
+            Some(Err(message)) => Err(Error::Invalid(Failures::one("", "schema", message, ""))),
             Some(Ok(schema)) => schema::validate_args(env, schema, args, dirty),
         },
     )

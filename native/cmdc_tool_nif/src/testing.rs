@@ -214,20 +214,57 @@ fn bench_rust_text_validate(
         Ok(v) => validator.is_valid(&v),
         Err(_) => false,
     });
-    let errors = best_of_five(iterations, &|| {
-        !validator
-            .iter_errors(std::hint::black_box(&value))
-            .map(|e| {
-                (
-                    e.instance_path().as_str().to_owned(),
-                    e.kind().keyword().to_owned(),
-                    e.to_string(),
-                )
-            })
-            .collect::<Vec<_>>()
-            .is_empty()
-    });
+    let errors = best_of_five(iterations, &|| rust_errors(&validator, &value));
     Ok((parse_validate, errors))
+}
+
+/// The reference error list: `iter_errors` with paths, keywords and messages made strings;
+/// whether there was any.
+fn rust_errors(validator: &Validator, value: &Value) -> bool {
+    !validator
+        .iter_errors(std::hint::black_box(value))
+        .map(|e| {
+            (
+                e.instance_path().as_str().to_owned(),
+                e.kind().keyword().to_owned(),
+                e.to_string(),
+            )
+        })
+        .collect::<Vec<_>>()
+        .is_empty()
+}
+
+mod works {
+    rustler::atoms! { errors, encode, decode, is_valid }
+}
+
+/// One reference work alone, `iterations` times in a plain loop (no rounds, no timing): for
+/// counting its instructions (`valgrind --tool=callgrind`), where the other reference NIFs run
+/// two works each. `what` is `:errors` (as `bench_rust_text_validate`'s second figure),
+/// `:encode`, `:decode` (as `bench_rust_json`'s) or `:is_valid` (as `bench_rust_validate`'s
+/// second). Returns how many of the runs succeeded.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn bench_rust_one(
+    what: Atom,
+    schema: ResourceArc<Schema>,
+    text: Binary,
+    iterations: u64,
+) -> Result<u64> {
+    let (value, validator) = (parse(text.as_slice())?, converting(&schema)?);
+    let work: &dyn Fn() -> bool = if what == works::errors() {
+        &|| rust_errors(&validator, &value)
+    } else if what == works::encode() {
+        &|| serde_json::to_vec(std::hint::black_box(&value)).is_ok()
+    } else if what == works::decode() {
+        &|| serde_json::from_slice::<Value>(std::hint::black_box(text.as_slice())).is_ok()
+    } else if what == works::is_valid() {
+        &|| validator.is_valid(std::hint::black_box(&value))
+    } else {
+        return Err(Error::Message(
+            "what: :errors, :encode, :decode or :is_valid".into(),
+        ));
+    };
+    Ok((0..iterations).filter(|_| work()).count() as u64)
 }
 
 /// Checks the accessor contract of the validator on a term encoding

@@ -48,6 +48,51 @@ defmodule CMDC.Tool.JSONTest do
     end
   end
 
+  test "short strings: every length, a character to escape or a bad byte at every position" do
+    escape = fn s ->
+      for <<c::utf8 <- s>>, into: "" do
+        case c do
+          ?" -> "\\\""
+          ?\\ -> "\\\\"
+          ?\n -> "\\n"
+          c when c < 0x20 -> "\\u00" <> String.downcase(Base.encode16(<<c>>))
+          c -> <<c::utf8>>
+        end
+      end
+    end
+
+    for n <- 0..24, at <- 0..max(n - 1, 0), odd <- ["\"", "\\", "\n", "\u0001", "é", "☃"] do
+      plain = String.duplicate("k", n)
+
+      s =
+        if n == 0,
+          do: plain,
+          else: binary_part(plain, 0, at) <> odd <> binary_part(plain, at + 1, n - at - 1)
+
+      assert JSON.encode!(plain) == ~s(") <> plain <> ~s(")
+      assert JSON.encode!(%{s => s}) == "{\"#{escape.(s)}\":\"#{escape.(s)}\"}"
+
+      bad =
+        if n == 0,
+          do: <<0xFF>>,
+          else: binary_part(plain, 0, at) <> <<0xFF>> <> binary_part(plain, at + 1, n - at - 1)
+
+      assert {:error, _} = JSON.encode(bad)
+      assert {:error, _} = JSON.encode(%{bad => 1})
+    end
+  end
+
+  test "small and large integers, and text around the size first written on the stack" do
+    ints = Enum.to_list(-120..120) ++ [999, 1000, 99_999, -(2 ** 40), 2 ** 53]
+    assert JSON.encode!(ints) == "[" <> Enum.map_join(ints, ",", &Integer.to_string/1) <> "]"
+
+    for size <- [2030, 2040, 2046, 2047, 2048, 2049, 2050, 4100] do
+      s = String.duplicate("x", size - 2)
+      assert JSON.encode!(s) == ~s(") <> s <> ~s(")
+      assert byte_size(JSON.encode!([s])) == size + 2
+    end
+  end
+
   test "numbers are written as serde_json writes them" do
     assert JSON.encode!([0, -1, 2 ** 59, -(2 ** 59) - 1, 2 ** 63, 2 ** 64 - 1]) ==
              "[0,-1,576460752303423488,-576460752303423489,9223372036854775808,18446744073709551615]"
