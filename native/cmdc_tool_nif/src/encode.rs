@@ -663,9 +663,33 @@ impl<'a> Writer<'_, 'a, '_> {
 
     fn flatmap(&mut self, keys: &[usize], values: &[usize], depth: usize) -> Res<'a> {
         self.enter(depth)?;
-        let mut members = Members::default();
         self.open(b'{');
-        for (&k, &v) in keys.iter().zip(values) {
+        let mut members = Members::default();
+        let mut first = 0;
+        if let (Some(layout), false) = (self.layout, self.pretty) {
+            // The common map: binary keys read directly, compact output. A small map's keys
+            // are in term order, atoms before binaries: once a key is a binary, no atom
+            // follows, so no name can come twice and `Members` has nothing to track.
+            for (&k, &v) in keys.iter().zip(values) {
+                let key = layout::term(k);
+                let Shape::Bytes(text) = layout.shape(key) else {
+                    break;
+                };
+                self.spend(1 + (text.len() >> 5) as i64)?;
+                if first > 0 {
+                    self.out.byte(b',');
+                }
+                first += 1;
+                if !self.string(text, false) {
+                    return Err(bad_key());
+                }
+                self.out.byte(b':');
+                at(self.child(layout::term(v), depth + 1), Seg::Key(self.term(key)))?;
+            }
+            members.count = first;
+            members.binary = first > 0;
+        }
+        for (&k, &v) in keys[first..].iter().zip(&values[first..]) {
             self.member(
                 &mut members,
                 layout::term(k),

@@ -129,6 +129,13 @@ defmodule CMDC.Tool.JSONTest do
     assert {:error, "/a/0: a pid" <> _} = JSON.encode(%{"a" => [self()]})
     assert {:error, "/k: a binary that is not valid UTF-8" <> _} = JSON.encode(%{k: <<0xC3>>})
     assert {:error, "key \"a\" is given twice" <> _} = JSON.encode(%{:a => 1, "a" => 2})
+    assert {:error, "/b/c: a pid" <> _} = JSON.encode(%{"a" => 1, "b" => %{"c" => self()}})
+
+    assert {:error, "a map key is a binary that is not valid UTF-8"} =
+             JSON.encode(%{"a" => 1, <<0xFF>> => 2})
+
+    # Atom keys come first in a small map; distinct names mix freely.
+    assert JSON.encode!(%{:b => 1, "a" => 2, "c" => [3]}) == ~s({"b":1,"a":2,"c":[3]})
     assert_raise JSON.EncodeError, ~r/a tuple/, fn -> JSON.encode!({1}) end
     assert_raise JSON.DecodeError, ~r/invalid JSON/, fn -> JSON.decode!("nope") end
   end
