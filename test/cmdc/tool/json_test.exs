@@ -83,7 +83,8 @@ defmodule CMDC.Tool.JSONTest do
   end
 
   test "small and large integers, and text around the size first written on the stack" do
-    ints = Enum.to_list(-120..120) ++ [999, 1000, 99_999, -(2 ** 40), 2 ** 53]
+    ints = Enum.to_list(-120..120) ++ Enum.to_list(990..1010) ++ [1234, 5005, 9999, 10_000]
+    ints = ints ++ [10_001, 99_999, -(2 ** 40), 2 ** 53]
     assert JSON.encode!(ints) == "[" <> Enum.map_join(ints, ",", &Integer.to_string/1) <> "]"
 
     for size <- [2030, 2040, 2046, 2047, 2048, 2049, 2050, 4100] do
