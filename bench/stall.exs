@@ -1,10 +1,12 @@
-# Scheduler stalls (issue 16): `MIX_ENV=bench mix run bench/stall.exs`.
+# Scheduler stalls (issue 16): `MIX_ENV=bench mix run bench/stall.exs [WORDS]` (WORDS: only the
+# rows whose name contains them, e.g. `encode`, `memory`).
 #
 # For each hostile input, worker processes (one per scheduler) call our function in a loop for
 # a while, and a sleeper process asks for 1 ms sleeps; the figure is the sleeper's lateness
 # (worst and 99th percentile), next to the same run with the VM's own
 # `binary_to_term(term_to_binary(term))` on the same term. Target: ours <= control.
-# Then OS RSS (/proc/self/status) before and after concurrent 1 MB validations.
+# Then OS RSS (/proc/self/status) over rounds of concurrent 1 MB validations, next to the VM's
+# own figures and the native heap.
 
 defmodule Bench.Stall do
   alias CMDC.Tool.{JSON, Registry, Schema}
@@ -49,6 +51,13 @@ defmodule Bench.Stall do
   end
 
   def row(name, term, ours) do
+    if wanted?(name), do: measure_row(name, term, ours)
+  end
+
+  # `mix run bench/stall.exs WORDS`: only the rows (and sections) whose name contains WORDS.
+  defp wanted?(name), do: String.contains?(name, Enum.join(System.argv(), " "))
+
+  defp measure_row(name, term, ours) do
     control = fn -> :erlang.binary_to_term(:erlang.term_to_binary(term)) end
     {cw, cp} = lateness(control)
     {ow, op} = lateness(ours)
@@ -103,6 +112,11 @@ defmodule Bench.Stall do
       JSON.decode(text)
     end)
 
+    if wanted?("registry unregister"), do: registry()
+    if wanted?("memory"), do: memory(any, map, text)
+  end
+
+  def registry do
     reg = Registry.new()
     mods = for i <- 1..30_000, do: CMDC.Tool.Test.Factory.tool("t#{i}")
     :ok = Registry.register(reg, mods)
@@ -114,23 +128,88 @@ defmodule Bench.Stall do
     IO.puts(
       "\nregistry unregister at 30k tools: #{Float.round(us / 1000, 3)} µs mean (was 10,800 µs)"
     )
+  end
 
-    before = rss_kb()
-
-    tasks =
-      for _ <- 1..(System.schedulers_online() * 4),
-          do:
-            Task.async(fn ->
-              for _ <- 1..5, do: Schema.validate_json(any, text)
-            end)
-
-    Enum.each(tasks, &Task.await(&1, 120_000))
-    :erlang.garbage_collect()
+  # Item 5: memory under ~5 rounds of concurrent 1 MB validate_json / validate. Measured (see
+  # the figures printed): the native heap (glibc malloc, all the Rust code's memory) stays flat;
+  # the RSS above the VM's own `:erlang.memory` is the VM's segment cache (mseg_alloc keeps the
+  # freed carriers of the tasks' heaps, which held the decoded 1 MB terms, and frees them over a
+  # few seconds), plus the JIT's code mapped twice (counted twice in RSS).
+  def memory(any, map, text) do
+    typed =
+      Schema.compile!(%{
+        "type" => "object",
+        "additionalProperties" => %{"type" => "string", "maxLength" => 100}
+      })
 
     IO.puts(
-      "RSS before #{div(before, 1024)} MB, after concurrent 1 MB validate_json #{div(rss_kb(), 1024)} MB " <>
-        "(:erlang.memory total #{div(:erlang.memory(:total), 1_048_576)} MB)"
+      "\nmemory, concurrent 1 MB validate_json + validate (#{System.schedulers_online() * 4} " <>
+        "tasks x 5 calls a round); target: no growth after round 1 (reference)"
     )
+
+    rounds =
+      for round <- 1..5 do
+        tasks =
+          for i <- 1..(System.schedulers_online() * 4) do
+            Task.async(fn ->
+              for _ <- 1..5 do
+                if rem(i, 2) == 0,
+                  do: {:ok, _} = Schema.validate_json(typed, text),
+                  else: {:ok, _} = Schema.validate(any, map)
+              end
+
+              :ok
+            end)
+          end
+
+        Enum.each(tasks, &Task.await(&1, 120_000))
+        :erlang.garbage_collect()
+        figures = memory_figures()
+        IO.puts("  round #{round}: " <> format_memory(figures))
+        figures
+      end
+
+    [{rss1, _, heap1, _} | _] = rounds
+    {rss5, _, heap5, _} = List.last(rounds)
+    Process.sleep(10_000)
+    IO.puts("  10 s later: " <> format_memory(memory_figures()))
+
+    IO.puts(
+      "  RSS round 5 vs round 1: #{mb(rss5 - rss1)} (#{verdict(rss5 <= rss1 * 1.1)}); " <>
+        "native heap: #{mb(heap5 - heap1)} (#{verdict(heap5 <= heap1 + 4_194_304)})"
+    )
+  end
+
+  defp verdict(true), do: "ok"
+  defp verdict(false), do: "OVER"
+
+  # {RSS, :erlang.memory total, native heap (glibc arenas + mmapped blocks), VM segment cache},
+  # in bytes.
+  defp memory_figures do
+    {arena, mapped, _free} = CMDC.Tool.Native.memory_malloc()
+    {rss_kb() * 1024, :erlang.memory(:total), arena + mapped, mseg_cached()}
+  end
+
+  defp format_memory({rss, vm, heap, cached}) do
+    "RSS #{mb(rss)}, VM allocated #{mb(vm)}, VM cached segments #{cached}, " <>
+      "native heap #{mb(heap)}"
+  end
+
+  defp mb(bytes), do: "#{Float.round(bytes / 1_048_576, 1)} MB"
+
+  # Freed segments mseg_alloc keeps cached for reuse (their memory is not in `:erlang.memory`).
+  defp mseg_cached do
+    case :erlang.system_info({:allocator, :mseg_alloc}) do
+      instances when is_list(instances) ->
+        Enum.sum(
+          for {:instance, _, props} <- instances,
+              {:cached_segments, n} <- get_in(props, [:memkind, :status]) || [],
+              do: n
+        )
+
+      _ ->
+        0
+    end
   end
 end
 

@@ -204,7 +204,15 @@ thread_local! {
 }
 
 /// Buffers larger than this are not kept (a huge input should not pin its memory).
-const KEEP_CAPACITY: usize = 4096;
+pub const KEEP_CAPACITY: usize = 4096;
+
+/// The capacities (items, keys) of the buffers this thread keeps for its next tape.
+pub fn kept_capacity() -> (usize, usize) {
+    let buffers = BUFFERS.take();
+    let capacity = (buffers.items.capacity(), buffers.keys.capacity());
+    BUFFERS.set(buffers);
+    capacity
+}
 
 impl<'a> Tape<'a> {
     pub fn root(&self) -> BeamNode<'_> {
@@ -779,6 +787,20 @@ mod tests {
             };
         }
         node
+    }
+
+    #[test]
+    fn a_thread_keeps_small_buffers_and_drops_big_ones() {
+        std::thread::spawn(|| {
+            drop(from_value(&json!({"a": [1, 2, 3]})));
+            let (items, keys) = kept_capacity();
+            assert!(items >= 5 && keys >= 5 && items <= KEEP_CAPACITY);
+            let big = Value::Array(vec![json!(1); 100_000]);
+            drop(from_value(&big));
+            assert_eq!(kept_capacity(), (0, 0));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -283,3 +283,31 @@ fn conformance(term: Term) -> Result<()> {
     })
     .map_err(Error::Message)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Memory (issue 16): what a big input leaves behind
+
+/// Builds the index of `input` on this (dirty) thread, drops it, and returns the capacities
+/// (items, keys) of the buffers the thread keeps for its next index.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn memory_kept_after<'a>(input: Term<'a>) -> Result<(usize, usize)> {
+    drop(beam::build(input, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?);
+    Ok(cmdc_tool_core::tape::kept_capacity())
+}
+
+/// The native heap (glibc's malloc, which the Rust code uses): bytes of its arenas and of its
+/// `mmap`ed blocks, and the free bytes it holds in them. `bench/stall.exs` prints it next to the
+/// RSS and the VM's own figures.
+#[rustler::nif]
+fn memory_malloc() -> (u64, u64, u64) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    // SAFETY: `mallinfo2` only reads glibc's counters.
+    let (arena, mapped, free) = {
+        let info = unsafe { libc::mallinfo2() };
+        (info.arena as u64, info.hblkhd as u64, info.fordblks as u64)
+    };
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let (arena, mapped, free) = (0, 0, 0);
+    (arena, mapped, free)
+}

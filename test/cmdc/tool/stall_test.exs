@@ -95,4 +95,17 @@ defmodule CMDC.Tool.StallTest do
     assert Native.registry_list(reg.ref) == {:error, :yield}
     assert CMDC.Tool.Registry.list(reg) == mods
   end
+
+  # Item 5: a thread keeps its index buffers between calls only while they are small, so a big
+  # input does not pin its memory on the scheduler thread that read it. (RSS figures under
+  # concurrent 1 MB validations are in bench/stall.exs.)
+  test "the per-thread index buffers are back under their cap after a big input" do
+    big = Map.new(1..50_000, &{"k#{&1}", [&1, "v"]})
+    {:ok, {items, keys}} = Native.memory_kept_after(big)
+    assert items <= 4096 and keys <= 4096
+
+    # A small input's buffers are kept (the next call allocates nothing).
+    {:ok, {items, keys}} = Native.memory_kept_after(%{"a" => [1, 2, 3]})
+    assert items > 0 and keys > 0 and items <= 4096 and keys <= 4096
+  end
 end
