@@ -694,7 +694,10 @@ impl<'a> Writer<'_, 'a, '_> {
                     return Err(bad_key());
                 }
                 self.out.byte(b':');
-                at(self.child(layout::term(v), depth + 1), Seg::Key(self.term(key)))?;
+                at(
+                    self.child(layout::term(v), depth + 1),
+                    Seg::Key(self.term(key)),
+                )?;
             }
             members.count = first;
             members.binary = first > 0;
