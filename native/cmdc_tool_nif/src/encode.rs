@@ -396,6 +396,15 @@ impl<'a> Writer<'_, 'a, '_> {
                     self.spend(1)?;
                     return self.string_value(bytes, t);
                 }
+                Shape::Other if t == self.words.true_ || t == self.words.false_ => {
+                    self.spend(1)?;
+                    self.out.put(if t == self.words.true_ {
+                        b"true"
+                    } else {
+                        b"false"
+                    });
+                    return Ok(());
+                }
                 _ => {}
             }
         }
@@ -485,20 +494,21 @@ impl<'a> Writer<'_, 'a, '_> {
     #[inline(always)]
     fn int(&mut self, i: i64) {
         self.out.reserve(20);
-        if (0..100).contains(&i) {
-            // Counts, limits, ids: one or two digits written directly.
+        if (0..10_000).contains(&i) {
+            // Counts, limits, ids: up to four digits written directly, two at a time.
+            let i = i as usize;
             let at = self.out.at();
+            let pair = |n: usize| [DIGITS[2 * n], DIGITS[2 * n + 1]];
+            let (hi, lo) = (pair(i / 100), pair(i % 100));
+            let (digits, n) = match i {
+                0..=9 => ([lo[1], 0, 0, 0], 1),
+                10..=99 => ([lo[0], lo[1], 0, 0], 2),
+                100..=999 => ([hi[1], lo[0], lo[1], 0], 3),
+                _ => ([hi[0], hi[1], lo[0], lo[1]], 4),
+            };
             // SAFETY: room for 20 bytes reserved.
-            unsafe {
-                if i < 10 {
-                    *at = b'0' + i as u8;
-                    self.out.len += 1;
-                } else {
-                    *at = b'0' + (i / 10) as u8;
-                    *at.add(1) = b'0' + (i % 10) as u8;
-                    self.out.len += 2;
-                }
-            }
+            unsafe { (at as *mut [u8; 4]).write_unaligned(digits) };
+            self.out.len += n;
             return;
         }
         let mut buf = itoa::Buffer::new();
@@ -663,9 +673,36 @@ impl<'a> Writer<'_, 'a, '_> {
 
     fn flatmap(&mut self, keys: &[usize], values: &[usize], depth: usize) -> Res<'a> {
         self.enter(depth)?;
-        let mut members = Members::default();
         self.open(b'{');
-        for (&k, &v) in keys.iter().zip(values) {
+        let mut members = Members::default();
+        let mut first = 0;
+        if let (Some(layout), false) = (self.layout, self.pretty) {
+            // The common map: binary keys read directly, compact output. A small map's keys
+            // are in term order, atoms before binaries: once a key is a binary, no atom
+            // follows, so no name can come twice and `Members` has nothing to track.
+            for (&k, &v) in keys.iter().zip(values) {
+                let key = layout::term(k);
+                let Shape::Bytes(text) = layout.shape(key) else {
+                    break;
+                };
+                self.spend(1 + (text.len() >> 5) as i64)?;
+                if first > 0 {
+                    self.out.byte(b',');
+                }
+                first += 1;
+                if !self.string(text, false) {
+                    return Err(bad_key());
+                }
+                self.out.byte(b':');
+                at(
+                    self.child(layout::term(v), depth + 1),
+                    Seg::Key(self.term(key)),
+                )?;
+            }
+            members.count = first;
+            members.binary = first > 0;
+        }
+        for (&k, &v) in keys[first..].iter().zip(&values[first..]) {
             self.member(
                 &mut members,
                 layout::term(k),
@@ -928,6 +965,18 @@ fn care_bits(word: u64, utf8: bool) -> u64 {
     let high = if utf8 { 0 } else { word & HIGH };
     zero(word ^ (LO * b'"' as u64)) | zero(word ^ (LO * b'\\' as u64)) | control | high
 }
+
+/// "00" to "99": two digits of a number at a time.
+static DIGITS: [u8; 200] = {
+    let mut table = [0u8; 200];
+    let mut n = 0;
+    while n < 100 {
+        table[2 * n] = b'0' + (n / 10) as u8;
+        table[2 * n + 1] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    table
+};
 
 /// serde_json's escapes: 0 plain, `HI` a non-ASCII byte (plain once the text is checked),
 /// `UU` written as `\u00XX`, else the character after the backslash.

@@ -83,7 +83,8 @@ defmodule CMDC.Tool.JSONTest do
   end
 
   test "small and large integers, and text around the size first written on the stack" do
-    ints = Enum.to_list(-120..120) ++ [999, 1000, 99_999, -(2 ** 40), 2 ** 53]
+    ints = Enum.to_list(-120..120) ++ Enum.to_list(990..1010) ++ [1234, 5005, 9999, 10_000]
+    ints = ints ++ [10_001, 99_999, -(2 ** 40), 2 ** 53]
     assert JSON.encode!(ints) == "[" <> Enum.map_join(ints, ",", &Integer.to_string/1) <> "]"
 
     for size <- [2030, 2040, 2046, 2047, 2048, 2049, 2050, 4100] do
@@ -129,6 +130,13 @@ defmodule CMDC.Tool.JSONTest do
     assert {:error, "/a/0: a pid" <> _} = JSON.encode(%{"a" => [self()]})
     assert {:error, "/k: a binary that is not valid UTF-8" <> _} = JSON.encode(%{k: <<0xC3>>})
     assert {:error, "key \"a\" is given twice" <> _} = JSON.encode(%{:a => 1, "a" => 2})
+    assert {:error, "/b/c: a pid" <> _} = JSON.encode(%{"a" => 1, "b" => %{"c" => self()}})
+
+    assert {:error, "a map key is a binary that is not valid UTF-8"} =
+             JSON.encode(%{"a" => 1, <<0xFF>> => 2})
+
+    # Atom keys come first in a small map; distinct names mix freely.
+    assert JSON.encode!(%{:b => 1, "a" => 2, "c" => [3]}) == ~s({"b":1,"a":2,"c":[3]})
     assert_raise JSON.EncodeError, ~r/a tuple/, fn -> JSON.encode!({1}) end
     assert_raise JSON.DecodeError, ~r/invalid JSON/, fn -> JSON.decode!("nope") end
   end
