@@ -60,6 +60,19 @@ defmodule CMDC.Tool.StallTest do
     assert String.length(message) < 200
   end
 
+  test "an error's work is reported to the VM: a loop of cheap errors is charged for it", %{
+    any: any
+  } do
+    # Each error (~1.6 µs of formatting and maps) counts as work; calls under 1% of a time slice
+    # add up, so a process looping over them is switched out as often as its work warrants.
+    # Before, such a call cost the caller ~7 reductions, a valid one's price (~6).
+    tuple = [List.to_tuple(Enum.to_list(1..300_000))]
+    {:reductions, before} = Process.info(self(), :reductions)
+    for _ <- 1..1000, do: {:error, _} = Schema.validate(any, tuple)
+    {:reductions, later} = Process.info(self(), :reductions)
+    assert later - before > 10_000
+  end
+
   test "a pattern that can backtrack runs dirty and ends in a clear error past its limit" do
     schema = Schema.compile!(%{"type" => "string", "pattern" => "^(a*)*\\1b$"})
     hostile = String.duplicate("a", 30)
