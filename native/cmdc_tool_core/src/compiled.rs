@@ -23,6 +23,7 @@ use std::mem::ManuallyDrop;
 
 use jsonschema::json::Json;
 use jsonschema::{Draft, Validator};
+use jsonschema_regex::{analyze_pattern, PatternAnalysis};
 use num_cmp::NumCmp;
 use serde_json::{Map, Number, Value};
 
@@ -140,9 +141,27 @@ enum Rest {
 struct StringChecks {
     min: Option<u64>,
     max: Option<u64>,
-    /// `pattern` and `format`: the crate's validator for a one-keyword schema, and what one
-    /// match costs.
-    leaves: Vec<(Validator<Beam>, MatchCost)>,
+    /// `pattern` and `format`, and what one match costs.
+    leaves: Vec<(Leaf, MatchCost)>,
+}
+
+/// One `pattern` or `format` check.
+enum Leaf {
+    /// The crate's validator for a one-keyword schema.
+    Crate(Validator<Beam>),
+    /// A `pattern` of the form `^(a|b|c)$` with literal alternatives: the string is one of these
+    /// (sorted). The crate decides such a pattern the same way but scans the alternatives one by
+    /// one: 1.6 µs a string for 2,000 of them (measured), against ~50 ns for a binary search.
+    OneOf(Box<[String]>),
+}
+
+impl Leaf {
+    fn is_valid(&self, s: &str) -> bool {
+        match self {
+            Leaf::Crate(leaf) => leaf_is_valid(leaf, s),
+            Leaf::OneOf(words) => words.binary_search_by(|w| w.as_str().cmp(s)).is_ok(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -557,7 +576,7 @@ fn string(checks: &StringChecks, s: &str, budget: &mut Budget) -> Checked {
         // Regular expressions and formats cost more per byte than reading the value; a
         // pattern that can backtrack is charged its whole limit, before it runs.
         budget.spend(cost.units(s.len()))?;
-        require(leaf_is_valid(leaf, s))?;
+        require(leaf.is_valid(s))?;
     }
     Ok(())
 }
@@ -873,7 +892,14 @@ impl Compiler<'_> {
         })
     }
 
-    fn leaf(&self, keyword: &str, value: &Value) -> Option<(Validator<Beam>, MatchCost)> {
+    fn leaf(&self, keyword: &str, value: &Value) -> Option<(Leaf, MatchCost)> {
+        if let ("pattern", Value::String(pattern)) = (keyword, value) {
+            // The crate's own analysis, so the verdict is the crate's.
+            if let Some(PatternAnalysis::Alternation(mut words)) = analyze_pattern(pattern) {
+                words.sort_unstable();
+                return Some((Leaf::OneOf(words.into()), MatchCost::LEAF));
+            }
+        }
         let mut one = Map::new();
         one.insert(keyword.into(), value.clone());
         let cost = match (keyword, value) {
@@ -883,7 +909,7 @@ impl Compiler<'_> {
         let validator = options_for::<Beam>(Some(self.draft))
             .build(&Value::Object(one))
             .ok()?;
-        Some((validator, cost))
+        Some((Leaf::Crate(validator), cost))
     }
 
     fn node(&mut self, schema: &Value, root: bool) -> Option<Node> {
@@ -1319,9 +1345,9 @@ mod tests {
         // Dirty, it runs; past its limit it is invalid here and the other path names the error.
         assert_eq!(run(&p, &json!("aab")), Ok(()));
         assert_eq!(run(&p, &json!("a".repeat(30))), Err(Stop::Invalid));
-        // A linear pattern over a 2,000-word alternation costs by its size: ~40 strings.
+        // Another linear pattern costs by its size: a 2,000-word one ~40 strings of 12,000 units.
         let words: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
-        let s = json!({"items": {"pattern": format!("^({})$", words.join("|"))}});
+        let s = json!({"items": {"pattern": format!("^(?:{})$", words.join("|"))}});
         let p = Program::compile(&s, Draft::Draft7).unwrap();
         let strings = Value::Array(vec![json!("w1999"); 2000]);
         let mut budget = Budget {
@@ -1330,6 +1356,35 @@ mod tests {
         };
         assert_eq!(p.validate(&strings, &mut budget), Err(Stop::Yield));
         assert_eq!(run(&p, &strings), Ok(()));
+    }
+
+    #[test]
+    fn a_literal_alternation_is_a_binary_search_with_the_crates_verdict() {
+        let words: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
+        let pattern = format!("^({})$", words.join("|"));
+        let s = json!({"items": {"pattern": pattern}});
+        let p = Program::compile(&s, Draft::Draft7).unwrap();
+        let crate_validator = jsonschema::validator_for(&s).unwrap();
+        for word in [
+            "w0", "w1999", "w999", "w2000", "w", "", "W1", "w1999 ", "nope",
+        ] {
+            let v = json!([word]);
+            let verdict = run(&p, &v);
+            assert_eq!(verdict.is_ok(), crate_validator.is_valid(&v), "{word}");
+            assert!(matches!(verdict, Ok(()) | Err(Stop::Invalid)), "{word}");
+        }
+        // Charged as one leaf a string: 2,000 strings fit in 12,000 units, not in 3,000.
+        let strings = Value::Array(vec![json!("w1999"); 2000]);
+        let mut budget = Budget {
+            remaining: 12_000,
+            dirty: false,
+        };
+        assert_eq!(p.validate(&strings, &mut budget), Ok(()));
+        let mut budget = Budget {
+            remaining: 3_000,
+            dirty: false,
+        };
+        assert_eq!(p.validate(&strings, &mut budget), Err(Stop::Yield));
     }
 
     fn suite_dir() -> Option<PathBuf> {

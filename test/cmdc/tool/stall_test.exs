@@ -74,12 +74,20 @@ defmodule CMDC.Tool.StallTest do
 
   test "a pattern over 2,000 strings yields on a normal scheduler, then answers dirty" do
     words = Enum.map_join(0..1999, "|", &"w#{&1}")
-    schema = Schema.compile!(%{"items" => %{"pattern" => "^(#{words})$"}})
+    # A regex of 2,000 alternatives costs by its size.
+    schema = Schema.compile!(%{"items" => %{"pattern" => "^(?:#{words})$"}})
     strings = List.duplicate("w1999", 2_000)
     assert Native.schema_validate(schema, strings) == {:error, :yield}
     assert {:ok, ^strings} = Schema.validate(schema, strings)
     bad = strings ++ ["nope"]
     assert {:error, [%{path: "/2000", keyword: "pattern"}]} = Schema.validate(schema, bad)
+
+    # A literal alternation is a binary search (~0.1 µs a string): decided on the normal
+    # scheduler, with the same verdict.
+    schema = Schema.compile!(%{"items" => %{"pattern" => "^(#{words})$"}})
+    assert {:ok, ^strings} = Native.schema_validate(schema, strings)
+    assert {:error, [%{path: "/2000", keyword: "pattern"}]} = Schema.validate(schema, bad)
+    assert Native.schema_validate(schema, strings ++ strings) == {:error, :yield}
 
     # patternProperties takes the generic validator: its regexes are charged there too.
     props = Map.new(1..500, &{"k#{&1}", &1})
