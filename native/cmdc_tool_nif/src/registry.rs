@@ -280,7 +280,8 @@ fn list<'a>(env: Env<'a>, reg: &Registry, dirty: bool) -> Term<'a> {
 }
 
 /// `{generation, [{name, module}]}` of the tools whose description depends on the context.
-#[rustler::nif]
+/// Dirty: it reads every entry, and it runs only before a (dirty) build of a tools list.
+#[rustler::nif(schedule = "DirtyCpu")]
 fn registry_contextual<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
     let state = reg.read();
     let list: Vec<Term<'a>> = state
