@@ -152,11 +152,16 @@ defmodule CMDC.Tool.Schema do
   # CMDC.Tool.validate/2: the arguments validated against for_module/1's schema in one native
   # call (strict mode's nulls dropped, as CMDC.Tool.RoundTrip does), compiled on first use.
   def validate_module(module, args) do
-    compiled = &CMDC.Tool.RoundTrip.validate(&1, args)
-
     case module_md5(module) do
-      nil -> with_compiled(module, compiled)
-      md5 -> stored(Native.with_dirty(module_validate(module, md5, args)), module, compiled)
+      nil ->
+        with_compiled(module, &CMDC.Tool.RoundTrip.validate(&1, args))
+
+      md5 ->
+        case Native.with_dirty(module_validate(module, md5, args)) do
+          # Nothing stored for this version yet: compiled (and stored, for the next call) now.
+          {:error, :miss} -> with_compiled(module, &CMDC.Tool.RoundTrip.validate(&1, args))
+          result -> result
+        end
     end
   end
 
