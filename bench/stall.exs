@@ -121,7 +121,10 @@ defmodule Bench.Stall do
   # What the rows changed by issue 16's last round measure, less noisy than lateness on a
   # shared machine. Before (2 cores, the lead's run): encode of a 2M-element list p99 15.0 vs
   # 5.9 ms, the 300k-tuple error worst 9.3 vs 5.3 ms, pattern over 2,000 strings p99 5.5 vs
-  # 3.4 ms, the back-reference pattern p99 1.6 vs 1.1 ms.
+  # 3.4 ms, the back-reference pattern p99 1.6 vs 1.1 ms. The 2M-element list encoded a slice per
+  # call on the caller's scheduler instead of on a dirty one (3 runs, load ~1): p99 1.5-3.3 vs
+  # 5.3-6.5 ms, worst 12.3-20.9 vs 16.0-20.4 ms; its own time unchanged once the list is in the
+  # old heap (6.2-6.8 ms vs 6.4 ms in one dirty call).
   def work(any, tuple, alt, strings) do
     {us, _} = :timer.tc(fn -> for _ <- 1..50, do: Native.schema_validate_dirty(alt, strings) end)
 

@@ -85,12 +85,48 @@ defmodule CMDC.Tool.JSON do
   """
   @spec encode(term(), keyword()) :: {:ok, String.t()} | {:error, String.t()}
   def encode(term, opts \\ []) do
-    pretty = Keyword.get(opts, :pretty, false)
-
-    case Native.with_dirty(json_encode(term, pretty)) do
+    case native_encode(term, Keyword.get(opts, :pretty, false)) do
       {:ok, text} -> {:ok, text}
       {:error, {"", message}} -> {:error, message}
       {:error, {path, message}} -> {:error, "#{path}: #{message}"}
+    end
+  end
+
+  # A top-level list too long for one normal-scheduler call (the usual shape of a big output)
+  # is written a slice per native call on the caller's scheduler, where the VM can run other
+  # processes between slices; on a dirty scheduler the same work would compete with the normal
+  # schedulers for the cores. Other big terms go to a dirty scheduler.
+  defp native_encode(list, false) when is_list(list) do
+    case Native.json_encode(list, false) do
+      {:error, :yield} -> encode_slices(list, list, [])
+      result -> result
+    end
+  end
+
+  defp native_encode(term, pretty), do: Native.with_dirty(json_encode(term, pretty))
+
+  # The slices' texts, last first, as one JSON array.
+  defp join(texts),
+    do: IO.iodata_to_binary(["[", Enum.intersperse(Enum.reverse(texts), ","), "]"])
+
+  defp encode_slices(list, rest, texts) do
+    case Native.json_encode_slice(rest) do
+      {:ok, {text, []}} ->
+        {:ok, join([text | texts])}
+
+      {:ok, {text, rest}} ->
+        encode_slices(list, rest, [text | texts])
+
+      # The next element alone is over a normal call's budget: the rest on a dirty scheduler.
+      {:error, :yield} ->
+        case Native.json_encode_dirty(rest, false) do
+          {:ok, text} -> {:ok, join([binary_part(text, 1, byte_size(text) - 2) | texts])}
+          {:error, _} -> Native.json_encode_dirty(list, false)
+        end
+
+      # Not JSON: the whole list again, for the error's path from the top.
+      {:error, _} ->
+        Native.json_encode_dirty(list, false)
     end
   end
 

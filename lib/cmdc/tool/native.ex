@@ -84,6 +84,7 @@ defmodule CMDC.Tool.Native do
   def json_decode_dirty(_text), do: err()
   def json_encode(_term, _pretty), do: err()
   def json_encode_dirty(_term, _pretty), do: err()
+  def json_encode_slice(_list), do: err()
 
   # permissions.rs
   def permissions_resolve(_settings_json, _origin), do: err()

@@ -64,6 +64,56 @@ pub fn encode<'a>(
     }
 }
 
+/// Encodes elements of the proper list `list` from its head, comma-separated without brackets,
+/// until a normal-scheduler call's budget is spent: `(text, rest)`, `rest` the tail not yet
+/// written (`[]` at the end). At least one element is written, else `Yield` (it alone is over
+/// the budget). An error's path is relative to `list`; callers needing the whole list's path
+/// encode it again. `CMDC.Tool.JSON.encode/2` writes a long top-level list this way, a slice per
+/// call on the caller's scheduler, where the VM can run others between slices.
+pub fn encode_slice<'a>(
+    list: Term<'a>,
+    budget: &mut Budget,
+) -> Result<(Binary<'a>, Term<'a>), TermError> {
+    let env = list.get_env();
+    let Some(layout) = layout::get() else {
+        return Err(TermError::Yield);
+    };
+    let mut stack = [MaybeUninit::<u8>::uninit(); STACK];
+    let mut w = Writer {
+        env,
+        raw: env.as_c_arg(),
+        layout: Some(layout),
+        words: Words::new(),
+        out: Out::stack(&mut stack),
+        pretty: false,
+        indent: 1,
+        budget,
+    };
+    let (mut cell, mut i) = (list.as_c_arg(), 0);
+    loop {
+        match layout.shape(cell) {
+            Shape::Cons(head, tail) => {
+                let mark = w.out.len;
+                match w.element(i, layout::term(head), 0) {
+                    Ok(()) => {}
+                    Err(fail) if i > 0 && matches!(fail.why, Why::Budget(TermError::Yield)) => {
+                        w.out.len = mark;
+                        break;
+                    }
+                    Err(fail) => return Err((*fail).into_error()),
+                }
+                cell = layout::term(tail);
+                i += 1;
+            }
+            Shape::Nil => break,
+            _ => return Err((*w.not_json(list.as_c_arg())).into_error()),
+        }
+    }
+    // SAFETY: `cell` is part of `list`, alive for the NIF call.
+    let rest = unsafe { Term::new(env, cell) };
+    Ok((w.out.finish(env), rest))
+}
+
 /// Whether `term` is a list with more elements than `units` (each costs at least one), found by
 /// counting at most that many cells (a few instructions each): a large document goes to the
 /// dirty scheduler before a normal one has encoded the first part of it for nothing.

@@ -517,6 +517,18 @@ fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a
     encoded(env, result)
 }
 
+/// A slice of a long list's elements (see `encode::encode_slice`): `{:ok, {text, rest}}`.
+#[rustler::nif]
+fn json_encode_slice<'a>(env: Env<'a>, list: Term<'a>) -> Result<Term<'a>> {
+    let mut budget = Budget::normal();
+    let result = crate::encode::encode_slice(list, &mut budget);
+    term::report_units(env, budget.spent());
+    match result {
+        Ok((text, rest)) => Ok((text, rest).encode(env)),
+        Err(e) => encoded(env, Err(e)),
+    }
+}
+
 #[rustler::nif(schedule = "DirtyCpu")]
 fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
     encoded(

@@ -148,6 +148,44 @@ defmodule CMDC.Tool.JSONTest do
     assert JSON.decode!(text) == big
   end
 
+  test "a long top-level list is written a slice per call on the caller's scheduler, exactly" do
+    alias CMDC.Tool.Native
+
+    # Slices stop at a normal call's budget and hand back the rest of the list.
+    list = List.duplicate(1, 10_000)
+    assert Native.json_encode(list, false) == {:error, :yield}
+    assert {:ok, {"1," <> _ = first, rest}} = Native.json_encode_slice(list)
+    assert rest != [] and length(rest) < 10_000
+    assert String.split(first, ",") |> length() == 10_000 - length(rest)
+
+    # Every shape of element, one element too big for a slice, and the result equals the
+    # one-call (dirty) encoding byte for byte.
+    mixed =
+      for i <- 1..20_000 do
+        cond do
+          i == 15_000 -> %{"big" => List.duplicate("x", 50_000)}
+          rem(i, 3) == 0 -> %{"i" => i, "s" => "v\"#{i}", "f" => i / 7, "n" => nil}
+          rem(i, 3) == 1 -> ["é#{i}", true, [i]]
+          true -> i * 1_000_000_000_000
+        end
+      end
+
+    assert {:ok, text} = JSON.encode(mixed)
+    assert {:ok, ^text} = Native.json_encode_dirty(mixed, false)
+    assert JSON.decode!(text) == mixed
+
+    # The last element over a slice's budget: the rest goes dirty.
+    tail_big = List.duplicate(1, 5_000) ++ [List.duplicate("y", 100_000)]
+    assert JSON.decode!(JSON.encode!(tail_big)) == tail_big
+
+    # Errors keep their path from the top, and improper lists are refused.
+    bad = List.duplicate(1, 10_000) ++ [%{"k" => {:x}}]
+    assert JSON.encode(bad) == {:error, "/10000/k: a tuple ({x}) is not a JSON value"}
+    improper = Enum.reduce(1..10_000, :tail, &[&1 | &2])
+    assert {:error, message} = JSON.encode(improper)
+    assert message =~ "improper list"
+  end
+
   test "hostile nesting is refused when encoding" do
     deep = Enum.reduce(1..100_000, 1, fn _, acc -> [acc] end)
     assert {:error, message} = JSON.encode(deep)
