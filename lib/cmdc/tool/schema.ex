@@ -151,41 +151,40 @@ defmodule CMDC.Tool.Schema do
   @doc false
   # CMDC.Tool.validate/2: the arguments validated against for_module/1's schema in one native
   # call (strict mode's nulls dropped, as CMDC.Tool.RoundTrip does), compiled on first use.
+  # `validate` (a remote capture, so the hot path allocates no closure) is the compiled
+  # schema's path, taken when the module's schema is not stored yet.
   def validate_module(module, args) do
-    case module_md5(module) do
-      nil ->
-        with_compiled(module, &CMDC.Tool.RoundTrip.validate(&1, args))
+    validate = &CMDC.Tool.RoundTrip.validate/2
 
-      md5 ->
-        case Native.with_dirty(module_validate(module, md5, args)) do
-          # Nothing stored for this version yet: compiled (and stored, for the next call) now.
-          {:error, :miss} -> with_compiled(module, &CMDC.Tool.RoundTrip.validate(&1, args))
-          result -> result
-        end
+    case module_md5(module) do
+      nil -> with_compiled(module, validate, args)
+      md5 -> stored(Native.with_dirty(module_validate(module, md5, args)), module, validate, args)
     end
   end
 
   @doc false
   # CMDC.Tool.validate_json/2: the same for the JSON text a model sent, decoded in that call.
   def validate_module_json(module, text) do
-    compiled = &CMDC.Tool.RoundTrip.validate_json(&1, text)
+    validate = &CMDC.Tool.RoundTrip.validate_json/2
 
     case is_binary(text) and module_md5(module) do
       md5 when is_binary(md5) ->
-        stored(Native.with_dirty(module_validate_json(module, md5, text)), module, compiled)
+        stored(Native.with_dirty(module_validate_json(module, md5, text)), module, validate, text)
 
       _no_version_or_not_text ->
-        with_compiled(module, compiled)
+        with_compiled(module, validate, text)
     end
   end
 
   # Nothing stored for this version yet: compiled (and stored, for the next call) now.
-  defp stored({:error, :miss}, module, compiled), do: with_compiled(module, compiled)
-  defp stored(result, _module, _compiled), do: result
+  defp stored({:error, :miss}, module, validate, input),
+    do: with_compiled(module, validate, input)
 
-  defp with_compiled(module, fun) do
+  defp stored(result, _module, _validate, _input), do: result
+
+  defp with_compiled(module, validate, input) do
     case for_module(module) do
-      {:ok, schema} -> fun.(schema)
+      {:ok, schema} -> validate.(schema, input)
       {:error, message} -> {:error, [schema_error(message)]}
     end
   end

@@ -48,16 +48,7 @@ pub fn encode<'a>(
     if !budget.is_dirty() && over_budget(layout, term, budget.remaining) {
         return Err(TermError::Yield);
     }
-    let mut w = Writer {
-        env,
-        raw: env.as_c_arg(),
-        layout,
-        words: Words::new(),
-        out,
-        pretty,
-        indent: 0,
-        budget,
-    };
+    let mut w = Writer::new(env, layout, out, pretty, budget);
     match w.value(term.as_c_arg(), 0) {
         Ok(()) => Ok(w.out.finish(env)),
         Err(fail) => Err((*fail).into_error()),
@@ -79,16 +70,7 @@ pub fn encode_slice<'a>(
         return Err(TermError::Yield);
     };
     let mut stack = [MaybeUninit::<u8>::uninit(); STACK];
-    let mut w = Writer {
-        env,
-        raw: env.as_c_arg(),
-        layout: Some(layout),
-        words: Words::new(),
-        out: Out::stack(&mut stack),
-        pretty: false,
-        indent: 1,
-        budget,
-    };
+    let mut w = Writer::new(env, Some(layout), Out::stack(&mut stack), false, budget);
     let (mut cell, mut i) = (list.as_c_arg(), 0);
     loop {
         match layout.shape(cell) {
@@ -394,6 +376,27 @@ fn bad_key<'a>() -> Box<Fail<'a>> {
     Fail::new(Why::NotJson(
         "a map key is a binary that is not valid UTF-8".into(),
     ))
+}
+
+impl<'b, 'a, 's> Writer<'b, 'a, 's> {
+    fn new(
+        env: Env<'a>,
+        layout: Option<Layout>,
+        out: Out<'s>,
+        pretty: bool,
+        budget: &'b mut Budget,
+    ) -> Self {
+        Writer {
+            env,
+            raw: env.as_c_arg(),
+            layout,
+            words: Words::new(),
+            out,
+            pretty,
+            indent: 0,
+            budget,
+        }
+    }
 }
 
 impl<'a> Writer<'_, 'a, '_> {
