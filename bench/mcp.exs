@@ -4,7 +4,7 @@
 #   2. idle cost of `--watch 1000`: CPU time over ~10 s of a server with nothing changing;
 #   3. tools/call round trips per second for a trivial tool (raw frames).
 # Run: MIX_ENV=bench mix run bench/mcp.exs [RUNS]   (the Python client comes from the venv
-# of test/support, made under _build/ on first use)
+# of test/support, made in the test cache, CMDC.Tool.TestCache, on first use)
 alias CMDC.Tool.JSON
 
 runs = String.to_integer(List.first(System.argv()) || "5")

@@ -3,7 +3,7 @@
 # (test/support/mcp_py_server.py), over stdio and over Streamable HTTP (loopback).
 #
 # Run: MIX_ENV=bench mix run bench/mcp_client.exs [CALLS]   (the servers' helpers
-# live in test/support, compiled for MIX_ENV=bench; the venv is made under _build/ on first use)
+# live in test/support, compiled for MIX_ENV=bench; the venv is made in the test cache (CMDC.Tool.TestCache) on first use)
 alias CMDC.Tool.MCP.Client
 alias CMDC.Tool.MCPServers
 

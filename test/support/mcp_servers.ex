@@ -2,10 +2,10 @@ defmodule CMDC.Tool.MCPServers do
   @moduledoc false
   # Real MCP servers nobody here wrote, for the client's tests and bench: the official Python
   # SDK's server (test/support/mcp_py_server.py is only its tool list) over stdio or Streamable
-  # HTTP, and the official reference servers from npm, installed on first use under _build/.
+  # HTTP, and the official reference servers from npm, installed on first use in the test cache
+  # (`CMDC.Tool.TestCache`).
 
   @py_server Path.expand("mcp_py_server.py", __DIR__)
-  @npm_dir Path.expand("../../_build/mcp-npm", __DIR__)
   @packages ["@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"]
 
   def py_server, do: @py_server
@@ -37,20 +37,22 @@ defmodule CMDC.Tool.MCPServers do
 
   @doc "The path of an npm reference server's entry point, installing them on first use."
   def npm(package) do
-    main = Path.join([@npm_dir, "node_modules", package, "dist", "index.js"])
+    main = Path.join([npm_dir(), "node_modules", package, "dist", "index.js"])
 
     cond do
       File.exists?(main) -> {:ok, main}
       System.find_executable("npm") == nil -> {:error, "npm is not installed"}
-      true -> install(main)
+      true -> CMDC.Tool.TestCache.with_lock("mcp-npm", fn -> install(main) end)
     end
   end
 
+  defp npm_dir, do: CMDC.Tool.TestCache.dir("mcp-npm")
+
   defp install(main) do
-    File.mkdir_p!(@npm_dir)
+    File.mkdir_p!(npm_dir())
 
     case System.cmd("npm", ["install", "--no-audit", "--no-fund", "--silent" | @packages],
-           cd: @npm_dir,
+           cd: npm_dir(),
            stderr_to_stdout: true
          ) do
       {_, 0} ->

@@ -10,7 +10,6 @@ defmodule CMDC.Tool.ProviderPackagesTest do
   @moduletag timeout: 600_000
   @corpus Path.expand("../../support/hostile_schemas.json", __DIR__)
   @checker Path.expand("../../support/provider_check.py", __DIR__)
-  @venv Path.expand("../../../_build/provider_check_venv", __DIR__)
   # The versions checked (see ../shared/NOTES.md).
   @packages ~w(openai==3.54.0 anthropic==2.12.0 google-genai==3.4.0 mcp==2.3.0 jsonschema==4.26.0)
   @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
@@ -160,17 +159,28 @@ defmodule CMDC.Tool.ProviderPackagesTest do
 
   defp without_extra_nulls(v, _), do: v
 
-  # A venv under _build/ with the pinned packages, made once (pip's cache is shared).
+  # A venv in the test cache outside the checkout with the pinned packages, made once.
   defp python do
-    py = Path.join([@venv, "bin", "python"])
-    probe = "import openai, anthropic, google.genai, mcp, jsonschema"
+    venv = CMDC.Tool.TestCache.dir("provider_check_venv")
+    py = Path.join([venv, "bin", "python"])
 
-    if File.exists?(py) and match?({_, 0}, System.cmd(py, ["-c", probe], stderr_to_stdout: true)) do
+    if ready?(py),
+      do: {:ok, py},
+      else: CMDC.Tool.TestCache.with_lock("provider_check_venv", fn -> create(venv, py) end)
+  end
+
+  defp ready?(py) do
+    probe = "import openai, anthropic, google.genai, mcp, jsonschema"
+    File.exists?(py) and match?({_, 0}, System.cmd(py, ["-c", probe], stderr_to_stdout: true))
+  end
+
+  defp create(venv, py) do
+    if ready?(py) do
       {:ok, py}
     else
       python3 = System.find_executable("python3") || raise "python3 is needed for this test"
 
-      with {_, 0} <- System.cmd(python3, ["-m", "venv", @venv], stderr_to_stdout: true),
+      with {_, 0} <- System.cmd(python3, ["-m", "venv", venv], stderr_to_stdout: true),
            {_, 0} <-
              System.cmd(py, ["-m", "pip", "install", "--quiet" | @packages],
                stderr_to_stdout: true
@@ -181,7 +191,7 @@ defmodule CMDC.Tool.ProviderPackagesTest do
           if out =~
                ~r/(Could not find a version|Failed to establish|Temporary failure|Network is unreachable|No matching distribution)/i,
              do: {:skip, String.slice(out, -300, 300)},
-             else: raise("creating #{@venv} failed: #{out}")
+             else: raise("creating #{venv} failed: #{out}")
       end
     end
   end

@@ -5,7 +5,6 @@ defmodule CMDC.Tool.RegistryTest do
   alias CMDC.Tool.Test.Realistic
 
   doctest CMDC.Tool.Registry
-  doctest CMDC.Tool
 
   import CMDC.Tool.Test.Factory, only: [tool: 1, tool: 2, tool: 3]
 

@@ -7,7 +7,7 @@ defmodule CMDC.Tool.MCPStdioTest do
   alias CMDC.Tool.JSON
 
   @moduletag timeout: 600_000
-  @root Path.expand("../../..", __DIR__)
+  @root Path.expand("../../../..", __DIR__)
   @server Path.join(@root, "bin/cmdc-mcp")
   @env [{"MIX_ENV", "test"}]
 

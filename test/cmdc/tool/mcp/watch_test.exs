@@ -8,7 +8,7 @@ defmodule CMDC.Tool.MCPWatchTest do
   alias CMDC.Tool.JSON
 
   @moduletag timeout: 600_000
-  @root Path.expand("../../..", __DIR__)
+  @root Path.expand("../../../..", __DIR__)
   @server Path.join(@root, "bin/cmdc-mcp")
 
   setup do
