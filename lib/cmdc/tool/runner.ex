@@ -54,7 +54,7 @@ defmodule CMDC.Tool.Runner do
   require Logger
 
   alias CMDC.Tool.Result
-  alias CMDC.Tool.Runner.Reaper
+  alias CMDC.Tool.Runner.{Permit, Reaper, Settings}
 
   @default_timeout 60_000
   @default_max_output 100_000
@@ -238,7 +238,7 @@ defmodule CMDC.Tool.Runner do
     {_, name, _} = call_parts(call)
 
     case CMDC.Tool.find(tools, name) do
-      {:ok, module} -> Map.get(settings(tools, module, name), :exclusive, false) == true
+      {:ok, module} -> Map.get(Settings.for_tool(tools, module, name), :exclusive, false) == true
       _ -> false
     end
   end
@@ -258,7 +258,7 @@ defmodule CMDC.Tool.Runner do
 
     result =
       with {:ok, module, args, settings} <- prepare(tools, name, arguments),
-           :ok <- permit(module, name, args, id, settings, context, opts) do
+           :ok <- Permit.check(name, args, id, settings, context, opts) do
         supervise(module, args, context, opts, settings, {caller, ref, id})
         |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
       else
@@ -308,7 +308,7 @@ defmodule CMDC.Tool.Runner do
             else: CMDC.Tool.validate(module, arguments)
 
         with {:ok, args} <- result,
-             do: {:ok, module, args, settings(tools, module, name)},
+             do: {:ok, module, args, Settings.for_tool(tools, module, name)},
              else: ({:error, errors} -> invalid(errors, module))
 
       _ ->
@@ -327,7 +327,7 @@ defmodule CMDC.Tool.Runner do
 
   # `name`: the registered name; `called`: the name the model used.
   defp prepared({:ok, {module, args, registry_settings}}, _registry, name, _called),
-    do: {:ok, module, args, merge_settings(module, name, registry_settings)}
+    do: {:ok, module, args, Settings.merge(module, name, registry_settings)}
 
   defp prepared({:error, errors}, registry, name, _called) when is_list(errors) do
     case CMDC.Tool.Registry.find(registry, name) do
@@ -357,96 +357,8 @@ defmodule CMDC.Tool.Runner do
   end
 
   @doc false
-  # A tool's settings: its own (`tool_options/0`, or a script tool's `__tool_settings__/0`),
-  # overridden by the registry's (which may come from metadata files, with string keys).
-  def settings(tools, module, name) do
-    registry =
-      case tools do
-        %CMDC.Tool.Registry{} -> CMDC.Tool.Registry.settings(tools, name)
-        _ -> %{}
-      end
-
-    merge_settings(module, name, registry)
-  end
-
-  defp merge_settings(module, name, registry) do
-    own =
-      cond do
-        not Code.ensure_loaded?(module) -> %{}
-        function_exported?(module, :tool_options, 0) -> Map.new(module.tool_options())
-        function_exported?(module, :__tool_settings__, 0) -> module.__tool_settings__()
-        true -> %{}
-      end
-
-    own = Map.merge(normalize_settings(own), CMDC.Tool.Permissions.normalize(own, name))
-
-    registry =
-      Map.merge(normalize_settings(registry), CMDC.Tool.Permissions.normalize(registry, name))
-
-    Map.merge(own, registry)
-  end
-
-  defp normalize_settings(settings) do
-    Enum.reduce(settings, %{}, fn
-      {k, v}, acc when k in ["timeout", "timeout_ms", :timeout] and is_integer(v) ->
-        Map.put(acc, :timeout_ms, v)
-
-      {"exclusive", v}, acc ->
-        Map.put(acc, :exclusive, v == true)
-
-      {k, v}, acc when is_atom(k) ->
-        Map.put(acc, k, v)
-
-      {_k, _v}, acc ->
-        acc
-    end)
-  end
-
-  ## Permissions
-
-  defp permit(_module, name, args, id, settings, context, opts) do
-    policy = get_in(opts, [:policies, name]) || Map.get(settings, :policy, :auto)
-
-    case policy do
-      :auto -> :ok
-      :deny -> {:error, Result.error("#{name} is not allowed here (policy: deny).", :denied)}
-      :ask_once -> ask(name, args, id, context, opts, true)
-      :ask_always -> ask(name, args, id, context, opts, false)
-      other -> {:error, Result.error("#{name} has an unknown policy #{inspect(other)}.", :denied)}
-    end
-  end
-
-  defp ask(name, args, id, context, opts, remember?) do
-    key = {context.session_id, name}
-
-    if remember? and approved?(key) do
-      :ok
-    else
-      approver = Keyword.get(opts, :approver) || Map.get(context.private, :approver)
-
-      case approver && approver.(%{tool: name, args: args, call_id: id}) do
-        nil ->
-          {:error,
-           Result.error(
-             "#{name} needs approval, and no one can approve here (headless): not run.",
-             :denied
-           )}
-
-        :allow ->
-          if remember?, do: remember(key)
-          :ok
-
-        {:deny, why} ->
-          {:error, Result.error("#{name} was not approved: #{why}", :denied)}
-
-        _ ->
-          {:error, Result.error("#{name} was not approved.", :denied)}
-      end
-    end
-  end
-
-  defp approved?(key), do: CMDC.Tool.Approvals.approved?(key)
-  defp remember(key), do: CMDC.Tool.Approvals.remember(key)
+  # A tool's settings (see `CMDC.Tool.Runner.Settings`); kept for callers of the old name.
+  def settings(tools, module, name), do: Settings.for_tool(tools, module, name)
 
   @doc "Forgets the `:ask_once` approvals of a session (e.g. when it ends)."
   def forget_approvals(session_id), do: CMDC.Tool.Approvals.forget(session_id)
