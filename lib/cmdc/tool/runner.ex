@@ -53,8 +53,8 @@ defmodule CMDC.Tool.Runner do
 
   require Logger
 
-  alias CMDC.Tool.Result
-  alias CMDC.Tool.Runner.{Permit, Reaper, Settings}
+  alias CMDC.Tool.{Pending, Result}
+  alias CMDC.Tool.Runner.{Intercept, Reaper, Settings}
 
   @default_timeout 60_000
   @default_max_output 100_000
@@ -257,9 +257,15 @@ defmodule CMDC.Tool.Runner do
     emit(opts, :start, %{id: id, name: name})
 
     result =
-      with {:ok, module, args, settings} <- prepare(tools, name, arguments),
-           :ok <- Permit.check(name, args, id, settings, context, opts) do
+      with {:ok, hooks} <- hooks(tools, context, opts),
+           {:ok, module, args, settings} <- prepare_call(tools, name, arguments, context),
+           call = hook_call(name, args, id, module, context),
+           {:ok, args, pre} <- Intercept.before(hooks, call, settings, context),
+           :ok <- Intercept.permit(pre, name, args, id, settings, context, opts) do
+        call = %{call | args: args}
+
         supervise(module, args, context, opts, settings, {caller, ref, id})
+        |> Intercept.after_call(hooks, call, {pre, settings, context})
         |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
       else
         {:error, %Result{} = result} -> result
@@ -270,6 +276,51 @@ defmodule CMDC.Tool.Runner do
     emit(opts, :end, %{id: id, name: name, duration_us: duration, is_error: result.is_error})
     result
   end
+
+  defp hooks(tools, context, opts) do
+    case CMDC.Tool.Hooks.for_call(tools, context, opts) do
+      {:error, message} -> {:error, Result.error(message, :denied)}
+      hooks -> {:ok, hooks}
+    end
+  end
+
+  # The `resolve` tool of pending actions (`CMDC.Tool.Pending`) answers when the tools do not
+  # have one and the session has pending actions; applying takes the action's own policy.
+  defp prepare_call(tools, "resolve", arguments, context) do
+    with {:error, %Result{reason: :unknown_tool}} = miss <- prepare(tools, "resolve", arguments) do
+      if Pending.any?(context.session_id),
+        do: [Pending.Resolve] |> prepare("resolve", arguments) |> pending_policy(context),
+        else: miss
+    end
+  end
+
+  defp prepare_call(tools, name, arguments, _context), do: prepare(tools, name, arguments)
+
+  defp pending_policy({:ok, module, %{"action" => "apply", "id" => id} = args, settings}, ctx) do
+    case Pending.fetch(ctx.session_id, id) do
+      {:ok, %{policy: policy}} when policy != nil ->
+        {:ok, module, args, Map.put(settings, :policy, policy)}
+
+      _ ->
+        {:ok, module, args, settings}
+    end
+  end
+
+  defp pending_policy(prepared, _ctx), do: prepared
+
+  # A call as hooks see it; a `resolve` call also carries the pending action it resolves.
+  defp hook_call(name, args, id, Pending.Resolve = module, context) do
+    pending =
+      case Pending.fetch(context.session_id, args["id"]) do
+        {:ok, action} -> Map.take(action, [:id, :label, :details, :tool])
+        :error -> nil
+      end
+
+    %{tool: name, args: args, call_id: id, module: module, pending: pending}
+  end
+
+  defp hook_call(name, args, id, module, _context),
+    do: %{tool: name, args: args, call_id: id, module: module}
 
   # Resolve, validate, settings: `{:ok, module, args, settings}` or `{:error, %Result{}}`. On a
   # registry one native call does the three (`CMDC.Tool.Registry.call/3`); on a list of
@@ -497,11 +548,15 @@ defmodule CMDC.Tool.Runner do
 
   @doc """
   Tells every tool that exports `on_session/2` about a session event (`:start`, `:switch`,
-  `:branch`, `:tree`, `:shutdown`). A crash in a tool's handler is logged as a warning and
-  never stops the others or the session.
+  `:branch`, `:tree`, `:shutdown`), then the session's hooks (`CMDC.Tool.Hooks`: Elixir hooks'
+  `on_session/2`; command hooks' `SessionStart` at `:start`, `SessionEnd` at `:shutdown`). A
+  crash in a tool's handler or a hook is logged as a warning and never stops the others or the
+  session. At `:shutdown` the session's pending actions expire (`CMDC.Tool.Pending`), its
+  `:ask_once` approvals are forgotten and its attached hooks removed. Option `:hooks` as for
+  `run/4`.
   """
-  @spec session_event(term(), atom(), CMDC.Context.t()) :: :ok
-  def session_event(tools, event, context) do
+  @spec session_event(term(), atom(), CMDC.Context.t(), keyword()) :: :ok
+  def session_event(tools, event, context, opts \\ []) do
     for module <- modules(tools),
         Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
       try do
@@ -517,6 +572,14 @@ defmodule CMDC.Tool.Runner do
             "cmdc_tool: #{inspect(module)}.on_session(#{inspect(event)}) #{kind}: #{inspect(reason)}"
           )
       end
+    end
+
+    Intercept.session(tools, event, context, opts)
+
+    if event == :shutdown and context.session_id != nil do
+      CMDC.Tool.Pending.expire(context.session_id)
+      CMDC.Tool.Approvals.forget(context.session_id)
+      CMDC.Tool.Hooks.detach({:session, context.session_id})
     end
 
     :ok
