@@ -20,7 +20,7 @@ defmodule CMDC.Tool.MCP.Server do
 
   require Logger
 
-  alias CMDC.Tool.{MCP, Runner}
+  alias CMDC.Tool.{MCP, Pending, Runner}
   alias CMDC.Tool.MCP.Protocol
 
   # How long shutdown waits for cancelled calls to end (their tools are killed, not asked).
@@ -155,8 +155,11 @@ defmodule CMDC.Tool.MCP.Server do
   defp line(state, line) do
     case Protocol.decode_frame(line) do
       {:ok, msg} ->
-        {outgoing, mcp} = MCP.handle(msg, state.mcp)
-        Enum.reduce(outgoing, %{state | mcp: mcp}, &perform/2)
+        # While the session has pending actions, `resolve` is listed and callable too.
+        tools = state.mcp.tools
+        session = state.context.session_id
+        {outgoing, mcp} = MCP.handle(msg, %{state.mcp | tools: Pending.tools(tools, session)})
+        Enum.reduce(outgoing, %{state | mcp: %{mcp | tools: tools}}, &perform/2)
 
       :empty ->
         state
