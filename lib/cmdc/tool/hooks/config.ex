@@ -44,7 +44,13 @@ defmodule CMDC.Tool.Hooks.Config do
   @spec load(keyword()) :: t()
   def load(opts \\ []) do
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
-    files = Enum.filter(files(cwd, opts), fn {_, path} -> File.regular?(path) end)
+    # A project that is the home folder has one settings file, not two.
+    files =
+      cwd
+      |> files(opts)
+      |> Enum.uniq_by(&elem(&1, 1))
+      |> Enum.filter(fn {_, path} -> File.regular?(path) end)
+
     project? = Enum.any?(files, &(elem(&1, 0) == :project))
     trusted? = project? and trusted?(cwd, opts)
 

@@ -8,7 +8,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   require Logger
 
-  alias CMDC.Tool.CLI
+  alias CMDC.Tool.{CLI, Hooks, Runner}
   alias CMDC.Tool.MCP.{Server, Stdio}
 
   @usage """
@@ -24,7 +24,9 @@ defmodule CMDC.Tool.MCP.Main do
     -h, --help      print this help and exit
 
   stdout carries protocol messages only; everything else goes to stderr. The server exits when
-  the client closes stdin. MCP client configuration:
+  the client closes stdin. Calls go through the hooks of .claude/settings.json and the other
+  settings files (a project's only when trusted; see `mix cmdc.tools hooks`). MCP client
+  configuration:
 
       {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
   """
@@ -120,11 +122,34 @@ defmodule CMDC.Tool.MCP.Main do
     # Rescans run in their own process: the server answers requests meanwhile.
     if watch, do: spawn_link(fn -> watch_loop(server, state, watch) end)
 
+    context = hooked_context(report.tools)
+
     Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
       output: output,
-      list_changed: watch != nil
+      list_changed: watch != nil,
+      context: context
     )
+
+    Runner.session_event(report.tools, :shutdown, context)
+  end
+
+  # The served session gets the command hooks of the settings files (`CMDC.Tool.Hooks.Config`:
+  # a project's only when trusted); problems are logged, naming file and hook.
+  defp hooked_context(tools) do
+    cwd = File.cwd!()
+
+    context =
+      CMDC.Context.new(session_id: "mcp-#{System.unique_integer([:positive])}", working_dir: cwd)
+
+    config = Hooks.load(cwd: cwd)
+
+    for e <- config.errors,
+        do: Logger.warning("mcp: hooks: #{e.path}#{if e.hook, do: " " <> e.hook}: #{e.reason}")
+
+    :ok = Hooks.attach({:session, context.session_id}, Hooks.Config.active(config))
+    Runner.session_event(tools, :start, context)
+    context
   end
 
   # Each tick stats the tool files (one native scan); files are compiled or read again only when
