@@ -4,16 +4,17 @@ defmodule CMDC.Tool.Runner do
   exception in the agent, never a hung turn.
 
   Steps: resolve the tool (unknown → error result with "did you mean"), decode and validate the
-  arguments natively (invalid → error result naming path, expected and got), check the
-  permission policy, execute in a process of its own under a time limit, normalize.
+  arguments natively (invalid → error result naming path, expected and got), run the hooks
+  before the call (`CMDC.Tool.Hooks`), check the permission policy, execute in a process of its
+  own under a time limit, normalize, run the hooks after the call, result approval.
 
   ## Errors
 
   `run/4`, `await/2` and `run_many/4` never fail: a failed call is a
   `%CMDC.Tool.Result{is_error: true}` whose `content` the model reads and whose `reason` says
   how it failed (`:unknown_tool`, `:invalid`, `:denied`, `:timeout`, `:cancelled`, `:crashed`,
-  `:invalid_output`, `:withheld`, `:aborted`, or `:error` when the tool returned
-  `{:error, text}`).
+  `:invalid_output`, `:withheld`, `:aborted`, `:blocked` when a hook blocked the result, or
+  `:tool_error` when the tool returned `{:error, text}`).
 
   ## Calls
 
@@ -32,6 +33,9 @@ defmodule CMDC.Tool.Runner do
       `:always` (see `CMDC.Tool.Approval`: without an approver such results are withheld).
     * `:policies` - `%{tool_name => policy}` overrides (registries carry their own settings).
     * `:subscriber` - a pid receiving `{:cmdc_tool_event, :start | :update | :end, info}`.
+    * `:hooks` - hooks for this run (`CMDC.Tool.Hooks`), after those attached globally, to
+      the registry and to the session. A `resolve` call applies a pending action of the
+      session (`CMDC.Tool.Pending`).
 
   ## Tool settings
 

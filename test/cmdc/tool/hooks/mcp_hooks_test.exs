@@ -65,7 +65,9 @@ defmodule CMDC.Tool.Hooks.MCPHooksTest do
     client = Path.join(@root, "test/support/mcp_hooks_client.py")
 
     {out, 0} =
-      System.cmd(python, [client, Path.join(@root, "bin/cmdc-mcp"), Path.join(project, "edit_tool.ex")],
+      System.cmd(
+        python,
+        [client, Path.join(@root, "bin/cmdc-mcp"), Path.join(project, "edit_tool.ex")],
         cd: project,
         env: env,
         stderr_to_stdout: false
