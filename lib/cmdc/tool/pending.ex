@@ -53,12 +53,7 @@ defmodule CMDC.Tool.Pending do
         }
 
   @doc false
-  def start_link(_opts) do
-    Agent.start_link(
-      fn -> :ets.new(@table, [:named_table, :public, :ordered_set, read_concurrency: true]) end,
-      name: __MODULE__
-    )
-  end
+  def start_link(_opts), do: CMDC.Tool.Table.start_link(__MODULE__, @table, :ordered_set)
 
   @doc "Registers a pending action for the context's session: `{:ok, id}` or `{:error, message}`."
   @spec push(CMDC.Context.t(), keyword() | map()) :: {:ok, String.t()} | {:error, String.t()}

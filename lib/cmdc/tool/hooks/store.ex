@@ -18,12 +18,7 @@ defmodule CMDC.Tool.Hooks.Store do
   @table :cmdc_tool_hooks
 
   @doc false
-  def start_link(_opts) do
-    Agent.start_link(
-      fn -> :ets.new(@table, [:named_table, :public, :set, read_concurrency: true]) end,
-      name: __MODULE__
-    )
-  end
+  def start_link(_opts), do: CMDC.Tool.Table.start_link(__MODULE__, @table, :set)
 
   @doc "The hooks of `scope` (`[]` when none)."
   @spec get(term()) :: list()

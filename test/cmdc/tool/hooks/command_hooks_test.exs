@@ -20,15 +20,6 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
     def execute(_, _), do: {:ok, "created"}
   end
 
-  defmodule Guarded do
-    @behaviour CMDC.Tool
-    def name, do: "guarded"
-    def description, do: "Needs approval."
-    def parameters, do: %{"type" => "object"}
-    def tool_options, do: [policy: :ask_always]
-    def execute(_, _), do: {:ok, "ran"}
-  end
-
   setup do
     root = Path.join(System.tmp_dir!(), "cmdc_hooks_#{System.unique_integer([:positive])}")
     project = Path.join(root, "project")
@@ -212,12 +203,12 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
 
       pre_json(ctx, out.("allow"), "guarded")
 
-      assert run(ctx, [Guarded], "guarded", %{}).content ==
+      assert run(ctx, [CMDC.Tool.TestTools.AskAlways], "guarded", %{}).content ==
                "ran"
 
       pre_json(ctx, out.("defer"), "guarded")
 
-      assert run(ctx, [Guarded], "guarded", %{}).reason ==
+      assert run(ctx, [CMDC.Tool.TestTools.AskAlways], "guarded", %{}).reason ==
                :denied
     end
 

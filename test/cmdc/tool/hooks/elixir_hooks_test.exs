@@ -27,24 +27,6 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
     def execute(%{"n" => n}, _ctx), do: {:ok, Enum.join(1..n, ",")}
   end
 
-  defmodule AskAlways do
-    @behaviour CMDC.Tool
-    def name, do: "guarded"
-    def description, do: "Needs approval."
-    def parameters, do: %{"type" => "object"}
-    def tool_options, do: [policy: :ask_always]
-    def execute(_, _), do: {:ok, "ran"}
-  end
-
-  defmodule Denied do
-    @behaviour CMDC.Tool
-    def name, do: "never"
-    def description, do: "Never runs."
-    def parameters, do: %{"type" => "object"}
-    def tool_options, do: [policy: :deny]
-    def execute(_, _), do: {:ok, "ran"}
-  end
-
   defmodule Audit do
     @behaviour CMDC.Tool.Hooks
     def hook_options, do: [name: "audit"]
@@ -106,9 +88,14 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
 
     test "allow skips an asking policy, never a deny policy" do
       hooks = [[before_call: fn _, _ -> :allow end]]
-      assert run([AskAlways], call("guarded", %{}), hooks: hooks).content == "ran"
-      assert run([AskAlways], call("guarded", %{}), []).reason == :denied
-      assert run([Denied], call("never", %{}), hooks: hooks).reason == :denied
+
+      assert run([CMDC.Tool.TestTools.AskAlways], call("guarded", %{}), hooks: hooks).content ==
+               "ran"
+
+      assert run([CMDC.Tool.TestTools.AskAlways], call("guarded", %{}), []).reason == :denied
+
+      assert run([CMDC.Tool.TestTools.Forbidden], call("never", %{}), hooks: hooks).reason ==
+               :denied
     end
 
     test "the last rewrite wins and rewritten arguments are validated again" do
