@@ -8,7 +8,6 @@ defmodule CMDC.Tool.PendingTest do
   alias CMDC.Tool.Examples.{Echo, EditFile}
 
   doctest CMDC.Tool.Pending
-  doctest CMDC.Tool.Examples.EditFile
 
   setup do
     dir = Path.join(System.tmp_dir!(), "cmdc_pending_#{System.unique_integer([:positive])}")
@@ -48,35 +47,6 @@ defmodule CMDC.Tool.PendingTest do
     # With nothing pending `resolve` is not a tool at all.
     assert Runner.run(tools, call("3", "resolve", %{"id" => id, "action" => "apply"}), ctx).reason ==
              :unknown_tool
-  end
-
-  test "discard runs the discard function; an unknown id names the pending ones", %{ctx: ctx} do
-    test = self()
-
-    {:ok, a} =
-      CMDC.Context.push_pending_action(ctx,
-        label: "a",
-        apply: fn _ -> :ok end,
-        discard: &send(test, {:discarded, &1})
-      )
-
-    {:ok, _b} = CMDC.Context.push_pending_action(ctx, label: "b", apply: fn _ -> :ok end)
-
-    r = Runner.run([Echo], call("1", "resolve", %{"id" => "pa_0", "action" => "apply"}), ctx)
-    assert r.reason == :tool_error and r.content =~ "no pending action pa_0; pending: #{a} (a), "
-
-    r =
-      Runner.run(
-        [Echo],
-        call("2", "resolve", %{"id" => a, "action" => "discard", "reason" => "not needed"}),
-        ctx
-      )
-
-    assert r.content == "discarded #{a}: a"
-    assert_received {:discarded, "not needed"}
-
-    r = Runner.run([Echo], call("3", "resolve", %{"id" => a, "action" => "maybe"}), ctx)
-    assert r.reason == :invalid
   end
 
   test "applying goes through hooks and the action's policy", %{dir: dir, ctx: ctx} do
@@ -160,7 +130,13 @@ defmodule CMDC.Tool.PendingTest do
     me = self()
 
     spawn_link(fn ->
-      CMDC.Tool.MCP.Server.serve([EditFile], input: input, output: out, context: ctx)
+      CMDC.Tool.MCP.Server.serve([EditFile],
+        input: input,
+        output: out,
+        context: ctx,
+        list_changed: true
+      )
+
       send(me, :stopped)
     end)
 
@@ -177,7 +153,9 @@ defmodule CMDC.Tool.PendingTest do
     req.(2, "tools/list", %{})
     MCPIO.await_frames(out, 2)
     req.(3, "tools/call", %{"name" => "edit_file", "arguments" => edit()})
-    [_, list1, preview] = MCPIO.await_frames(out, 3)
+    # The preview, then list_changed: `resolve` appeared.
+    [_, list1, preview, changed] = MCPIO.await_frames(out, 4)
+    assert changed["method"] == "notifications/tools/list_changed"
     [%{"text" => text}] = preview["result"]["content"]
     [_, id] = Regex.run(~r/pending action (pa_\d+)/, text)
     req.(4, "tools/list", %{})
@@ -187,7 +165,8 @@ defmodule CMDC.Tool.PendingTest do
       "arguments" => %{"id" => id, "action" => "apply"}
     })
 
-    [_, _, _, list2, applied] = MCPIO.await_frames(out, 5)
+    [_, _, _, _, list2, applied, gone] = MCPIO.await_frames(out, 7)
+    assert gone["method"] == "notifications/tools/list_changed"
     req.(6, "tools/list", %{})
     MCPIO.eof(input)
     assert_receive :stopped, 5_000

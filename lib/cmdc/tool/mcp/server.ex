@@ -224,8 +224,21 @@ defmodule CMDC.Tool.MCP.Server do
 
       {call, calls} ->
         Process.demonitor(call.mon, [:flush])
-        write(%{state | calls: calls}, MCP.reply(call.id, MCP.call_result(result)))
+        state = write(%{state | calls: calls}, MCP.reply(call.id, MCP.call_result(result)))
+        pending_changed(state)
     end
+  end
+
+  # `resolve` comes and goes with the session's pending actions (`CMDC.Tool.Pending`): a client
+  # told that the list can change hears of it.
+  defp pending_changed(state) do
+    now = Pending.any?(state.context.session_id)
+    changed? = now != Map.get(state, :pending, false)
+    state = Map.put(state, :pending, now)
+
+    if changed? and state.mcp.list_changed and state.mcp.version,
+      do: write(state, MCP.list_changed()),
+      else: state
   end
 
   defp down(%{reader: {_, ref}} = state, ref, _reason), do: shutdown(state)

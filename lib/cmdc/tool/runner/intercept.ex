@@ -15,15 +15,22 @@ defmodule CMDC.Tool.Runner.Intercept do
 
   @none %{decision: nil, context: [], messages: [], errors: []}
 
-  @doc "What a call with no hooks carries through the steps."
-  def none, do: @none
+  @doc """
+  The names a tool's hooks match: the name called (a provider may have been given a mapped
+  one), the tool's own, and `mcp__server__tool` for an MCP tool.
+  """
+  @spec names(map(), map()) :: [String.t()]
+  def names(%{tool: called, module: module}, settings) do
+    own = if called == module.name(), do: [called], else: [called, module.name()]
 
-  @doc "The names a tool's hooks match: its own, and `mcp__server__tool` for an MCP tool."
-  @spec names(String.t(), map()) :: [String.t()]
-  def names(name, %{server: server, remote_name: remote}) when is_binary(server),
-    do: Enum.uniq([name, "mcp__#{server}__#{remote}", "mcp__" <> name])
+    case settings do
+      %{server: server, remote_name: remote} when is_binary(server) ->
+        Enum.uniq(own ++ ["mcp__#{server}__#{remote}", "mcp__" <> module.name()])
 
-  def names(name, _settings), do: [name]
+      _ ->
+        own
+    end
+  end
 
   @doc "Runs the `PreToolUse` hooks of a call."
   @spec before([CMDC.Tool.Hooks.Hook.t()], map(), map(), CMDC.Context.t()) ::
@@ -33,7 +40,7 @@ defmodule CMDC.Tool.Runner.Intercept do
   def before(hooks, call, settings, context) do
     input = %{call: call, context: context}
 
-    case Dispatch.run(hooks, :pre_tool_use, names(call.tool, settings), input) do
+    case Dispatch.run(hooks, :pre_tool_use, names(call, settings), input) do
       :cancelled -> {:error, Result.error("cancelled", :cancelled)}
       verdicts -> verdicts |> Verdict.combine() |> decide(call)
     end
@@ -102,7 +109,7 @@ defmodule CMDC.Tool.Runner.Intercept do
     event = if result.is_error, do: :post_tool_use_failure, else: :post_tool_use
     input = %{call: call, result: result, context: context}
 
-    case Dispatch.run(hooks, event, names(call.tool, settings), input) do
+    case Dispatch.run(hooks, event, names(call, settings), input) do
       :cancelled -> Result.error("cancelled", :cancelled)
       verdicts -> finish(result, call, pre, Verdict.combine(verdicts))
     end
