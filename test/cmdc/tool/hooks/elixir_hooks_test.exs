@@ -233,7 +233,21 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
     assert run([Echo], call("echo", %{"text" => "x"}), hooks: regex).reason == :denied
   end
 
-  test "hooks attached globally, to a registry and to a session run in that order" do
+  defmodule Dotted do
+    @behaviour CMDC.Tool
+    def name, do: "fs.read"
+    def description, do: "A tool whose name OpenAI is given as fs_read."
+    def parameters, do: %{"type" => "object"}
+    def execute(_, _), do: {:ok, "read"}
+  end
+
+  test "a tool called by a provider's mapped name matches its own name too" do
+    hooks = [[match: "^fs\\.read$", before_call: fn _, _ -> {:deny, "no"} end]]
+    assert run([Dotted], call("fs_read", %{}), hooks: hooks).reason == :denied
+    assert run([Dotted], call("fs_read", %{}), []).content == "read"
+  end
+
+  test "hooks attached to a registry, then to a session, then given to the run: in that order" do
     reg = CMDC.Tool.Registry.new()
     :ok = CMDC.Tool.Registry.register(reg, Echo)
     c = ctx()
