@@ -135,7 +135,8 @@ defmodule CMDC.Tool.Hooks.Config do
   defp hooks_of(_, path, _cwd, _active),
     do: {[], [problem(path, nil, "the settings must be a JSON object")]}
 
-  defp order(name), do: Enum.find_index(Map.keys(Command.events()), &(&1 == name)) || 99
+  @order ~w(SessionStart PreToolUse PostToolUse PostToolUseFailure SessionEnd)
+  defp order(name), do: Enum.find_index(@order, &(&1 == name)) || length(@order)
 
   defp event(name, groups, path, cwd, active) do
     case {Map.fetch(Command.events(), name), groups} do
