@@ -84,7 +84,7 @@ defmodule CMDC.Tool.Runner.Intercept do
 
     case pre.decision do
       _ when policy == :deny -> Permit.check(name, args, id, settings, context, opts)
-      :ask -> Permit.ask(name, args, id, context, opts, false, pre[:reason])
+      :ask -> Permit.ask(name, args, id, context, opts, false, asked(pre))
       :allow -> :ok
       _ -> Permit.check(name, args, id, settings, context, opts)
     end
@@ -93,6 +93,9 @@ defmodule CMDC.Tool.Runner.Intercept do
       {:error, result} -> {:error, %{result | notes: notes(pre)}}
     end
   end
+
+  defp asked(%{decided_by: hook, reason: nil}), do: "asked by #{hook}"
+  defp asked(%{decided_by: hook, reason: why}), do: "#{hook}: #{why}"
 
   @doc "Runs the `PostToolUse` (or `PostToolUseFailure`) hooks and applies their answers."
   @spec after_call(

@@ -46,9 +46,11 @@ defmodule CMDC.Tool.Runner.Permit do
 
       case approver && approver.(request) do
         nil ->
+          asked = if why, do: " (#{why})", else: ""
+
           {:error,
            Result.error(
-             "#{name} needs approval, and no one can approve here (headless): not run.",
+             "#{name} needs approval#{asked}, and no one can approve here (headless): not run.",
              :denied
            )}
 

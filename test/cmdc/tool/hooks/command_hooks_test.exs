@@ -198,7 +198,7 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
 
       pre_json(ctx, out.("ask"))
       assert run(ctx, [Echo], "echo", %{"text" => "x"}).reason == :denied
-      approver = fn %{reason: "because"} -> :allow end
+      approver = fn %{reason: reason} -> if reason =~ ": because", do: :allow end
       assert run(ctx, [Echo], "echo", %{"text" => "x"}, approver: approver).content == "x"
 
       pre_json(ctx, out.("allow"), "guarded")
@@ -495,5 +495,23 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
                &(&1.path in [path, Path.join(ctx.project, ".claude/settings.local.json")])
              )
     end
+  end
+
+  test "the example of examples/hooks: deny with exit 2, ask with permissionDecision", ctx do
+    examples = Path.expand("../../../../examples/hooks", __DIR__)
+    File.mkdir_p!(Path.join(ctx.project, "examples/hooks"))
+    File.cp!(Path.join(examples, "guard.py"), Path.join(ctx.project, "examples/hooks/guard.py"))
+
+    File.cp!(
+      Path.join(examples, "settings.json"),
+      Path.join(ctx.project, ".claude/settings.json")
+    )
+
+    r = run(ctx, [Echo], "echo", %{"text" => "rm -rf /"})
+    assert r.reason == :denied and r.content =~ "recursive deletes are not allowed here"
+
+    r = run(ctx, [CMDC.Tool.Examples.ReadFile], "read_file", %{"path" => "/etc/hostname"})
+    assert r.reason == :denied and r.content =~ "/etc/hostname is outside the project"
+    assert run(ctx, [Echo], "echo", %{"text" => "fine"}).content == "fine"
   end
 end

@@ -83,7 +83,7 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
       approver = fn req -> send(test, {:asked, req}) && :allow end
       r = run([Echo], call("echo", %{"text" => "x"}), hooks: hooks, approver: approver)
       assert {r.is_error, r.content} == {false, "x"}
-      assert_received {:asked, %{tool: "echo", reason: "looks odd"}}
+      assert_received {:asked, %{tool: "echo", reason: "hook asker: looks odd"}}
     end
 
     test "allow skips an asking policy, never a deny policy" do
