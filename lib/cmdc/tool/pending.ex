@@ -8,7 +8,7 @@ defmodule CMDC.Tool.Pending do
   | {:error, text} end`) and optionally `:discard` (`fn reason -> any end`) and `:policy`
   (`:ask_always` etc.: how applying is approved). While a session has pending actions:
 
-    * `tools/2` adds `CMDC.Tool.Pending.Resolve` (`resolve`: `id`, `action` = `apply` |
+    * `CMDC.Tool.Pending.Resolve.offer/2` adds the `resolve` tool (`id`, `action` = `apply` |
       `discard`, `reason`) to the tool list given to the provider, and the MCP server lists it;
     * `CMDC.Tool.Runner` runs a `resolve` call like any call — hooks (they see
       `tool_name: "resolve"`, and the action in the call's `:pending` / the command hook's
@@ -21,12 +21,12 @@ defmodule CMDC.Tool.Pending do
       iex> ctx = %CMDC.Context{session_id: "pending-doc"}
       iex> {:ok, id} = CMDC.Context.push_pending_action(ctx, label: "greet", apply: fn _ -> {:ok, "hi"} end)
       iex> [%{id: ^id, label: "greet"}] = CMDC.Tool.Pending.list("pending-doc")
-      iex> CMDC.Tool.Pending.tools([CMDC.Tool.Examples.Echo], "pending-doc")
-      [CMDC.Tool.Examples.Echo, CMDC.Tool.Pending.Resolve]
+      iex> CMDC.Tool.Pending.any?("pending-doc")
+      true
       iex> CMDC.Tool.Pending.expire("pending-doc")
       :ok
-      iex> CMDC.Tool.Pending.tools([CMDC.Tool.Examples.Echo], "pending-doc")
-      [CMDC.Tool.Examples.Echo]
+      iex> CMDC.Tool.Pending.any?("pending-doc")
+      false
 
   ## Errors
 
@@ -38,8 +38,6 @@ defmodule CMDC.Tool.Pending do
 
   require Logger
 
-  alias CMDC.Tool.Pending.Resolve
-
   @table :cmdc_tool_pending
 
   @type action :: %{
@@ -48,7 +46,7 @@ defmodule CMDC.Tool.Pending do
           details: String.t(),
           tool: String.t() | nil,
           policy: atom() | nil,
-          apply: (CMDC.Context.t() -> term()),
+          apply: (map() -> term()),
           discard: (String.t() -> term()) | nil
         }
 
@@ -56,11 +54,11 @@ defmodule CMDC.Tool.Pending do
   def start_link(_opts), do: CMDC.Tool.Table.start_link(__MODULE__, @table, :ordered_set)
 
   @doc "Registers a pending action for the context's session: `{:ok, id}` or `{:error, message}`."
-  @spec push(CMDC.Context.t(), keyword() | map()) :: {:ok, String.t()} | {:error, String.t()}
-  def push(%CMDC.Context{session_id: nil}, _action),
+  @spec push(map(), keyword() | map()) :: {:ok, String.t()} | {:error, String.t()}
+  def push(%{session_id: nil}, _action),
     do: {:error, "a pending action needs a session: the context has no session_id"}
 
-  def push(%CMDC.Context{session_id: session}, action)
+  def push(%{session_id: session}, action)
       when is_list(action) or is_map(action) do
     action = Map.new(action)
 
@@ -127,19 +125,6 @@ defmodule CMDC.Tool.Pending do
     case :ets.take(@table, {session, id}) do
       [{_, action}] -> {:ok, action}
       [] -> :error
-    end
-  end
-
-  @doc """
-  `tools` plus the `resolve` tool while `session` has pending actions (a registry becomes its
-  list of modules then).
-  """
-  @spec tools(term(), term()) :: term()
-  def tools(tools, session) do
-    cond do
-      not any?(session) -> tools
-      is_list(tools) -> tools ++ [Resolve]
-      true -> CMDC.Tool.Registry.list(tools) ++ [Resolve]
     end
   end
 

@@ -24,7 +24,7 @@ defmodule CMDC.Tool.PendingTest do
 
   test "preview, resolve offered, apply writes; the id is spent", %{dir: dir, ctx: ctx} do
     tools = [Echo, EditFile]
-    assert names(Pending.tools(tools, ctx.session_id)) == ["echo", "edit_file"]
+    assert names(Pending.Resolve.offer(tools, ctx.session_id)) == ["echo", "edit_file"]
 
     assert Runner.run(tools, call("0", "resolve", %{"id" => "x", "action" => "apply"}), ctx).reason ==
              :unknown_tool
@@ -34,7 +34,7 @@ defmodule CMDC.Tool.PendingTest do
     assert File.read!(Path.join(dir, "notes.txt")) == "alpha\nbeta\ngamma\n"
 
     [%{id: id, label: "edit notes.txt", tool: "edit_file"}] = Pending.list(ctx.session_id)
-    offered = Pending.tools(tools, ctx.session_id)
+    offered = Pending.Resolve.offer(tools, ctx.session_id)
     assert names(offered) == ["echo", "edit_file", "resolve"]
     schema = CMDC.Tool.to_schema(offered, %{}, format: :anthropic)
     assert Enum.any?(schema, &(&1["name"] == "resolve"))
@@ -42,7 +42,7 @@ defmodule CMDC.Tool.PendingTest do
     r = Runner.run(tools, call("2", "resolve", %{"id" => id, "action" => "apply"}), ctx)
     assert {r.is_error, r.content} == {false, "notes.txt: 1 replacement written"}
     assert File.read!(Path.join(dir, "notes.txt")) == "alpha\nBETA\ngamma\n"
-    assert Pending.tools(tools, ctx.session_id) == tools
+    assert Pending.Resolve.offer(tools, ctx.session_id) == tools
 
     # With nothing pending `resolve` is not a tool at all.
     assert Runner.run(tools, call("3", "resolve", %{"id" => id, "action" => "apply"}), ctx).reason ==

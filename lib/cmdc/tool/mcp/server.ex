@@ -158,7 +158,10 @@ defmodule CMDC.Tool.MCP.Server do
         # While the session has pending actions, `resolve` is listed and callable too.
         tools = state.mcp.tools
         session = state.context.session_id
-        {outgoing, mcp} = MCP.handle(msg, %{state.mcp | tools: Pending.tools(tools, session)})
+
+        {outgoing, mcp} =
+          MCP.handle(msg, %{state.mcp | tools: Pending.Resolve.offer(tools, session)})
+
         Enum.reduce(outgoing, %{state | mcp: %{mcp | tools: tools}}, &perform/2)
 
       :empty ->

@@ -1,11 +1,33 @@
 defmodule CMDC.Tool.Pending.Resolve do
   @moduledoc """
   The `resolve` tool: applies or discards a pending action of the session
-  (`CMDC.Tool.Pending`). The runner offers it only while the session has pending actions.
+  (`CMDC.Tool.Pending`). It exists only while the session has pending actions: `offer/2` adds
+  it to the tools given to the provider (and the MCP server's list), and `CMDC.Tool.Runner`
+  answers a `resolve` call then.
+
+      iex> ctx = %CMDC.Context{session_id: "offer-doc"}
+      iex> CMDC.Tool.Pending.Resolve.offer([CMDC.Tool.Examples.Echo], "offer-doc")
+      [CMDC.Tool.Examples.Echo]
+      iex> {:ok, _} = CMDC.Context.push_pending_action(ctx, label: "x", apply: fn _ -> :ok end)
+      iex> CMDC.Tool.Pending.Resolve.offer([CMDC.Tool.Examples.Echo], "offer-doc")
+      [CMDC.Tool.Examples.Echo, CMDC.Tool.Pending.Resolve]
   """
   @behaviour CMDC.Tool
 
   alias CMDC.Tool.Pending
+
+  @doc """
+  `tools` plus this tool while `session` has pending actions (a registry becomes its list of
+  modules then).
+  """
+  @spec offer(term(), term()) :: term()
+  def offer(tools, session) do
+    cond do
+      not Pending.any?(session) -> tools
+      is_list(tools) -> tools ++ [__MODULE__]
+      true -> CMDC.Tool.Registry.list(tools) ++ [__MODULE__]
+    end
+  end
 
   @impl true
   def name, do: "resolve"

@@ -4,6 +4,8 @@ defmodule CMDC.Tool.Pending.ResolveTest do
   alias CMDC.Tool.Runner
   alias CMDC.Tool.Examples.Echo
 
+  doctest CMDC.Tool.Pending.Resolve
+
   setup do
     %{ctx: %CMDC.Context{session_id: "resolve-#{System.unique_integer([:positive])}"}}
   end
