@@ -16,6 +16,10 @@ defmodule CMDC.Tool.Hooks.Config do
   `timeout` is in seconds (default 60). Hooks run with the project directory (`:cwd`) as
   working directory.
 
+      iex> config = CMDC.Tool.Hooks.Config.load(cwd: "/nonexistent/project", home: "/nonexistent/home")
+      iex> {config.hooks, config.files, config.errors}
+      {[], [], []}
+
   ## Errors
 
   `load/1` never fails: a file that is not valid JSON, an unknown event, a matcher that is not a

@@ -8,6 +8,14 @@ defmodule CMDC.Tool.Hooks.Dispatch do
   caller never crashes. A command hook's time-out is enforced by the exec layer (the hook and its
   process group are killed) and is a non-blocking error, as in Claude Code
   (`CMDC.Tool.Hooks.Command`). A `:cancel` message to the calling process stops the hooks.
+
+      iex> {:ok, hooks} = CMDC.Tool.Hooks.new([
+      ...>   [name: "slow", timeout: 50, before_call: fn _, _ -> Process.sleep(1_000) end],
+      ...>   [name: "fine", match: "echo", before_call: fn _, _ -> {:allow, "ok"} end]])
+      iex> call = %{tool: "echo", args: %{}, call_id: "1", module: CMDC.Tool.Examples.Echo}
+      iex> [slow, fine] = CMDC.Tool.Hooks.Dispatch.run(hooks, :pre_tool_use, ["echo"], %{call: call, context: %CMDC.Context{}})
+      iex> {slow.decision, slow.reason, fine.decision}
+      {:deny, "hook slow did not answer within 50 ms (stopped) (fail-safe: not run)", :allow}
   """
 
   require Logger

@@ -2,6 +2,9 @@ defmodule CMDC.Tool.Hooks.Listing do
   @moduledoc """
   What `mix cmdc.tools hooks` prints: every command hook of the settings files (event, matcher,
   command, time-out, file, active or why not), then the files read and the problems found.
+
+      iex> CMDC.Tool.Hooks.Listing.render(%CMDC.Tool.Hooks.Config{}, "/tmp")
+      "no command hooks configured"
   """
 
   alias CMDC.Tool.Hooks.{Config, Matcher}

@@ -9,6 +9,8 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
   alias CMDC.Test.OsProc
 
   doctest CMDC.Tool.Hooks.Command
+  doctest CMDC.Tool.Hooks.Config
+  doctest CMDC.Tool.Hooks.Listing
 
   defmodule McpLike do
     # The shape of a tool of an MCP server (`CMDC.Tool.MCP.Remote`): its settings name the server.

@@ -10,6 +10,8 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
   doctest CMDC.Tool.Hooks.Hook
   doctest CMDC.Tool.Hooks.Matcher
   doctest CMDC.Tool.Hooks.Verdict
+  doctest CMDC.Tool.Hooks.Dispatch
+  doctest CMDC.Tool.Hooks.Store
 
   defmodule Count do
     @behaviour CMDC.Tool
