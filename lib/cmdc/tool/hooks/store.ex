@@ -23,6 +23,11 @@ defmodule CMDC.Tool.Hooks.Store do
   @doc "The hooks of `scope` (`[]` when none)."
   @spec get(term()) :: list()
   def get(scope) do
+    # Until the first attach no call reads the table (one flag read instead of an ETS lookup).
+    if :persistent_term.get({__MODULE__, :used}, false), do: lookup(scope), else: []
+  end
+
+  defp lookup(scope) do
     case :ets.lookup(@table, scope) do
       [{_, hooks}] -> hooks
       [] -> []
@@ -36,6 +41,10 @@ defmodule CMDC.Tool.Hooks.Store do
   @spec put(term(), list()) :: :ok
   def put(scope, hooks) do
     :ets.insert(@table, {scope, hooks})
+    # Set once per VM: a persistent_term write is costly, a read is not.
+    unless :persistent_term.get({__MODULE__, :used}, false),
+      do: :persistent_term.put({__MODULE__, :used}, true)
+
     :ok
   end
 
