@@ -287,6 +287,7 @@ defmodule CMDC.Tool.CLI do
         bold("approval needed") <> " for " <> bold(request.tool) <> ": " <> summary,
         "  arguments: " <> CMDC.Tool.JSON.encode!(request.args)
       ] ++
+        if(request[:reason], do: ["  asked by " <> request.reason], else: []) ++
         case request do
           %{result: result} ->
             ["  result#{if result.is_error, do: " (error)"}: " <> preview(result)]
