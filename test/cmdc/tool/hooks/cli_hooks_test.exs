@@ -77,4 +77,25 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
 
     assert err =~ "hook: post ran"
   end
+
+  test "on a terminal, a hook's ask shows which hook asked and why; y runs the call", %{home: h} do
+    File.write!(
+      Path.join(h, ".claude/settings.json"),
+      ~s({"hooks": {"PreToolUse": [{"matcher": "echo", "hooks": [
+      {"type": "command", "command": "printf '{\\"hookSpecificOutput\\": {\\"permissionDecision\\": \\"ask\\", \\"permissionDecisionReason\\": \\"echo is loud\\"}}'"}]}]}})
+    )
+
+    root = Path.expand("../../../..", __DIR__)
+    pty = Path.join(root, "test/support/pty_run.py")
+    args = [pty, "y", "mix", "cmdc.tools", "call", "echo", ~s({"text": "hi"}), "--no-mcp"]
+    {out, 0} = System.cmd("python3", args, cd: root, env: [{"MIX_ENV", "test"}, {"HOME", h}])
+    out = String.replace(out, ~r/\e\[[0-9;]*m/, "")
+    assert out =~ "approval needed for echo"
+
+    assert out =~
+             ~r/asked by \S*home\/.claude\/settings.json PreToolUse\[0\]\.hooks\[0\] .*: echo is loud/
+
+    assert out =~ ~r/^hi\r?$/m
+    assert out =~ "EXIT=0"
+  end
 end
