@@ -283,5 +283,8 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
 
     assert {:error, "the matcher" <> _} =
              Hooks.new([[match: "(", before_call: fn _, _ -> :ok end]])
+
+    assert {:error, "unknown hook option :befor_call; the options are" <> _} =
+             Hooks.new([[befor_call: fn _, _ -> :ok end, after_call: fn _, _, _ -> :ok end]])
   end
 end
