@@ -43,6 +43,7 @@ defmodule CMDC.Tool.Hooks.Hook do
   @type t :: %__MODULE__{}
 
   @callbacks [before_call: 2, after_call: 3, on_session: 2]
+  @options [:before_call, :after_call, :on_session, :match, :timeout, :name]
 
   @doc "Normalizes a hook given in any of the accepted forms: `{:ok, hook}` or `{:error, message}`."
   @spec new(term()) :: {:ok, t()} | {:error, String.t()}
@@ -67,20 +68,29 @@ defmodule CMDC.Tool.Hooks.Hook do
   def new(spec) when is_list(spec) or is_map(spec) do
     spec = Enum.to_list(spec)
 
-    if Enum.all?(spec, &match?({k, _} when is_atom(k), &1)) do
-      funs =
-        for {name, arity} <- @callbacks, fun = spec[name], into: %{}, do: {name, {fun, arity}}
+    cond do
+      not Enum.all?(spec, &match?({k, _} when is_atom(k), &1)) ->
+        {:error, "a hook given as a list or map needs atom keys (got #{inspect(spec, limit: 5)})"}
 
-      case Enum.find(funs, fn {_, {fun, arity}} -> not is_function(fun, arity) end) do
-        {name, {_, arity}} -> {:error, "the hook's #{name} must be a function of arity #{arity}"}
-        nil -> build(Map.new(funs, fn {k, {f, _}} -> {k, f} end), spec)
-      end
-    else
-      {:error, "a hook given as a list or map needs atom keys (got #{inspect(spec, limit: 5)})"}
+      (unknown = Keyword.keys(spec) -- @options) != [] ->
+        {:error,
+         "unknown hook option #{inspect(hd(unknown))}; the options are #{inspect(@options)}"}
+
+      true ->
+        functions(spec)
     end
   end
 
   def new(other), do: {:error, "not a hook: #{inspect(other, limit: 5)}"}
+
+  defp functions(spec) do
+    funs = for {name, arity} <- @callbacks, fun = spec[name], into: %{}, do: {name, {fun, arity}}
+
+    case Enum.find(funs, fn {_, {fun, arity}} -> not is_function(fun, arity) end) do
+      {name, {_, arity}} -> {:error, "the hook's #{name} must be a function of arity #{arity}"}
+      nil -> build(Map.new(funs, fn {k, {f, _}} -> {k, f} end), spec)
+    end
+  end
 
   defp build(funs, opts) when funs == %{} do
     {:error,
