@@ -183,7 +183,14 @@ defmodule CMDC.Tool.MCP.Servers do
       |> put_opt(:timeout, opts[:timeout])
       |> put_opt(:registry, opts[:registry])
 
-    DynamicSupervisor.start_child(supervisor(), {Client, client_opts})
+    # One supervisor per server: a client crashing in a loop ends alone.
+    with {:ok, sup} <-
+           DynamicSupervisor.start_child(supervisor(), {Client.Supervisor, client_opts}) do
+      case Client.Supervisor.client(sup) do
+        nil -> {:error, "its client did not start"}
+        pid -> {:ok, pid}
+      end
+    end
   end
 
   defp put_opt(opts, _key, nil), do: opts
