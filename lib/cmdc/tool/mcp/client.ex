@@ -230,6 +230,8 @@ defmodule CMDC.Tool.MCP.Client do
   @impl true
   def init(opts) do
     Process.flag(:trap_exit, true)
+    # A flooding server's messages wait outside the heap: no garbage collection copies them.
+    Process.flag(:message_queue_data, :off_heap)
     name = Keyword.fetch!(opts, :name)
     {kind, spec} = Keyword.fetch!(opts, :transport)
     {:ok, mod} = Transport.fetch(kind)

@@ -35,7 +35,7 @@ defmodule CMDC.Tool.MCP.Remote do
     {entries, problems} = entries(server, client, defs, opts)
     pairs = Enum.map(entries, fn {remote, data, _} -> {Map.get(held, remote), data} end)
 
-    with {:ok, modules} <- Slots.assign(pairs, opts[:max_total_tools] || 10_000, __MODULE__) do
+    with {:ok, modules} <- Slots.assign(pairs, opts[:max_total_tools] || 20_000, __MODULE__) do
       Enum.zip(modules, entries)
       |> Enum.each(fn {module, {_, _, compiled}} -> put_schema(module, compiled) end)
 

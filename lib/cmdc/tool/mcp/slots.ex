@@ -10,6 +10,9 @@ defmodule CMDC.Tool.MCP.Slots do
   ETS rows, nothing is purged, and the modules ever made never outnumber the most remote tools
   held at once, which `max_total_tools` bounds (`CMDC.Tool.MCP.Client.Limits`).
 
+  Slots are held by the process that asked for them (a client): when it ends, however it
+  ends (even killed, when its `terminate/2` never runs), its slots are freed.
+
   A freed slot keeps no data (calling it says the tool is gone); slots are reused oldest-freed
   first, so a module kept past its tool's removal is unlikely to name another tool soon. Look
   tools up by name (`CMDC.Tool.Registry`, `CMDC.Tool.MCP.Client.tools/1`) rather than keeping
@@ -88,11 +91,11 @@ defmodule CMDC.Tool.MCP.Slots do
   @impl true
   def init(_) do
     :ets.new(@table, [:named_table, :protected, :set, read_concurrency: true])
-    {:ok, %{free: :queue.new(), made: 0, in_use: 0}}
+    {:ok, %{free: :queue.new(), made: 0, in_use: 0, holders: %{}}}
   end
 
   @impl true
-  def handle_call({:assign, pairs, max_total, owner}, _from, state) do
+  def handle_call({:assign, pairs, max_total, owner}, {pid, _}, state) do
     fresh = Enum.count(pairs, fn {slot, _} -> slot == nil or not held?(slot) end)
 
     if state.in_use + fresh > max_total do
@@ -103,19 +106,57 @@ defmodule CMDC.Tool.MCP.Slots do
     else
       {modules, state} = take(pairs, owner, state)
       :ets.insert(@table, Enum.zip(modules, Enum.map(pairs, &elem(&1, 1))))
-      {:reply, {:ok, modules}, %{state | in_use: state.in_use + fresh}}
+      state = hold(%{state | in_use: state.in_use + fresh}, pid, modules)
+      {:reply, {:ok, modules}, state}
     end
   end
 
-  def handle_call({:release, modules}, _from, state) do
-    held = Enum.filter(Enum.uniq(modules), &held?/1)
-    Enum.each(held, &:ets.delete(@table, &1))
-    free = Enum.reduce(held, state.free, &:queue.in/2)
-    {:reply, :ok, %{state | free: free, in_use: state.in_use - length(held)}}
-  end
+  def handle_call({:release, modules}, {pid, _}, state),
+    do: {:reply, :ok, free(state, pid, modules)}
 
   def handle_call(:stats, _from, state),
     do: {:reply, %{in_use: state.in_use, made: state.made}, state}
+
+  @impl true
+  def handle_info({:DOWN, _, :process, pid, _}, state) do
+    case state.holders do
+      %{^pid => {_mon, modules}} -> {:noreply, free(state, pid, MapSet.to_list(modules))}
+      _ -> {:noreply, state}
+    end
+  end
+
+  def handle_info(_msg, state), do: {:noreply, state}
+
+  defp hold(state, pid, modules) do
+    {mon, held} = Map.get_lazy(state.holders, pid, fn -> {Process.monitor(pid), MapSet.new()} end)
+
+    %{
+      state
+      | holders: Map.put(state.holders, pid, {mon, MapSet.union(held, MapSet.new(modules))})
+    }
+  end
+
+  defp free(state, pid, modules) do
+    held = Enum.filter(Enum.uniq(modules), &held?/1)
+    Enum.each(held, &:ets.delete(@table, &1))
+    free = Enum.reduce(held, state.free, &:queue.in/2)
+    state = %{state | free: free, in_use: state.in_use - length(held)}
+
+    case state.holders do
+      %{^pid => {mon, mine}} ->
+        left = MapSet.difference(mine, MapSet.new(held))
+
+        if MapSet.size(left) == 0 do
+          Process.demonitor(mon, [:flush])
+          %{state | holders: Map.delete(state.holders, pid)}
+        else
+          %{state | holders: Map.put(state.holders, pid, {mon, left})}
+        end
+
+      _ ->
+        state
+    end
+  end
 
   defp held?(slot), do: :ets.member(@table, slot)
 

@@ -6,8 +6,8 @@ defmodule CMDC.Tool.MCP.Client.Limits do
 
   | limit | default | what it bounds |
   |---|---|---|
-  | `max_tools` | 1_000 | tools one server may list |
-  | `max_total_tools` | 10_000 | remote tools of every server together (each holds one tool module) |
+  | `max_tools` | 5_000 | tools one server may list |
+  | `max_total_tools` | 20_000 | remote tools of every server together (each holds one tool module) |
   | `max_name_bytes` | 256 | a tool name as the server sends it |
   | `max_schema_bytes` | 1_048_576 | one tool's `inputSchema` (external term size) |
   | `max_schema_depth` | 64 | nesting of one tool's `inputSchema` |
@@ -15,7 +15,7 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `max_pages` | 100 | pages of one `tools/list` (an endless `nextCursor` stops there) |
   | `max_relists_per_minute` | 6 | `tools/list` re-reads on `list_changed` (more are deferred) |
   | `request_timeout` | 30_000 | ms for a request the client makes itself (`tools/list`, the probe) |
-  | `max_queue` | 20_000 | messages waiting in the client process (a flood stops the server) |
+  | `max_queue` | 2_000 | messages waiting in the client process (a flood stops the server) |
   | `stderr_lines_per_second` | 20 | stderr lines logged (the rest are counted, then summarized) |
   | `max_restarts` / `restart_window` | 5 / 60_000 | failed connections within the window before the server is marked `:failed` |
 
@@ -27,8 +27,8 @@ defmodule CMDC.Tool.MCP.Client.Limits do
       {10, 100}
   """
 
-  defstruct max_tools: 1_000,
-            max_total_tools: 10_000,
+  defstruct max_tools: 5_000,
+            max_total_tools: 20_000,
             max_name_bytes: 256,
             max_schema_bytes: 1_048_576,
             max_schema_depth: 64,
@@ -36,7 +36,7 @@ defmodule CMDC.Tool.MCP.Client.Limits do
             max_pages: 100,
             max_relists_per_minute: 6,
             request_timeout: 30_000,
-            max_queue: 20_000,
+            max_queue: 2_000,
             stderr_lines_per_second: 20,
             max_restarts: 5,
             restart_window: 60_000
