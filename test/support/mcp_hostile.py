@@ -106,6 +106,11 @@ def handle(msg):
             write({"jsonrpc": "2.0", "id": id_, "result": []})
             return None
         args = msg["params"].get("arguments") or {}
+        if args.get("text") == "noisy":
+            sys.stderr.write("warning: something odd in an earlier call\n")
+            sys.stderr.flush()
+        if args.get("text") == "die":
+            os._exit(9)
         return result(id_, {"content": [{"type": "text", "text": args.get("text", "")}]})
     if id_ is not None:
         write({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "no"}})

@@ -132,6 +132,16 @@ defmodule CMDC.Tool.MCPHostileTest do
       assert {:ok, "still here"} = echo(good)
     end
 
+    test "a crash message never quotes stderr written during an earlier call", ctx do
+      client = hostile(ctx, "good", name: "stale")
+      :ok = Client.await_ready(client)
+      assert {:ok, _} = Client.call_tool(client, "echo", %{"text" => "noisy"})
+      Process.sleep(300)
+      assert {:error, message} = Client.call_tool(client, "echo", %{"text" => "die"})
+      assert message =~ "exited with status 9"
+      refute message =~ "something odd"
+    end
+
     test "a client killed outright (no terminate/2) still frees its tool slots", ctx do
       good = good(ctx)
       :ok = Client.await_ready(good)

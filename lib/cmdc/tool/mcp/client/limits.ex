@@ -17,7 +17,7 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `request_timeout` | 30_000 | ms for a request the client makes itself (`tools/list`, the probe) |
   | `max_queue` | 2_000 | messages waiting in the client process (a flood stops the server) |
   | `stderr_lines_per_second` | 20 | stderr lines logged (the rest are counted, then summarized) |
-  | `max_restarts` / `restart_window` | 5 / 60_000 | failed connections within the window before the server is marked `:failed` |
+  | `max_restarts` / `restart_window` | 10 / 60_000 | failures within the window before the server is marked `:failed` (backoff doubling from 0.2 s keeps an unreachable server under it; a server that crashes right after each start is not) |
 
   Set them per client (`limits:` option of `CMDC.Tool.MCP.Client.start_link/1`) or for every
   client (`config :cmdc_tool, :mcp_limits, max_tools: 5_000`); the option wins.
@@ -38,7 +38,7 @@ defmodule CMDC.Tool.MCP.Client.Limits do
             request_timeout: 30_000,
             max_queue: 2_000,
             stderr_lines_per_second: 20,
-            max_restarts: 5,
+            max_restarts: 10,
             restart_window: 60_000
 
   @type t :: %__MODULE__{}

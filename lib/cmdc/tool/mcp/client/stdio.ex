@@ -14,7 +14,8 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   (its id read from the line's head) and is skipped; a line that starts like JSON but does not
   decode (invalid UTF-8, say) fails its request the same way; stderr reaches the log at most
   `stderr_lines_per_second` lines a second (`CMDC.Tool.MCP.Client.Limits`). A failure message
-  quotes only the stderr written since the server's last message, never an earlier call's.
+  quotes only the stderr written since the server's last message or the last call sent, never
+  an earlier call's.
   """
 
   @behaviour CMDC.Tool.MCP.Client.Transport
@@ -78,7 +79,8 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
     # A program that has ended (or never started) refuses the write; its final exec message
     # follows and says why, as a `:closed` event.
     _ = Exec.write(exec, Protocol.encode_frame(message))
-    {:ok, t}
+    # A new call starts a new story: what stderr said before belongs to an earlier one.
+    if message["method"] == "tools/call", do: {:ok, %{t | stderr: []}}, else: {:ok, t}
   end
 
   @impl true
