@@ -462,7 +462,9 @@ defmodule CMDC.Tool.MCP.Client do
 
   # The connection failed or ended: fail what was running, retry later (or give up).
   defp down(state, message) do
-    Logger.warning(message)
+    # Retries failing the same way say so once (a broken config entry, a missing command): the
+    # same failure again is only a debug line.
+    if message == state.last_error, do: Logger.debug(message), else: Logger.warning(message)
     state = stop_transport(state)
 
     for {_id, %{kind: :call} = call} <- state.pending, do: reply(call, {:error, message})

@@ -132,6 +132,22 @@ defmodule CMDC.Tool.MCPHostileTest do
       assert {:ok, "still here"} = echo(good)
     end
 
+    test "a server that cannot start is logged once, not at every retry" do
+      log =
+        ExUnit.CaptureLog.capture_log([level: :warning], fn ->
+          client =
+            start_supervised!(
+              {Client, name: "ghost", transport: {:stdio, %{command: "no-such-mcp-cmdc-x"}}},
+              id: "ghost"
+            )
+
+          Process.sleep(2_000)
+          assert Client.info(client).restarts >= 3
+        end)
+
+      assert length(String.split(log, "no-such-mcp-cmdc-x")) - 1 == 1
+    end
+
     test "a crash message never quotes stderr written during an earlier call", ctx do
       client = hostile(ctx, "good", name: "stale")
       :ok = Client.await_ready(client)
