@@ -453,8 +453,10 @@ defmodule CMDC.Tool.MCP.Client do
   end
 
   defp handshake(state) do
-    # Probe: an older server may ignore an unknown method, so the probe's time is short.
-    ms = min(state.limits.request_timeout, state.opts[:probe_timeout] || 10_000)
+    # The probe has the handshake's whole time: a slow server that answered late would already
+    # be serving the modern era and refuse `initialize`. One that ignores the probe costs one
+    # slow attempt; the next says `initialize` (see `down/2`).
+    ms = state.opts[:probe_timeout] || state.opts.init_timeout
     internal(state, "server/discover", %{}, :discover, ms)
   end
 
@@ -762,8 +764,15 @@ defmodule CMDC.Tool.MCP.Client do
     end
   end
 
+  # A refused `initialize` proves nothing about the era (a modern server that saw the probe
+  # refuses it): unless the caller chose the era, the next attempt probes again.
   defp response(%{kind: :initialize}, %{"error" => error}, state) do
-    down(state, "MCP server #{state.name} refused `initialize`: #{error_text(error)}")
+    era = if state.opts[:era] || state.opts[:protocol_version], do: state.era
+
+    down(
+      %{state | era: era},
+      "MCP server #{state.name} refused `initialize`: #{error_text(error)}"
+    )
   end
 
   defp response(%{kind: {:list, acc, pages}}, %{"result" => result}, state) do
