@@ -10,6 +10,7 @@
 # Run: MIX_ENV=bench mix run bench/mcp_hostile.exs   (python3 on PATH; stdlib only)
 Logger.configure(level: :error)
 alias CMDC.Tool.MCP.{Client, Slots}
+alias CMDC.Tool.LoadProbe
 
 python = System.find_executable("python3") || raise "python3 is needed"
 script = Path.expand("../test/support/mcp_hostile.py", __DIR__)
@@ -25,49 +26,24 @@ start = fn name, mode, extra ->
   pid
 end
 
-probe = fn ->
-  parent = self()
-
-  spawn(fn ->
-    loop = fn loop, worst ->
-      t0 = System.monotonic_time(:millisecond)
-
-      receive do
-        :stop -> send(parent, {:worst, worst})
-      after
-        10 -> loop.(loop, max(worst, System.monotonic_time(:millisecond) - t0 - 10))
-      end
-    end
-
-    loop.(loop, 0)
-  end)
-end
-
 IO.puts(
   "flood (10 s)        peak growth   worst lateness   outcome                        target"
 )
 
 # Control: the same lateness probe with no server at all (the machine's own noise).
-late = probe.()
+late = LoadProbe.lateness()
 Process.sleep(3_000)
-send(late, :stop)
-control = receive do: ({:worst, w} -> w)
+control = LoadProbe.stop(late)
 IO.puts(String.pad_trailing("control (3 s)", 35) <> "#{control} ms")
 
 for mode <- ["stderr_flood", "notify_flood"] do
   :erlang.garbage_collect()
   before = :erlang.memory(:total)
-  late = probe.()
+  late = LoadProbe.lateness()
   client = start.(mode, mode, [])
 
-  peak =
-    Enum.reduce(1..100, before, fn _, peak ->
-      Process.sleep(100)
-      max(peak, :erlang.memory(:total))
-    end)
-
-  send(late, :stop)
-  worst = receive do: ({:worst, w} -> w)
+  peak = LoadProbe.peak_memory(before, 10_000)
+  worst = LoadProbe.stop(late)
   info = Client.info(client)
   outcome = "#{info.status}, #{info.restarts} restarts"
 
@@ -80,8 +56,8 @@ for mode <- ["stderr_flood", "notify_flood"] do
   Client.stop(client)
 end
 
-exports = fn -> length(:code.all_loaded()) end
-loaded = exports.()
+modules = fn -> length(:code.all_loaded()) end
+loaded = modules.()
 
 {:ok, big} =
   Client.start_link(
@@ -92,7 +68,7 @@ loaded = exports.()
 {us, result} = :timer.tc(fn -> Client.await_ready(big, 120_000) end)
 
 IO.puts(
-  "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{exports.() - loaded}"
+  "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{modules.() - loaded}"
 )
 
 Client.stop(big)

@@ -7,6 +7,9 @@ defmodule CMDC.Tool.MCPHostileTest do
 
   alias CMDC.Tool.MCP.{Client, Slots}
 
+  import CMDC.Tool.LoadProbe, only: [timed: 1]
+  alias CMDC.Tool.LoadProbe
+
   @moduletag timeout: 180_000
   @moduletag :capture_log
   @script Path.expand("../../../support/mcp_hostile.py", __DIR__)
@@ -35,12 +38,6 @@ defmodule CMDC.Tool.MCPHostileTest do
     :ok = Client.await_ready(client)
     [tool] = Client.tools(client)
     tool.execute(%{"text" => "still here"}, CMDC.Context.new())
-  end
-
-  defp timed(fun) do
-    t0 = System.monotonic_time(:millisecond)
-    result = fun.()
-    {result, System.monotonic_time(:millisecond) - t0}
   end
 
   describe "malformed messages are protocol errors of their server (item 1)" do
@@ -259,10 +256,10 @@ defmodule CMDC.Tool.MCPHostileTest do
         good = good(ctx)
         :ok = Client.await_ready(good)
         before = :erlang.memory(:total)
-        late = lateness_probe()
+        late = LoadProbe.lateness()
         bad = hostile(ctx, unquote(mode))
-        peak = sample_memory(before, 10_000)
-        worst = stop_probe(late)
+        peak = LoadProbe.peak_memory(before, 10_000)
+        worst = LoadProbe.stop(late)
         growth = div(peak - before, 1_048_576)
         info = Client.info(bad)
 
@@ -285,39 +282,6 @@ defmodule CMDC.Tool.MCPHostileTest do
     |> DynamicSupervisor.which_children()
     |> Enum.map(fn {_, sup, _, _} -> CMDC.Tool.MCP.Client.Supervisor.client(sup) end)
     |> Enum.find(&(is_pid(&1) and Client.info(&1).name == name))
-  end
-
-  defp lateness_probe do
-    parent = self()
-
-    spawn_link(fn ->
-      loop = fn loop, worst ->
-        t0 = System.monotonic_time(:millisecond)
-
-        receive do
-          {:stop, ^parent} -> send(parent, {:worst, worst})
-        after
-          10 -> loop.(loop, max(worst, System.monotonic_time(:millisecond) - t0 - 10))
-        end
-      end
-
-      loop.(loop, 0)
-    end)
-  end
-
-  defp stop_probe(pid) do
-    send(pid, {:stop, self()})
-
-    receive do
-      {:worst, worst} -> worst
-    end
-  end
-
-  defp sample_memory(before, ms) do
-    Enum.reduce(1..div(ms, 100), before, fn _, peak ->
-      Process.sleep(100)
-      max(peak, :erlang.memory(:total))
-    end)
   end
 
   defp wait_until(fun, ok?, ms) do

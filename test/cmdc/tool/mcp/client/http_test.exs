@@ -6,6 +6,8 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
   alias CMDC.Tool.MCP.Client
   alias CMDC.Tool.MCPServers
 
+  import CMDC.Tool.LoadProbe, only: [timed: 1]
+
   @moduletag timeout: 180_000
   @moduletag :capture_log
   @script Path.expand("../../../../support/mcp_hostile.py", __DIR__)
@@ -132,12 +134,6 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       )
 
     CMDC.Tool.JSON.decode(to_string(body))
-  end
-
-  defp timed(fun) do
-    t0 = System.monotonic_time(:millisecond)
-    result = fun.()
-    {result, System.monotonic_time(:millisecond) - t0}
   end
 
   defp wait_ready(client, ms) do
