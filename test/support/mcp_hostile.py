@@ -142,6 +142,8 @@ def http(mode, port):
         def do_POST(self):
             msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             method, id_ = msg.get("method"), msg.get("id")
+            if mode == "legacy_only":
+                return self.legacy(msg, method, id_)
             if method == "server/discover":
                 return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {
                     "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
@@ -177,6 +179,37 @@ def http(mode, port):
                         self.wfile.write(chunk)
                 except (BrokenPipeError, ConnectionResetError):
                     STATS["closed"] += 1
+
+        # A 2025 server: no server/discover (400, as older SDKs answer a request without a
+        # session), `initialize` opens a session that every later request must name.
+        def legacy(self, msg, method, id_):
+            STATS.setdefault("headers", []).append(self.headers.get("Mcp-Method"))
+            if method == "initialize":
+                body = json.dumps({"jsonrpc": "2.0", "id": id_, "result": {
+                    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "legacy-only", "version": "1"}}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Mcp-Session-Id", "s-1")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                return self.wfile.write(body)
+            if self.headers.get("Mcp-Session-Id") != "s-1":
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32000, "message": "Bad Request: No valid session ID provided"}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                return self.wfile.write(body)
+            if id_ is None:
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                return self.end_headers()
+            if method == "tools/list":
+                return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {"tools": [tool("call")]}})
+            return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {
+                "content": [{"type": "text", "text": "legacy"}]}})
 
         def do_GET(self):
             if self.path == "/stats":

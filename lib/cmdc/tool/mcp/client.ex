@@ -12,26 +12,47 @@ defmodule CMDC.Tool.MCP.Client do
       [tool | _] = CMDC.Tool.MCP.Client.tools(client)
       tool.name()  #=> "files__read_file"
 
-  Transports: `{:stdio, %{command, args, env, cwd}}` (`CMDC.Tool.MCP.Client.Stdio`: the server
-  runs through the native exec layer in its own process group) and `{:http, %{url, headers}}`
-  (`CMDC.Tool.MCP.Client.HTTP`, Streamable HTTP). The client negotiates protocol version
-  `2025-11-25` or `2025-06-18` (`CMDC.Tool.MCP.Protocol`, shared with our server), sends
-  `notifications/initialized`, reads every page of `tools/list`, answers the server's `ping`, and
-  reads the list again on `notifications/tools/list_changed`.
+  Transports (`CMDC.Tool.MCP.Client.Transport`, the one registry of them):
+  `{:stdio, %{command, args, env, cwd}}` (`CMDC.Tool.MCP.Client.Stdio`: the server runs through
+  the native exec layer in its own process group) and `{:http, %{url, headers}}`
+  (`CMDC.Tool.MCP.Client.HTTP`, Streamable HTTP).
 
-  Each listed tool becomes a generated module (see `CMDC.Tool.MCP.Remote`) named
-  `server__tool` (see `tool_name/2`), whose `execute/2` validates the arguments natively
-  against the tool's `inputSchema` and sends `tools/call`.
+  Both eras of MCP (`CMDC.Tool.MCP.Client.Era`): the client probes `server/discover`; a server
+  of revision `2026-07-28` is then spoken to statelessly (`_meta` on every request, modern HTTP
+  headers, a `subscriptions/listen` stream for `list_changed`), any other answer falls back to
+  `initialize` (`2025-11-25` or `2025-06-18`, `CMDC.Tool.MCP.Protocol`), then
+  `notifications/initialized`. The era found is kept for the server's reconnections. The client
+  reads every page of `tools/list`, answers the server's `ping`, and reads the list again on
+  `notifications/tools/list_changed`.
+
+  Each listed tool becomes a tool module (a reusable slot of `CMDC.Tool.MCP.Slots`; see
+  `CMDC.Tool.MCP.Remote`) named `server__tool` (see `tool_name/2`), whose `execute/2` validates
+  the arguments natively against the tool's `inputSchema` and sends `tools/call`.
 
   ## Failures
 
-    * `initialize` unanswered after `:init_timeout` ms (default 30 s): the server is stopped and
-      `await_ready/2` returns an error saying so (and what the server wrote instead, if
-      anything).
-    * The server exits or the connection drops: every running call ends at once with an error
-      naming the server and how it ended; the client starts it again after a backoff
-      (0.2 s doubling to 30 s) and lists its tools again. Calls made meanwhile wait for it.
-    * A time-out or a cancelled caller sends `notifications/cancelled` for the request.
+  A server is untrusted input. Everything it sends is shape-checked before use
+  (`CMDC.Tool.MCP.Client.Check`) and bounded (`CMDC.Tool.MCP.Client.Limits`, the `:limits`
+  option): a malformed or oversized answer fails the request it answers at once, with a
+  message naming the server and the rule; a bad tool in a listing is left out (`info/1`'s
+  `problems`); a listing over a limit fails (the first one fails `await_ready/2`, a later one
+  keeps the earlier tools).
+
+    * The handshake unanswered after `:init_timeout` ms (default 30 s), or any request the
+      client makes itself unanswered after `request_timeout`: the server is stopped and
+      `await_ready/2` returns an error saying so (and what the server wrote instead, if any).
+    * The server exits or the connection drops (an HTTP server that cannot be reached): every
+      running call ends at once with an error naming the server and how it ended (quoting only
+      stderr written since its last message); the status leaves `:ready`; the client starts it
+      again after a backoff (0.2 s doubling to 30 s) and lists its tools again. Calls made
+      meanwhile wait for it. A failure repeated by retries is logged once.
+    * An HTTP session the server forgot (404): the client connects again and re-sends the
+      calls that were waiting, once.
+    * A server that sends faster than it is read (`max_queue`) is stopped; one that fails
+      `max_restarts` times within `restart_window` is marked `:failed` with its reason
+      (`info/1`) and not retried; its calls fail at once.
+    * A time-out or a cancelled caller sends `notifications/cancelled` for the request (and
+      over HTTP closes its stream).
 
   ## Errors
 
@@ -46,7 +67,8 @@ defmodule CMDC.Tool.MCP.Client do
   in sync with the tools), `:namespace` (`true`, default: names are `server__tool`; `false`:
   the server's names as they are), `:on_change` (a function called with the new module list
   after every listing that changed it), `:gen_name` (a name for the process),
-  `:protocol_version` (the version to ask for; default the newest).
+  `:protocol_version` (a legacy version to ask for: skips the probe), `:era` (`:legacy` skips
+  the probe), `:limits` (see `CMDC.Tool.MCP.Client.Limits`).
   """
 
   use GenServer
@@ -126,8 +148,9 @@ defmodule CMDC.Tool.MCP.Client do
   def tools(client), do: GenServer.call(client, :tools)
 
   @doc """
-  What the client knows: `%{name, status, version, server_info, tools, restarts, last_error}`
-  (`status` is `:ready`, `:connecting` or `:down`).
+  What the client knows: `%{name, status, era, version, server_info, tools, restarts,
+  last_error, problems}` (`status` is `:ready`, `:connecting`, `:down` (retrying) or `:failed`
+  (given up); `problems` lists the tools of the last listing that were left out, and why).
   """
   @spec info(t()) :: map()
   def info(client), do: GenServer.call(client, :info)

@@ -89,6 +89,21 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       "http://127.0.0.1:#{port}/mcp"
     end
 
+    test "a 2025 server answers the modern probe with a 400: initialize, then a session", ctx do
+      url = hostile(ctx.python, "legacy_only")
+      client = start_client("legacy", url)
+      assert :ok = Client.await_ready(client)
+      info = Client.info(client)
+      assert {info.era, info.version} == {:legacy, "2025-11-25"}
+
+      assert {:ok, %{"content" => [%{"text" => "legacy"}]}} =
+               Client.call_tool(client, "call", %{})
+
+      # Only the probe carried the modern headers.
+      {:ok, %{"headers" => ["server/discover" | rest]}} = stats(url)
+      assert Enum.all?(rest, &is_nil/1)
+    end
+
     test "an SSE stream that never ends: the timed-out call closes it; memory bounded", ctx do
       url = hostile(ctx.python, "endless_sse")
       client = start_client("endless", url)
