@@ -112,7 +112,9 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
 
   defp event({:stderr_line, line}, t) do
     logs = LogLimit.log(t.logs, :debug, fn -> "mcp #{t.name} stderr: " <> cut(line) end)
-    {:ok, %{t | logs: logs, stderr: Enum.take([cut(line) | t.stderr], @stderr_kept)}}
+    # Kept as a bounded raw head (cheap per line under a flood); made readable when quoted.
+    head = binary_part(line, 0, min(byte_size(line), 400))
+    {:ok, %{t | logs: logs, stderr: [head | Enum.take(t.stderr, @stderr_kept - 1)]}}
   end
 
   defp event({:started, _os_pid}, t), do: {:ok, t}
@@ -163,7 +165,9 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   defp last_words(%{stderr: [], garbage: g}), do: "; it wrote non-JSON to stdout: " <> g
 
   defp last_words(%{stderr: lines}),
-    do: "; its stderr ended with: " <> cut(Enum.join(Enum.reverse(Enum.take(lines, 5)), "\n"))
+    do:
+      "; its stderr ended with: " <>
+        (lines |> Enum.take(5) |> Enum.reverse() |> Enum.map_join("\n", &cut/1) |> cut())
 
   @impl true
   def close(%__MODULE__{exec: exec}) do
