@@ -247,6 +247,11 @@ defmodule CMDC.Tool.MCPHostileTest do
       IO.puts("\nrelist loop: atoms grew #{grown} in 3 s")
       assert grown < 10_000
       assert Client.info(relist).status == :ready
+      # Tool names carry the listing's round: 1 first listing + at most 3 relists a minute.
+      [tool | _] = Client.tools(relist)
+      [_, round] = Regex.run(~r/tool_(\d+)_/, tool.name())
+      IO.puts("relist loop: #{String.to_integer(round) + 1} listings in 3 s (max 1 + 3)")
+      assert String.to_integer(round) <= 3
     end
   end
 
