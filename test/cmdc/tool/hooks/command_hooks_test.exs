@@ -377,6 +377,41 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
       end
     end
 
+    test "a tool of a real MCP server (the Python SDK's) matches mcp__server__tool", ctx do
+      {:ok, %{command: python, args: args}} = CMDC.Tool.MCPServers.python_stdio()
+      servers = %{"mcpServers" => %{"py" => %{"command" => python, "args" => args}}}
+      File.write!(Path.join(ctx.project, ".mcp.json"), CMDC.Tool.JSON.encode!(servers))
+
+      report =
+        CMDC.Tool.MCP.Servers.load(
+          cwd: ctx.project,
+          home: ctx.home,
+          cmdc_home: nil,
+          trust_project: true
+        )
+
+      on_exit(fn -> CMDC.Tool.MCP.Servers.stop(report) end)
+      tools = Enum.map(report.tools, & &1.module)
+
+      settings!(ctx.project, %{
+        "PreToolUse" => [group("mcp__py__add", "echo 'not via hooks' >&2; exit 2")]
+      })
+
+      r = run(ctx, tools, "py__add", %{"a" => 2, "b" => 2})
+      assert r.reason == :denied and r.content =~ "not via hooks"
+
+      settings!(ctx.project, %{
+        "PostToolUse" => [
+          group(
+            "mcp__py__.*",
+            "printf '%s' '#{CMDC.Tool.JSON.encode!(%{"hookSpecificOutput" => %{"updatedMCPToolOutput" => %{"content" => [%{"type" => "text", "text" => "five"}]}}})}'"
+          )
+        ]
+      })
+
+      assert run(ctx, tools, "py__add", %{"a" => 2, "b" => 2}).content == "five"
+    end
+
     test "MCP tools match server__tool and mcp__server__tool", ctx do
       for matcher <- ["memory__create", "mcp__memory__create", "mcp__memory__.*", "mcp__.*"] do
         settings!(ctx.project, %{"PreToolUse" => [group(matcher, "exit 2")]})
