@@ -324,11 +324,11 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
     cmd =
       "sleep 30 & echo $! >> #{pids}; sh -c 'sleep 30' & echo $! >> #{pids}; echo $$ >> #{pids}; wait"
 
-    settings!(ctx.project, %{"PreToolUse" => [group("echo", cmd, %{"timeout" => 0.5})]})
+    settings!(ctx.project, %{"PreToolUse" => [group("echo", cmd, %{"timeout" => 1.5})]})
     r = run(ctx, [Echo], "echo", %{"text" => "x"})
     assert r.content == "x"
     assert [note] = r.notes
-    assert note =~ "timed out after 500 ms: killed with its process group"
+    assert note =~ "timed out after 1500 ms: killed with its process group"
 
     os_pids = pids |> File.read!() |> String.split() |> Enum.map(&String.to_integer/1)
     assert length(os_pids) == 3
