@@ -343,14 +343,31 @@ defmodule CMDC.Tool.MCP.HTTPTest do
 
   describe "limits and lifecycles" do
     test "a 10 MB body gets 413 and the server serves the next request" do
-      {_server, url} = start()
+      {server, url} = start()
 
-      big =
+      body =
         ~s({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":") <>
           String.duplicate("x", 10_000_000) <> ~s("}})
 
-      {status, _, _} = post(url, big, modern_headers("tools/list"))
-      assert status == 413
+      {:ok, socket} =
+        :gen_tcp.connect({127, 0, 0, 1}, HTTP.port(server), [:binary, active: false])
+
+      head =
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" <>
+          "Content-Length: #{byte_size(body)}\r\n\r\n"
+
+      # The server answers on the Content-Length alone, reading none of the body.
+      :ok = :gen_tcp.send(socket, head)
+      assert {:ok, "HTTP/1.1 413 " <> _} = :gen_tcp.recv(socket, 0, 30_000)
+      :gen_tcp.close(socket)
+      # A client that sends it all anyway gets the same answer or a reset, never a read body.
+      {:ok, socket} =
+        :gen_tcp.connect({127, 0, 0, 1}, HTTP.port(server), [:binary, active: false])
+
+      Task.start(fn -> :gen_tcp.send(socket, [head, body]) end)
+      answer = :gen_tcp.recv(socket, 0, 30_000)
+      assert match?({:ok, "HTTP/1.1 413 " <> _}, answer) or match?({:error, _}, answer)
+      :gen_tcp.close(socket)
       assert {200, _, _} = post(url, modern(2, "tools/list"), modern_headers("tools/list"))
     end
 
