@@ -165,6 +165,45 @@ defmodule CMDC.Tool.MCP.HTTPTest do
     end
   end
 
+  test "bin/cmdc-mcp --http 0 serves the project's tools; off loopback it needs credentials" do
+    bin = Path.join(@root, "bin/cmdc-mcp")
+
+    port =
+      Port.open({:spawn_executable, bin}, [
+        :binary,
+        :stderr_to_stdout,
+        {:line, 4096},
+        args: ["--http", "0"],
+        env: [{~c"MIX_ENV", ~c"test"}],
+        cd: @root
+      ])
+
+    {:os_pid, os_pid} = Port.info(port, :os_pid)
+    on_exit(fn -> System.cmd("kill", ["-9", "#{os_pid}"], stderr_to_stdout: true) end)
+    url = await_url(port)
+    report = py_client(["auto", url])
+    assert report["protocol_version"] == @modern
+    assert "countdown" in report["tools"]
+    assert report["echo"]["text"] == "héllo"
+
+    {out, 2} =
+      System.cmd(bin, ["--http", "0", "--host", "0.0.0.0"],
+        env: [{"MIX_ENV", "test"}],
+        stderr_to_stdout: true
+      )
+
+    assert out =~ "--host off loopback needs --token-file, CMDC_MCP_TOKEN or --oauth-introspect"
+  end
+
+  defp await_url(port) do
+    receive do
+      {^port, {:data, {:eol, "cmdc-mcp: serving MCP on " <> url}}} -> url
+      {^port, {:data, _}} -> await_url(port)
+    after
+      300_000 -> flunk("bin/cmdc-mcp --http never said where it serves")
+    end
+  end
+
   describe "requests no SDK sends" do
     test "modern requests need their headers (-32020), and an envelope or a session" do
       {_server, url} = start()
