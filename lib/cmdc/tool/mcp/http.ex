@@ -26,6 +26,13 @@ defmodule CMDC.Tool.MCP.HTTP do
   refused. Authentication (`:auth`, see `CMDC.Tool.MCP.HTTP.Auth`): none, a bearer token, or
   OAuth 2.1 resource server (RFC 9728 metadata, RFC 7662 introspection, audience checked).
 
+  ## Errors
+
+  `start_link/1` answers `{:error, message}` when the server cannot start (a bad `:auth`
+  setting, the port in use). Requests never stop the server: each bad one gets its HTTP status
+  (400, 401, 403, 404, 405, 413, 415) with a JSON-RPC error body saying what to fix; a tool's
+  own failure is a result with `isError: true`, as MCP defines it.
+
   ## Starting it
 
       children = [

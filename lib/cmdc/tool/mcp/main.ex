@@ -168,11 +168,20 @@ defmodule CMDC.Tool.MCP.Main do
     with {:ok, http_opts} <- http_options(opts) do
       {report, state} = CLI.watch(paths)
       http_opts = [tools: report.tools, list_changed: opts[:watch] != nil] ++ http_opts
-      {:ok, server} = HTTP.start_link(http_opts)
-      IO.write(:stderr, "cmdc-mcp: serving MCP on #{HTTP.url(server)}\n")
-      refresh = &HTTP.refresh(server, &1)
-      if opts[:watch], do: spawn_link(fn -> watch_loop(refresh, state, opts[:watch]) end)
-      Process.sleep(:infinity)
+      # A port in use is a message and a status, not a crash of the caller.
+      Process.flag(:trap_exit, true)
+
+      case HTTP.start_link(http_opts) do
+        {:ok, server} ->
+          IO.write(:stderr, "cmdc-mcp: serving MCP on #{HTTP.url(server)}\n")
+          refresh = &HTTP.refresh(server, &1)
+          if opts[:watch], do: spawn_link(fn -> watch_loop(refresh, state, opts[:watch]) end)
+          Process.sleep(:infinity)
+
+        {:error, reason} ->
+          IO.write(:stderr, "cmdc-mcp: #{reason}\n")
+          {:error, 1}
+      end
     end
   end
 

@@ -14,6 +14,11 @@ defmodule CMDC.Tool.MCP.HTTP.AuthTest do
     assert {:error, "OAuth needs :introspection_url" <> _} = Auth.new({:oauth, issuer: "x"})
     assert {:error, "unknown :auth setting :basic"} = Auth.new(:basic)
     assert {:ok, :none} = Auth.new(nil)
+    # The server refuses to start with it, saying why.
+    Process.flag(:trap_exit, true)
+
+    assert {:error, "a bearer token needs at least 16 bytes"} =
+             CMDC.Tool.MCP.HTTP.start_link(tools: [], auth: {:bearer, "short"})
   end
 
   test "a token file is read and trimmed" do
