@@ -39,12 +39,16 @@ defmodule CMDC.Tool.MCP.Calls do
     end
   end
 
-  @doc "The `CMDC.Context` calls run in when the caller gives none."
-  @spec context(String.t()) :: CMDC.Context.t()
-  def context(prefix \\ "mcp") do
+  @doc """
+  The `CMDC.Context` calls run in when the caller gives none: a session of its own, in
+  `working_dir` (the current directory by default; transports pass the one they read at start,
+  as `File.cwd!/0` asks the VM's file server, one process for every caller).
+  """
+  @spec context(String.t(), String.t() | nil) :: CMDC.Context.t()
+  def context(prefix \\ "mcp", working_dir \\ nil) do
     CMDC.Context.new(
       session_id: "#{prefix}-#{System.unique_integer([:positive])}",
-      working_dir: File.cwd!()
+      working_dir: working_dir || File.cwd!()
     )
   end
 end

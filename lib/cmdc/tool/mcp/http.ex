@@ -158,6 +158,7 @@ defmodule CMDC.Tool.MCP.HTTP do
       max_sessions: Keyword.get(opts, :max_sessions, 10_000)
     }
     |> Map.put(:session_idle_ms, Keyword.get(opts, :session_idle_ms, 3_600_000))
+    |> Map.put(:working_dir, File.cwd!())
   end
 
   defp loopback?({127, _, _, _}), do: true

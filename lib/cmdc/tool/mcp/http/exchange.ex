@@ -46,10 +46,10 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   end
 
   defp context(%{config: %{context: %CMDC.Context{} = context}}), do: context
-  defp context(%{session: nil}), do: Calls.context("mcp-http")
+  defp context(%{session: nil, config: config}), do: Calls.context("mcp-http", config.working_dir)
 
-  defp context(%{session: session}),
-    do: CMDC.Context.new(session_id: "mcp-http-" <> session, working_dir: File.cwd!())
+  defp context(%{session: session, config: config}),
+    do: CMDC.Context.new(session_id: "mcp-http-" <> session, working_dir: config.working_dir)
 
   defp accepts_sse?(headers), do: String.contains?(headers["accept"] || "", "text/event-stream")
 
