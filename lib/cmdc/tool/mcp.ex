@@ -417,5 +417,8 @@ defmodule CMDC.Tool.MCP do
   defp put_if(map, true, key, value), do: Map.put(map, key, value)
   defp put_if(map, false, _key, _value), do: map
 
-  defp version, do: to_string(Application.spec(:cmdc_tool, :vsn) || "0.1.0")
+  # Read once at compile time: every modern result carries it, and Application.spec/2 asks the
+  # application controller's table each time (~7 µs).
+  @version Mix.Project.config()[:version] || "0.1.0"
+  defp version, do: @version
 end

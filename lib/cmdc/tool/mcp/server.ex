@@ -244,7 +244,8 @@ defmodule CMDC.Tool.MCP.Server do
     Enum.reduce(state.subscriptions, state, &write(&2, MCP.list_changed(&1)))
   end
 
-  defp describe(tools), do: Enum.map(tools, &MCP.describe/1)
+  # In the order tools/list gives them: a list that only changed order is no change.
+  defp describe(tools), do: tools |> Enum.sort_by(& &1.name()) |> Enum.map(&MCP.describe/1)
 
   # The client is gone: cancel what still runs and wait (briefly) until the runner has killed
   # each tool, so no tool and no program it started outlives the server.
