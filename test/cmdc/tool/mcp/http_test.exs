@@ -40,12 +40,12 @@ defmodule CMDC.Tool.MCP.HTTPTest do
   end
 
   # A request as an HTTP client sends it (OTP's httpc: not ours).
-  defp post(url, body, headers \\ []) do
+  defp post(url, body, headers \\ [], profile \\ :default) do
     headers = Enum.map(headers, fn {k, v} -> {to_charlist(k), to_charlist(v)} end)
     request = {to_charlist(url), headers, ~c"application/json", body}
 
     {:ok, {{_, status, _}, resp_headers, resp_body}} =
-      :httpc.request(:post, request, [timeout: 20_000], body_format: :binary)
+      :httpc.request(:post, request, [timeout: 20_000], [body_format: :binary], profile)
 
     headers = Map.new(resp_headers, fn {k, v} -> {to_string(k), to_string(v)} end)
     decoded = if resp_body == "", do: nil, else: JSON.decode(resp_body)
@@ -476,6 +476,47 @@ defmodule CMDC.Tool.MCP.HTTPTest do
 
       assert {404, _, _} = post(url, list, [{"mcp-session-id", "nope"}])
       {:ok, {{_, 405, _}, _, _}} = :httpc.request(:get, {to_charlist(url), []}, [], [])
+
+      # notifications/cancelled stops the session's call; its POST gets an answer at once.
+      session_headers = [{"mcp-session-id", session}]
+      params = %{"name" => "countdown", "arguments" => %{"n" => 1000, "delay_ms" => 50}}
+
+      slow =
+        JSON.encode!(%{
+          "jsonrpc" => "2.0",
+          "id" => 7,
+          "method" => "tools/call",
+          "params" => params
+        })
+
+      # On a connection of its own (httpc would queue the cancel behind it on a shared one).
+      {:ok, profile} =
+        :inets.start(:httpc, profile: :"mcp_cancel_#{System.unique_integer([:positive])}")
+
+      on_exit(fn -> :inets.stop(:httpc, profile) end)
+      call = Task.async(fn -> post(url, slow, session_headers, profile) end)
+      Process.sleep(300)
+
+      cancel = %{
+        "jsonrpc" => "2.0",
+        "method" => "notifications/cancelled",
+        "params" => %{"requestId" => 7}
+      }
+
+      assert {202, _, nil} = post(url, JSON.encode!(cancel), session_headers)
+
+      assert {200, _, {:ok, %{"id" => 7, "error" => %{"message" => "Request cancelled" <> _}}}} =
+               Task.await(call, 10_000)
+
+      {:ok, {{_, 204, _}, _, _}} =
+        :httpc.request(
+          :delete,
+          {to_charlist(url), [{~c"mcp-session-id", to_charlist(session)}]},
+          [],
+          []
+        )
+
+      assert {404, _, _} = post(url, list, session_headers)
     end
   end
 end

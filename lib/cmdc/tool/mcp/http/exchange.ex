@@ -57,6 +57,7 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
     case next(handle, mon) do
       {:update, _payload} -> await_call(req, call, handle, mon)
       {:done, result} -> HTTP.Handler.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
+      :cancelled -> HTTP.Handler.json(200, req.extra, cancelled(call))
       :gone -> :sent
     end
   end
@@ -77,12 +78,22 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
         :httpd_response.send_final_chunk(req.mod, false)
         :sent
 
+      :cancelled ->
+        :httpd_response.send_final_chunk(req.mod, false)
+        :sent
+
       :gone ->
         :sent
     end
   end
 
-  # The call's next event, or :gone once the client left (or cancelled) and the call is dead.
+  # The client cancelled (notifications/cancelled, DELETE of its session) but still waits for
+  # an HTTP answer: an error it will drop, as it drops any answer to a cancelled request.
+  defp cancelled(call),
+    do: MCP.error(call.id, :invalid_request, "Request cancelled by the client")
+
+  # The call's next event; :gone once the client left, :cancelled once it cancelled (the call is
+  # dead then, or given up on after @cancel_wait_ms).
   defp next(%{ref: ref} = handle, mon) do
     receive do
       {Runner, ^ref, {:update, payload}} ->
@@ -95,23 +106,23 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
         {:done, {:error, "the tool crashed: #{inspect(reason)}"}}
 
       {closed, _socket} when closed in [:tcp_closed, :tcp_error] ->
-        stop(handle, mon)
+        stop(handle, mon, :gone)
 
       {:tcp_error, _socket, _reason} ->
-        stop(handle, mon)
+        stop(handle, mon, :gone)
 
       {__MODULE__, :cancel} ->
-        stop(handle, mon)
+        stop(handle, mon, :cancelled)
     end
   end
 
-  defp stop(handle, mon) do
+  defp stop(handle, mon, outcome) do
     Runner.cancel(handle)
 
     receive do
-      {:DOWN, ^mon, :process, _, _} -> :gone
+      {:DOWN, ^mon, :process, _, _} -> outcome
     after
-      @cancel_wait_ms -> :gone
+      @cancel_wait_ms -> outcome
     end
   end
 
