@@ -157,7 +157,7 @@ defmodule CMDC.Tool.MCP do
 
       :modern ->
         case Envelope.check(method, params, headers) do
-          {:ok, _envelope} -> {modern(method, id, params, state), state}
+          {:ok, _envelope} -> {modern(method, id, params, state, headers), state}
           {:error, code, message, data} -> {[error(id, code, message, data)], state}
         end
     end
@@ -165,7 +165,7 @@ defmodule CMDC.Tool.MCP do
 
   # --- 2026-07-28: stateless, every answer from the request alone -------------------------
 
-  defp modern("server/discover", id, _params, state) do
+  defp modern("server/discover", id, _params, state, _headers) do
     result = %{
       "supportedVersions" => Protocol.modern_versions(),
       "capabilities" => capabilities(state),
@@ -175,21 +175,21 @@ defmodule CMDC.Tool.MCP do
     [reply(id, result |> complete(state) |> cacheable(state))]
   end
 
-  defp modern("tools/list", id, params, state) do
+  defp modern("tools/list", id, params, state, _headers) do
     case list(params, state) do
       {:ok, result} -> [reply(id, result |> complete(state) |> cacheable(state))]
       :error -> [error(id, :invalid_params, "invalid cursor")]
     end
   end
 
-  defp modern("tools/call", id, params, state) do
-    case call(id, params, state, true) do
+  defp modern("tools/call", id, params, state, headers) do
+    case call(id, params, state, true, headers) do
       {:ok, call} -> [{:call, call}]
       {:error, reply} -> [reply]
     end
   end
 
-  defp modern("subscriptions/listen", id, params, state) do
+  defp modern("subscriptions/listen", id, params, state, _headers) do
     asked = if is_map(params["notifications"]), do: params["notifications"], else: %{}
 
     honored =
@@ -206,7 +206,7 @@ defmodule CMDC.Tool.MCP do
     [ack, {:listen, id, honored}]
   end
 
-  defp modern(method, id, _params, _state) do
+  defp modern(method, id, _params, _state, _headers) do
     [error(id, :method_not_found, "Method not found: #{method} (MCP 2026-07-28)")]
   end
 
@@ -289,7 +289,7 @@ defmodule CMDC.Tool.MCP do
     end
   end
 
-  defp call(id, params, state, modern) do
+  defp call(id, params, state, modern, headers \\ nil) do
     name = params["name"]
     args = Map.get(params, "arguments", %{})
 
@@ -305,8 +305,15 @@ defmodule CMDC.Tool.MCP do
           {:ok, module} ->
             token = get_in(params, ["_meta", "progressToken"])
 
-            {:ok,
-             %{id: id, module: module, arguments: args, progress_token: token, modern: modern}}
+            call = %{
+              id: id,
+              module: module,
+              arguments: args,
+              progress_token: token,
+              modern: modern
+            }
+
+            param_headers(call, headers)
 
           {:error, :not_found} ->
             message = CMDC.Tool.unknown_tool_message(tools(state), name)
@@ -314,6 +321,16 @@ defmodule CMDC.Tool.MCP do
         end
     end
   end
+
+  # Modern HTTP requests mirror x-mcp-header arguments into Mcp-Param-* headers.
+  defp param_headers(%{modern: true} = call, headers) when is_map(headers) do
+    case Envelope.check_params(call.module.parameters(), call.arguments, headers) do
+      :ok -> {:ok, call}
+      {:error, code, message, data} -> {:error, error(call.id, code, message, data)}
+    end
+  end
+
+  defp param_headers(call, _headers), do: {:ok, call}
 
   defp notification("notifications/initialized", _params, state),
     do: {[], %{state | initialized?: true}}

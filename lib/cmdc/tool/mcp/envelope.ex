@@ -134,6 +134,82 @@ defmodule CMDC.Tool.MCP.Envelope do
   end
 
   @doc """
+  Checks a `tools/call`'s `Mcp-Param-*` headers against its arguments, for the properties the
+  tool's input schema marks with `x-mcp-header` (reached through `properties` only, as the
+  specification allows): a value in the body needs its header, with the same value (integers
+  compared as numbers); an absent or `null` value needs no header. `:ok` off HTTP, or
+  `{:error, :header_mismatch, message, nil}`.
+
+      iex> schema = %{"properties" => %{"region" => %{"type" => "string", "x-mcp-header" => "Region"}}}
+      iex> CMDC.Tool.MCP.Envelope.check_params(schema, %{"region" => "eu"}, %{"mcp-param-region" => "eu"})
+      :ok
+      iex> {:error, :header_mismatch, message, nil} =
+      ...>   CMDC.Tool.MCP.Envelope.check_params(schema, %{"region" => "eu"}, %{})
+      iex> message
+      "Header mismatch: Mcp-Param-Region header is missing (body: \"eu\")"
+  """
+  @spec check_params(map(), map(), headers()) :: :ok | {:error, :header_mismatch, String.t(), nil}
+  def check_params(_schema, _arguments, nil), do: :ok
+
+  def check_params(schema, arguments, headers) do
+    schema
+    |> annotated([])
+    |> Enum.find_value(:ok, fn {path, name, type} ->
+      header = "Mcp-Param-" <> name
+      value = get_in(arguments, path)
+      given = decode_header(headers[String.downcase(header)])
+
+      cond do
+        value == nil and given == nil ->
+          nil
+
+        given == nil ->
+          mismatch(header, nil, value)
+
+        value == nil ->
+          {:error, :header_mismatch,
+           "Header mismatch: #{header} header sent, its argument absent", nil}
+
+        same?(type, value, given) ->
+          nil
+
+        true ->
+          mismatch(header, given, value)
+      end
+    end)
+  end
+
+  defp annotated(%{"properties" => %{} = properties}, path) do
+    Enum.flat_map(properties, fn {key, sub} ->
+      here =
+        case sub do
+          %{"x-mcp-header" => name} when is_binary(name) and name != "" ->
+            [{path ++ [key], name, sub["type"]}]
+
+          _ ->
+            []
+        end
+
+      here ++ if(is_map(sub), do: annotated(sub, path ++ [key]), else: [])
+    end)
+  end
+
+  defp annotated(_schema, _path), do: []
+
+  defp same?("integer", value, given) when is_number(value) do
+    case Integer.parse(given) do
+      {int, ""} -> int == value
+      {int, "." <> zeros} -> String.trim(zeros, "0") == "" and int == value
+      _ -> false
+    end
+  end
+
+  defp same?(_type, value, given) when is_boolean(value), do: to_string(value) == given
+  defp same?(_type, value, given) when is_binary(value), do: value == given
+  defp same?(_type, value, given) when is_integer(value), do: Integer.to_string(value) == given
+  defp same?(_type, _value, _given), do: false
+
+  @doc """
   A header value as MCP clients encode it: plain, or `=?base64?…?=` for values that are not
   plain ASCII. `nil` for a malformed encoding (it then matches no body value).
 

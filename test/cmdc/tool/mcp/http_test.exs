@@ -1,3 +1,24 @@
+defmodule CMDCTest.MCPTools.Regional do
+  @moduledoc false
+  # Arguments mirrored into HTTP headers (x-mcp-header, MCP 2026-07-28).
+  @behaviour CMDC.Tool
+  def name, do: "regional"
+  def description, do: "Answers with the region it was asked for."
+
+  def parameters do
+    %{
+      "type" => "object",
+      "properties" => %{
+        "region" => %{"type" => "string", "x-mcp-header" => "Region"},
+        "limit" => %{"type" => "integer", "x-mcp-header" => "Limit"}
+      },
+      "required" => ["region"]
+    }
+  end
+
+  def execute(%{"region" => region}, _context), do: {:ok, "served from #{region}"}
+end
+
 defmodule CMDC.Tool.MCP.HTTPTest do
   # The Streamable HTTP server against clients nobody here wrote (the official Python and
   # TypeScript SDKs), raw HTTP for what those clients never send, and real OS processes.
@@ -241,6 +262,43 @@ defmodule CMDC.Tool.MCP.HTTPTest do
                post(url, modern(4, "ping"), modern_headers("ping"))
 
       assert {400, _, {:ok, %{"error" => %{"code" => -32_700}}}} = post(url, "{not json", [])
+    end
+
+    test "x-mcp-header arguments: the official client mirrors them, a request without is refused" do
+      {_server, url} = start(tools: [Echo, CMDCTest.MCPTools.Regional])
+
+      code = """
+      import asyncio, json, sys
+      from mcp import Client
+      async def main():
+          async with Client(sys.argv[1], mode="2026-07-28") as c:
+              await c.list_tools()
+              r = await c.call_tool("regional", {"region": "Zürich", "limit": 3})
+              print(json.dumps({"text": r.content[0].text, "error": r.is_error}))
+      asyncio.run(main())
+      """
+
+      {out, 0} = System.cmd(python(), ["-c", code, url], stderr_to_stdout: true)
+
+      assert out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!() == %{
+               "text" => "served from Zürich",
+               "error" => false
+             }
+
+      body =
+        modern(1, "tools/call", %{
+          "name" => "regional",
+          "arguments" => %{"region" => "eu", "limit" => 3}
+        })
+
+      h = modern_headers("tools/call", "regional")
+      {400, _, {:ok, reply}} = post(url, body, h)
+      assert reply["error"]["code"] == -32_020
+      assert reply["error"]["message"] =~ "Mcp-Param-"
+      {400, _, _} = post(url, body, [{"mcp-param-region", "us"}, {"mcp-param-limit", "3"} | h])
+
+      assert {200, _, _} =
+               post(url, body, [{"mcp-param-region", "eu"}, {"mcp-param-limit", "3.0"} | h])
     end
 
     test "Origin and Host from elsewhere are refused (DNS rebinding)" do
