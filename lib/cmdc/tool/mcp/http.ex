@@ -8,7 +8,8 @@ defmodule CMDC.Tool.MCP.HTTP do
       nothing is kept between requests.
     * `2025-11-25` / `2025-06-18` clients POST `initialize` and get an `Mcp-Session-Id`; later
       requests carry it (an unknown one is 404, so the client starts over) and DELETE ends it.
-      GET (the old server-to-client stream) is 405.
+      GET with the session opens its server-to-client stream (list changes); GET without one
+      is 405.
 
   A request gets a JSON response, or an SSE stream when it is a `tools/call` with a
   `progressToken` (progress notifications, then the result) or a `subscriptions/listen`

@@ -431,6 +431,15 @@ defmodule CMDC.Tool.MCP.HTTPTest do
     end
   end
 
+  defp read_until(socket, text, seen \\ "") do
+    if String.contains?(seen, text) do
+      seen
+    else
+      {:ok, more} = :gen_tcp.recv(socket, 0, 10_000)
+      read_until(socket, text, seen <> more)
+    end
+  end
+
   defp read_until_closed(socket) do
     case :gen_tcp.recv(socket, 0, 5_000) do
       {:ok, _} -> read_until_closed(socket)
@@ -512,7 +521,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
     end
 
     test "legacy sessions: initialize mints Mcp-Session-Id, unknown ids are 404, GET is 405" do
-      {_server, url} = start()
+      {server, url} = start(list_changed: true)
 
       init = %{
         "protocolVersion" => "2025-06-18",
@@ -533,7 +542,29 @@ defmodule CMDC.Tool.MCP.HTTPTest do
                post(url, list, [{"mcp-session-id", session}])
 
       assert {404, _, _} = post(url, list, [{"mcp-session-id", "nope"}])
+      assert reply["result"]["capabilities"]["tools"] == %{"listChanged" => true}
       {:ok, {{_, 405, _}, _, _}} = :httpc.request(:get, {to_charlist(url), []}, [], [])
+      assert reply["result"]["capabilities"]["tools"] == %{"listChanged" => true}
+
+      # The session's GET stream hears of a new tool list.
+      {:ok, socket} =
+        :gen_tcp.connect({127, 0, 0, 1}, HTTP.port(server), [:binary, active: false])
+
+      :ok =
+        :gen_tcp.send(
+          socket,
+          "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" <>
+            "Mcp-Session-Id: #{session}\r\n\r\n"
+        )
+
+      assert {:ok, "HTTP/1.1 200 OK" <> head} = :gen_tcp.recv(socket, 0, 10_000)
+      assert head =~ "text/event-stream"
+      HTTP.refresh(server, [Echo, Countdown])
+      assert read_until(socket, "notifications/tools/list_changed") =~ "event: message"
+      :gen_tcp.close(socket)
+      # The session's next request sees the new list.
+      assert {200, _, {:ok, %{"result" => %{"tools" => [_, _]}}}} =
+               post(url, list, [{"mcp-session-id", session}])
 
       # notifications/cancelled stops the session's call; its POST gets an answer at once.
       session_headers = [{"mcp-session-id", session}]

@@ -126,11 +126,15 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
     end
   end
 
-  @doc "Keeps a `subscriptions/listen` stream open until the client leaves."
-  @spec listen(map(), map(), term()) :: :sent
+  @doc """
+  Keeps a `subscriptions/listen` stream (`ack` first, notifications tagged with `id`), or a
+  2025-era session's GET stream (`nil`, `nil`: plain notifications), open until the client
+  leaves.
+  """
+  @spec listen(map(), map() | nil, term()) :: :sent
   def listen(req, ack, id) do
     open_stream(req)
-    event(req.mod, ack)
+    if ack, do: event(req.mod, ack)
     :ets.insert(req.table, {{:sub, self()}, id})
     watch(req.mod, :once)
 

@@ -67,9 +67,17 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
          :ok <- check_host(req),
          :ok <- check_auth(req) do
       case req.method do
-        "POST" -> post(req)
-        "DELETE" -> delete(req)
-        _ -> json(405, [{"allow", "POST, DELETE"}], rpc_error("use POST (MCP Streamable HTTP)"))
+        "POST" ->
+          post(req)
+
+        "DELETE" ->
+          delete(req)
+
+        "GET" ->
+          stream(req)
+
+        _ ->
+          json(405, [{"allow", "GET, POST, DELETE"}], rpc_error("use POST (MCP Streamable HTTP)"))
       end
     end
   end
@@ -154,7 +162,9 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
   defp session(%{headers: %{"mcp-session-id" => id}} = req, _msg) do
     case :ets.lookup(req.table, {:session, id}) do
       [{_, %{mcp: mcp}}] ->
-        {:ok, id, mcp}
+        # The session keeps its version; its tools are the server's current ones (refresh/2).
+        [{:mcp, current}] = :ets.lookup(req.table, :mcp)
+        {:ok, id, %{mcp | tools: current.tools}}
 
       [] ->
         message =
@@ -169,8 +179,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
       {:error, json(503, [], rpc_error("too many open sessions, try again later"))}
     else
       [{:mcp, mcp}] = :ets.lookup(req.table, :mcp)
-      # No server-to-client stream on HTTP sessions: listChanged is not offered there.
-      {:ok, Base.url_encode64(:crypto.strong_rand_bytes(18)), %{mcp | list_changed: false}}
+      {:ok, Base.url_encode64(:crypto.strong_rand_bytes(18)), mcp}
     end
   end
 
@@ -183,9 +192,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
     {outgoing, mcp} = MCP.handle(msg, mcp, req.headers)
 
     if session do
-      # A session's tool list follows the server's (refresh/2).
-      [{:mcp, current}] = :ets.lookup(req.table, :mcp)
-      entry = %{mcp: %{mcp | tools: current.tools}, touched: System.monotonic_time(:millisecond)}
+      entry = %{mcp: mcp, touched: System.monotonic_time(:millisecond)}
       :ets.insert(req.table, {{:session, session}, entry})
     end
 
@@ -213,6 +220,29 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
         do: send(pid, {Exchange, :cancel})
 
     {202, req.extra, ""}
+  end
+
+  # A 2025-era session's server-to-client stream (GET, text/event-stream): list changes when the
+  # server announces them. Modern clients use subscriptions/listen instead; others get 405.
+  defp stream(%{headers: %{"mcp-session-id" => id} = headers} = req) do
+    cond do
+      not :ets.member(req.table, {:session, id}) ->
+        json(404, [], rpc_error("unknown session #{id}"))
+
+      not String.contains?(headers["accept"] || "", "text/event-stream") ->
+        json(406, [], rpc_error("the session stream is text/event-stream"))
+
+      true ->
+        Exchange.listen(Map.put(req, :extra, [{"mcp-session-id", id}]), nil, nil)
+    end
+  end
+
+  defp stream(_req) do
+    json(
+      405,
+      [{"allow", "POST, DELETE"}],
+      rpc_error("use POST; 2026-07-28 clients send subscriptions/listen")
+    )
   end
 
   defp delete(%{headers: %{"mcp-session-id" => id}} = req) do
