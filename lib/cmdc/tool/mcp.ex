@@ -166,10 +166,10 @@ defmodule CMDC.Tool.MCP do
   # --- 2026-07-28: stateless, every answer from the request alone -------------------------
 
   defp modern("server/discover", id, _params, state, _headers) do
+    # The server's identity travels in `_meta` (complete/2), as on every modern result.
     result = %{
       "supportedVersions" => Protocol.modern_versions(),
-      "capabilities" => capabilities(state),
-      "serverInfo" => server_info(state)
+      "capabilities" => capabilities(state)
     }
 
     [reply(id, result |> complete(state) |> cacheable(state))]
