@@ -104,6 +104,22 @@ defmodule Load do
   end
 end
 
+# The ceiling inets httpd sets on this machine and load: the same requests answered with a fixed
+# body by a bare httpd module (no MCP, no JSON, no runner).
+defmodule Bare do
+  @moduledoc false
+  @body ~s({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}})
+  def unquote(:do)(_mod) do
+    head = [
+      code: 200,
+      content_type: ~c"application/json",
+      content_length: ~c"#{byte_size(@body)}"
+    ]
+
+    {:proceed, [{:response, {:response, head, [@body]}}]}
+  end
+end
+
 memory = fn -> :erlang.memory(:total) end
 mb = fn bytes -> Float.round(bytes / 1_048_576, 1) end
 
@@ -119,6 +135,23 @@ before = memory.()
 ours = Load.run(port, clients, calls)
 after_run = memory.()
 HTTP.stop(server)
+
+# Stopping a stand-alone httpd exits its links: the bench process survives it.
+Process.flag(:trap_exit, true)
+root = String.to_charlist(System.tmp_dir!())
+
+{:ok, bare} =
+  :inets.start(
+    :httpd,
+    [port: 0, bind_address: {127, 0, 0, 1}, server_name: ~c"bare", server_root: root] ++
+      [document_root: root, modules: [Bare], max_clients: clients + 50],
+    :stand_alone
+  )
+
+[{{_, _, bare_port, _}, _, _, _}] = Supervisor.which_children(bare)
+Load.run(bare_port, 4, 20)
+ceiling = Load.run(bare_port, clients, calls)
+:inets.stop(:stand_alone, bare)
 
 # The reference, same load.
 {:ok, python} = CMDC.Tool.PythonEnv.python()
@@ -147,7 +180,9 @@ end
 IO.puts("""
 MCP tools/call over Streamable HTTP, #{clients} concurrent clients x #{calls} calls (echo, loopback):
   cmdc_tool (inets httpd):       #{fmt.(ours)}
+  bare inets httpd, fixed body:  #{fmt.(ceiling)}  (the transport's ceiling here)
   Python SDK 2.3.0 (uvicorn):    #{fmt.(theirs)}
   ratio:                         #{Float.round(ours.rate / theirs.rate, 1)}x the rate (target >= 5x); our p99 #{Float.round(ours.p99, 2)} ms vs its p50 #{Float.round(theirs.p50, 2)} ms (target <=)
   our VM memory:                 #{mb.(before)} MB before, #{mb.(after_run)} MB after the run
+  machine:                       #{System.schedulers_online()} schedulers, load average #{File.read!("/proc/loadavg") |> String.split() |> Enum.take(3) |> Enum.join(" ")}
 """)
