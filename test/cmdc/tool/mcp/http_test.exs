@@ -520,6 +520,24 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       assert {200, _, _} = post(url, modern(2, "tools/list"), modern_headers("tools/list"))
     end
 
+    test "sessions unused for :session_idle_ms are dropped (the client then initializes again)" do
+      {server, url} = start(session_idle_ms: 50)
+      init = %{"protocolVersion" => "2025-11-25", "capabilities" => %{}}
+
+      body =
+        JSON.encode!(%{"jsonrpc" => "2.0", "id" => 1, "method" => "initialize", "params" => init})
+
+      {200, %{"mcp-session-id" => session}, _} = post(url, body)
+      list = JSON.encode!(%{"jsonrpc" => "2.0", "id" => 2, "method" => "tools/list"})
+      assert {200, _, _} = post(url, list, [{"mcp-session-id", session}])
+      Process.sleep(100)
+      # The sweep runs every minute; here it is asked for now.
+      send(server, :sweep)
+      :sys.get_state(server)
+      {404, _, {:ok, reply}} = post(url, list, [{"mcp-session-id", session}])
+      assert reply["error"]["message"] =~ "initialize again"
+    end
+
     test "legacy sessions: initialize mints Mcp-Session-Id, unknown ids are 404, GET is 405" do
       {server, url} = start(list_changed: true)
 
