@@ -146,7 +146,7 @@ defmodule CMDC.Tool.MCP.Envelope do
       iex> {:error, :header_mismatch, message, nil} =
       ...>   CMDC.Tool.MCP.Envelope.check_params(schema, %{"region" => "eu"}, %{})
       iex> message
-      "Header mismatch: Mcp-Param-Region header is missing (body: \"eu\")"
+      ~s|Header mismatch: Mcp-Param-Region header is missing (body: "eu")|
   """
   @spec check_params(map(), map(), headers()) :: :ok | {:error, :header_mismatch, String.t(), nil}
   def check_params(_schema, _arguments, nil), do: :ok
