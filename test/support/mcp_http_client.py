@@ -4,7 +4,7 @@ Usage: python mcp_http_client.py MODE TARGET [--marker PATH] [COMMAND ARGS...]
   MODE    auto | legacy | 2026-07-28 (mcp.Client's `mode`)
   TARGET  a URL (Streamable HTTP) or `stdio` (then COMMAND ARGS start the server)
   --marker PATH  open subscriptions/listen (modern only), create PATH once acknowledged, and
-                 wait up to 20 s for a tools-list change (the test changes the tool list).
+                 wait up to 60 s for a tools-list change (the test changes the tool list).
 Prints one JSON object with what it observed. Nothing here is cmdc_tool's code.
 """
 import json
@@ -56,7 +56,7 @@ async def main() -> None:
             async with client.listen(tools_list_changed=True) as sub:
                 report["honored"] = sub.honored.model_dump(by_alias=True, exclude_none=True)
                 open(marker, "w").close()
-                with anyio.move_on_after(20):
+                with anyio.move_on_after(60):
                     async for event in sub:
                         report["event"] = type(event).__name__
                         break
