@@ -90,7 +90,8 @@ impl From<ScanOpts> for Config {
         Config {
             cwd: PathBuf::from(opts.cwd),
             home: PathBuf::from(opts.home),
-            cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
+            // An empty one is passed on: the scan reports it as not absolute.
+            cmdc_home: opts.cmdc_home.map(PathBuf::from),
             paths: opts.paths,
             explicit: opts.explicit,
             project: opts.project,

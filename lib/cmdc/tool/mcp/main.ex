@@ -9,7 +9,7 @@ defmodule CMDC.Tool.MCP.Main do
   require Logger
 
   alias CMDC.Tool.CLI
-  alias CMDC.Tool.MCP.{Server, Stdio}
+  alias CMDC.Tool.MCP.{SelfGuard, Server, Stdio}
 
   @usage """
   Usage: cmdc-mcp [--watch MS] [--page-size N] [PATH...]
@@ -24,7 +24,9 @@ defmodule CMDC.Tool.MCP.Main do
     -h, --help      print this help and exit
 
   stdout carries protocol messages only; everything else goes to stderr. The server exits when
-  the client closes stdin. MCP client configuration:
+  the client closes stdin. It also serves the tools of the MCP servers in .mcp.json,
+  ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself (never started from inside
+  cmdc-mcp; CMDC_MCP_SERVER marks every program it starts). MCP client configuration:
 
       {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
   """
@@ -115,7 +117,7 @@ defmodule CMDC.Tool.MCP.Main do
     Logger.configure_backend(:console, device: :standard_error)
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
     watch = opts[:watch]
-    {report, state} = CLI.watch(paths)
+    {report, state} = CLI.watch(paths, guard_recursion())
     server = self()
     # Rescans run in their own process: the server answers requests meanwhile.
     if watch, do: spawn_link(fn -> watch_loop(server, state, watch) end)
@@ -125,6 +127,24 @@ defmodule CMDC.Tool.MCP.Main do
       output: output,
       list_changed: watch != nil
     )
+  end
+
+  # A cmdc-mcp started (at any depth) by another one starts no MCP servers from configs, and
+  # this one marks every program it starts (SelfGuard): no instance starts itself again.
+  defp guard_recursion do
+    nested = SelfGuard.marked?()
+    SelfGuard.mark()
+
+    if nested do
+      Logger.warning(
+        "mcp: started under another cmdc-mcp (#{SelfGuard.marker()} is set): serving this " <>
+          "instance's own tools, starting no MCP servers from configs"
+      )
+
+      [mcp: false]
+    else
+      []
+    end
   end
 
   # Each tick stats the tool files (one native scan); files are compiled or read again only when
