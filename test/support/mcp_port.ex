@@ -9,9 +9,14 @@ defmodule CMDC.Test.MCPPort do
 
   def server, do: @server
 
-  @doc "Starts the server with `env` (`[{name, value}]`, strings) in `cwd`, and initializes it."
+  @doc """
+  Starts the server with `env` (`[{name, value}]`, strings; `nil` unsets, a later entry wins)
+  in `cwd`, and initializes it.
+  """
   def start(env, args, cwd \\ @root) do
-    env = for {k, v} <- [{"MIX_ENV", "test"} | env], do: {to_charlist(k), v && to_charlist(v)}
+    env =
+      for {k, v} <- Map.new([{"MIX_ENV", "test"} | env]),
+          do: {to_charlist(k), if(v, do: to_charlist(v), else: false)}
 
     port =
       Port.open({:spawn_executable, @server}, [

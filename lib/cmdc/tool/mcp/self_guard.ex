@@ -6,9 +6,11 @@ defmodule CMDC.Tool.MCP.SelfGuard do
 
   Two checks, either enough to stop the recursion:
 
-    1. **An environment marker.** A serving `cmdc-mcp` sets `CMDC_MCP_SERVER` (`mark/0`) in its
-       own environment, which every program it starts inherits (MCP servers, script workers,
-       commands) and passes on. An instance that finds the marker already set (`marked?/0`
+    1. **An environment marker.** A serving `cmdc-mcp` sets `CMDC_MCP_SERVER` (`mark/0`), and
+       `CMDC.Tool.Exec` gives it to every program it starts (MCP servers of configs, command
+       tools; set last, so no `:env` or `:clear_env` drops it), which pass it on to theirs.
+       (Script workers are started natively with the VM's original environment and do not
+       get it.) An instance that finds the marker already set (`marked?/0`
        before `mark/0`) was started, directly or through any other program, by a `cmdc-mcp`: it serves its
        own tools but starts no MCP servers from configs.
     2. **Its own command.** While serving, `split/1` leaves out configured servers whose
