@@ -536,6 +536,7 @@ defmodule CMDC.Tool.Discovery do
     # A relative or empty home or CMDC_HOME is passed on as given: the scan reports it
     # (`:bad_home`) and reads nothing from it; Home logs the warning.
     raw_home = Keyword.get_lazy(opts, :home, &System.user_home/0)
+
     home =
       case Home.user_home(opts) do
         {:ok, home} -> home

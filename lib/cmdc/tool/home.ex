@@ -23,7 +23,7 @@ defmodule CMDC.Tool.Home do
       {:ok, nil}
       iex> {:error, reason} = CMDC.Tool.Home.cmdc_home(cmdc_home: ".cmdc", home: "/home/u", log: false)
       iex> reason
-      ~s(CMDC_HOME is ".cmdc", not an absolute path: ignored (a relative one would be read from the project folder, making a repository's files the user's). Set it to an absolute path or unset it)
+      ~s|CMDC_HOME is ".cmdc", not an absolute path: ignored (a relative one would be read from the project folder, making a repository's files the user's). Set it to an absolute path or unset it|
   """
 
   require Logger

@@ -19,7 +19,9 @@ defmodule CMDC.Tool.FormatErrorsTest do
     }
 
     args =
-      Map.new(1..20, fn i -> {"parameter_#{String.pad_leading("#{i}", 5, "0")}", String.duplicate("x", 5_000)} end)
+      Map.new(1..20, fn i ->
+        {"parameter_#{String.pad_leading("#{i}", 5, "0")}", String.duplicate("x", 5_000)}
+      end)
       |> Map.put("unknown_one", 1)
       |> Map.put("unknown_two", 2)
 
@@ -27,7 +29,11 @@ defmodule CMDC.Tool.FormatErrorsTest do
     {:error, errors} = Schema.validate(compiled, args)
     assert length(errors) > 20
     text = CMDC.Tool.format_errors(errors, schema)
-    IO.puts("format_errors: #{length(errors)} errors, 20,001 properties -> #{byte_size(text)} bytes")
+
+    IO.puts(
+      "format_errors: #{length(errors)} errors, 20,001 properties -> #{byte_size(text)} bytes"
+    )
+
     assert byte_size(text) < 20_000
 
     lines = String.split(text, "\n")

@@ -97,8 +97,11 @@ defmodule CMDC.Tool.MCP.SelfGuard do
 
   defp same_file?(a, b) do
     case {File.stat(a), File.stat(b)} do
-      {{:ok, %{major_device: d, inode: i}}, {:ok, %{major_device: d, inode: i}}} when i > 0 -> true
-      _ -> false
+      {{:ok, %{major_device: d, inode: i}}, {:ok, %{major_device: d, inode: i}}} when i > 0 ->
+        true
+
+      _ ->
+        false
     end
   end
 

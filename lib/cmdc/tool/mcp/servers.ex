@@ -63,7 +63,10 @@ defmodule CMDC.Tool.MCP.Servers do
     user =
       if(cmdc_home, do: [{:user, Path.join(cmdc_home, "mcp.json")}], else: []) ++
         if home,
-          do: [{:user, Path.join(home, ".cmdc/mcp.json")}, {:user, Path.join(home, ".claude.json")}],
+          do: [
+            {:user, Path.join(home, ".cmdc/mcp.json")},
+            {:user, Path.join(home, ".claude.json")}
+          ],
           else: []
 
     (project ++ user)

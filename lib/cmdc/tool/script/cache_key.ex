@@ -17,7 +17,10 @@ defmodule CMDC.Tool.Script.CacheKey do
   @doc "The key (64 hex characters) for `opts` (`:cmdc_home`, `:home`, as `CMDC.Tool.Home`)."
   @spec get(keyword()) :: String.t()
   def get(opts \\ []) do
-    path = with dir when is_binary(dir) <- CMDC.Tool.Home.cmdc_dir(opts), do: Path.join(dir, @file_name)
+    path =
+      with dir when is_binary(dir) <- CMDC.Tool.Home.cmdc_dir(opts),
+           do: Path.join(dir, @file_name)
+
     cached = {__MODULE__, path}
 
     case :persistent_term.get(cached, nil) do

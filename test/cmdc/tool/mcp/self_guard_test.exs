@@ -22,7 +22,8 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     home
   end
 
-  defp stdio(command, args), do: %{"type" => "stdio", "command" => command, "args" => args, "env" => %{}}
+  defp stdio(command, args),
+    do: %{"type" => "stdio", "command" => command, "args" => args, "env" => %{}}
 
   # Every descendant of `os_pid`, from /proc (ppid links).
   defp descendants(os_pid) do
@@ -87,7 +88,11 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     wrapper = Path.join(home, "start-tools")
     File.write!(wrapper, "#!/bin/sh\nexec #{SelfGuard.launcher()} \"$@\"\n")
     File.chmod!(wrapper, 0o755)
-    File.write!(Path.join(home, ".claude.json"), JSON.encode!(%{"mcpServers" => %{"tools" => stdio(wrapper, [])}}))
+
+    File.write!(
+      Path.join(home, ".claude.json"),
+      JSON.encode!(%{"mcpServers" => %{"tools" => stdio(wrapper, [])}})
+    )
 
     {names, below} = run(home)
     # The nested instance serves its own tools (once), and starts nothing from the same file.
@@ -105,7 +110,14 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
   end
 
   test "outside cmdc-mcp (an agent using the library) nothing is left out" do
-    servers = [%{name: "cmdc", source: :user, path: "/h/.claude.json", transport: {:stdio, %{command: SelfGuard.launcher(), args: [], cwd: "/"}}}]
+    servers = [
+      %{
+        name: "cmdc",
+        source: :user,
+        path: "/h/.claude.json",
+        transport: {:stdio, %{command: SelfGuard.launcher(), args: [], cwd: "/"}}
+      }
+    ]
 
     if SelfGuard.marked?() do
       IO.puts("[skip] this test VM runs with #{SelfGuard.marker()} set")

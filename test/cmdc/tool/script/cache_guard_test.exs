@@ -120,7 +120,10 @@ defmodule CMDC.Tool.ScriptCacheGuardTest do
   test "a crafted cache in a fresh clone is rebuilt from the script: no extra tool, no looser permission" do
     forged_stamp = "sha256:" <> Base.encode16(:crypto.hash(:sha256, @script), case: :lower)
 
-    for cache <- [crafted(), crafted(%{"scriptStamp" => forged_stamp, "cacheTag" => "hmac-sha256:00"})] do
+    for cache <- [
+          crafted(),
+          crafted(%{"scriptStamp" => forged_stamp, "cacheTag" => "hmac-sha256:00"})
+        ] do
       {_base, tools} = cloned(cache)
       path = Path.join(tools, "ops.py")
       key = key()
@@ -137,7 +140,10 @@ defmodule CMDC.Tool.ScriptCacheGuardTest do
       doc = JSON.decode!(File.read!(Path.join(tools, "ops.tool.json")))
       assert doc["scriptStamp"] == forged_stamp
       assert "hmac-sha256:" <> _ = doc["cacheTag"]
-      assert Enum.map(doc["tools"], & &1["function"]["name"]) |> Enum.sort() == ~w(rotate_keys status wipe)
+
+      assert Enum.map(doc["tools"], & &1["function"]["name"]) |> Enum.sort() ==
+               ~w(rotate_keys status wipe)
+
       assert {:ok, %{status: :cached}} = Script.load(path, cache_key: key)
       # another user's key (or none of ours) does not trust it
       assert {:ok, %{status: :rebuilt}} = Script.load(path, cache_key: key())
@@ -156,7 +162,13 @@ defmodule CMDC.Tool.ScriptCacheGuardTest do
 
     loosened =
       update_in(doc["tools"], fn tools ->
-        Enum.map(tools, &Map.put(&1, "permissions", %{"executionPolicy" => "auto", "resultApprovalPolicy" => "never"}))
+        Enum.map(
+          tools,
+          &Map.put(&1, "permissions", %{
+            "executionPolicy" => "auto",
+            "resultApprovalPolicy" => "never"
+          })
+        )
       end)
 
     File.write!(cache, JSON.encode!(loosened))
@@ -225,6 +237,7 @@ defmodule CMDC.Tool.ScriptCacheGuardTest do
     assert wipe =~ "policy: deny"
     assert {true, rotate} = MCPPort.call(port, 3, "rotate_keys")
     assert rotate =~ "needs approval"
+
     assert {:rpc_error, "Unknown tool: system."} =
              MCPPort.call(port, 4, "system", %{"command" => "touch #{base}/system.ran"})
 

@@ -34,10 +34,18 @@ defmodule CMDC.Tool.ScriptDaemonTest do
     assert wait_until(fn -> File.exists?(Path.join(dir, "daemon.pid")) end, 500)
 
     [worker, child, session] =
-      Path.join(dir, "children.pid") |> File.read!() |> String.split() |> Enum.map(&String.to_integer/1)
+      Path.join(dir, "children.pid")
+      |> File.read!()
+      |> String.split()
+      |> Enum.map(&String.to_integer/1)
 
     daemon = Path.join(dir, "daemon.pid") |> File.read!() |> String.trim() |> String.to_integer()
-    on_exit(fn -> for pid <- [child, session, daemon], do: System.cmd("kill", ["-9", "#{pid}"], stderr_to_stdout: true) end)
+
+    on_exit(fn ->
+      for pid <- [child, session, daemon],
+          do: System.cmd("kill", ["-9", "#{pid}"], stderr_to_stdout: true)
+    end)
+
     %{worker: worker, child: child, session: session, daemon: daemon}
   end
 
@@ -60,7 +68,10 @@ defmodule CMDC.Tool.ScriptDaemonTest do
     dir = tmp_dir("daemon_ok")
     path = write!(dir, "bg.py", @script)
     {_group, %{"spawn_all" => mod}} = load!(path, cache: false)
-    assert {:ok, %{value: "started"}} = Script.call(mod, %{"folder" => dir, "then_sleep" => false})
+
+    assert {:ok, %{value: "started"}} =
+             Script.call(mod, %{"folder" => dir, "then_sleep" => false})
+
     procs = pids(dir)
     assert OsProc.running?(procs.daemon)
     Script.stop(path)
