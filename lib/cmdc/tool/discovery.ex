@@ -18,7 +18,9 @@ defmodule CMDC.Tool.Discovery do
     4. `:plugins` - each folder of `~/.cmdc/plugins/` (and `$CMDC_HOME/plugins/`) with a
        `cmdc-plugin.json` manifest: `{"name": "x", "version": "1.0.0", "tools": ["tools"]}`
        (tool paths relative to the plugin folder, `["tools"]` when omitted; a path leaving the
-       folder is refused; `"disabled": true` skips the plugin).
+       folder is refused, and so is a file or folder under it that resolves outside the plugin
+       through a symlink: an `:outside_plugin` entry in `:errors`; `"disabled": true` skips the
+       plugin).
 
   Each source can be switched off with `sources: [...]`. Within a source, folders come in the
   order above, files in path order (folders are walked recursively, hidden entries skipped).
