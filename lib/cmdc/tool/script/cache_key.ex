@@ -81,7 +81,8 @@ defmodule CMDC.Tool.Script.CacheKey do
       :ok -> :ok
       # Another VM made it first (use its key), or a broken file is there (replace it).
       {:error, :eexist} -> if read(path) == :error, do: File.rename(tmp, path), else: :ok
-      error -> error
+      # A file system without hard links: the rename is atomic too, the last writer wins.
+      {:error, _} -> File.rename(tmp, path)
     end
   end
 
