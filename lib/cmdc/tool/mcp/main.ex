@@ -25,8 +25,9 @@ defmodule CMDC.Tool.MCP.Main do
 
   stdout carries protocol messages only; everything else goes to stderr. The server exits when
   the client closes stdin. It also serves the tools of the MCP servers in .mcp.json,
-  ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself (never started from inside
-  cmdc-mcp; CMDC_MCP_SERVER marks every program it starts). MCP client configuration:
+  ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself: never started from inside
+  cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it set
+  exits with status 3). MCP client configuration:
 
       {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
   """
@@ -64,7 +65,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   @doc """
   Runs the command: `:ok` when the client went away (or help was printed), `{:error, status}`
-  for a usage error.
+  for a usage error (2), or when started by another `cmdc-mcp` (3: `CMDC.Tool.MCP.SelfGuard`).
   """
   @spec run([String.t()]) :: :ok | {:error, pos_integer()}
   def run(argv) do
@@ -78,8 +79,21 @@ defmodule CMDC.Tool.MCP.Main do
         {:error, 2}
 
       {:ok, opts, paths} ->
-        serve(opts, paths)
+        if SelfGuard.marked?(), do: refuse_nested(), else: serve(opts, paths)
     end
+  end
+
+  # Started, directly or through any other program, by a serving cmdc-mcp: serving here would
+  # start the same servers (and itself) again. Refused before anything starts.
+  defp refuse_nested do
+    IO.write(
+      :stderr,
+      "cmdc-mcp: started by another cmdc-mcp (#{SelfGuard.marker()}=" <>
+        "#{System.get_env(SelfGuard.marker())}); not serving: an MCP config it reads runs " <>
+        "cmdc-mcp again, which would start itself at every depth\n"
+    )
+
+    {:error, 3}
   end
 
   @doc false
@@ -117,7 +131,9 @@ defmodule CMDC.Tool.MCP.Main do
     Logger.configure_backend(:console, device: :standard_error)
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
     watch = opts[:watch]
-    {report, state} = CLI.watch(paths, guard_recursion())
+    # Every program this server starts carries the marker (SelfGuard).
+    SelfGuard.mark()
+    {report, state} = CLI.watch(paths)
     server = self()
     # Rescans run in their own process: the server answers requests meanwhile.
     if watch, do: spawn_link(fn -> watch_loop(server, state, watch) end)
@@ -127,24 +143,6 @@ defmodule CMDC.Tool.MCP.Main do
       output: output,
       list_changed: watch != nil
     )
-  end
-
-  # A cmdc-mcp started (at any depth) by another one starts no MCP servers from configs, and
-  # this one marks every program it starts (SelfGuard): no instance starts itself again.
-  defp guard_recursion do
-    nested = SelfGuard.marked?()
-    SelfGuard.mark()
-
-    if nested do
-      Logger.warning(
-        "mcp: started under another cmdc-mcp (#{SelfGuard.marker()} is set): serving this " <>
-          "instance's own tools, starting no MCP servers from configs"
-      )
-
-      [mcp: false]
-    else
-      []
-    end
   end
 
   # Each tick stats the tool files (one native scan); files are compiled or read again only when

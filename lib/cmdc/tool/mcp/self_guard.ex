@@ -10,9 +10,10 @@ defmodule CMDC.Tool.MCP.SelfGuard do
        `CMDC.Tool.Exec` gives it to every program it starts (MCP servers of configs, command
        tools; set last, so no `:env` or `:clear_env` drops it), which pass it on to theirs.
        (Script workers are started natively with the VM's original environment and do not
-       get it.) An instance that finds the marker already set (`marked?/0`
-       before `mark/0`) was started, directly or through any other program, by a `cmdc-mcp`: it serves its
-       own tools but starts no MCP servers from configs.
+       get it.) A `cmdc-mcp` that finds the marker set when it starts was started, directly or
+       through any other program (a wrapper script), by a serving one: it refuses to serve
+       and exits with status 3 and the reason on stderr, so the first instance reports that
+       server as failed and nothing is started twice.
     2. **Its own command.** While serving, `split/1` leaves out configured servers whose
        command (or an argument, for `sh -c …` wrappers) is this `bin/cmdc-mcp` (same file,
        symlinks followed) or `mix cmdc.mcp`; they are reported in `:ignored` (`type: :itself`).
@@ -34,7 +35,7 @@ defmodule CMDC.Tool.MCP.SelfGuard do
 
   @doc """
   Whether the marker is set: this VM serves as `cmdc-mcp` (`mark/0` ran), or, asked before
-  `mark/0`, it was started under a serving `cmdc-mcp` (the marker was inherited).
+  `mark/0`, it was started below a serving `cmdc-mcp` (the marker was inherited).
   """
   @spec marked?() :: boolean()
   def marked?, do: System.get_env(@marker) not in [nil, ""]

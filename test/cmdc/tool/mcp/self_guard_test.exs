@@ -4,7 +4,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
   # tree read from /proc.
   use ExUnit.Case, async: true
 
-  alias CMDC.Test.MCPPort
+  alias CMDC.Test.{MCPPort, OsProc}
   alias CMDC.Tool.JSON
   alias CMDC.Tool.MCP.SelfGuard
 
@@ -57,9 +57,13 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     end)
   end
 
-  defp run(home, extra_env \\ []) do
+  defp start(home) do
     env = [{"HOME", home}, {"CMDC_HOME", Path.join(home, ".cmdc")}, {"CMDC_MCP_SERVER", nil}]
-    {port, os_pid} = MCPPort.start(env ++ extra_env, [])
+    MCPPort.start(env, [])
+  end
+
+  defp run(home) do
+    {port, os_pid} = start(home)
     # The old behaviour reached depth 4 in 1.3 s: give any recursion time to show.
     Process.sleep(3_000)
     names = MCPPort.names(port)
@@ -83,7 +87,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     assert below == []
   end
 
-  test "hidden behind a wrapper script: the marker stops it at depth 1" do
+  test "hidden behind a wrapper script: the marker makes the nested one refuse at once" do
     home = home_with(%{})
     wrapper = Path.join(home, "start-tools")
     File.write!(wrapper, "#!/bin/sh\nexec #{SelfGuard.launcher()} \"$@\"\n")
@@ -94,20 +98,34 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
       JSON.encode!(%{"mcpServers" => %{"tools" => stdio(wrapper, [])}})
     )
 
-    {names, below} = run(home)
-    # The nested instance serves its own tools (once), and starts nothing from the same file.
-    assert "tools__echo" in names
-    refute Enum.any?(names, &String.starts_with?(&1, "tools__tools__")), inspect(names)
-    assert length(below) == 1
+    {port, os_pid} = start(home)
+    names = MCPPort.names(port)
+    assert "echo" in names
+    refute Enum.any?(names, &String.contains?(&1, "__")), inspect(names)
+    # The client retries the failed server with backoff: each nested VM exits on its own.
+    for _ <- 1..3 do
+      Process.sleep(1_000)
+      assert Enum.all?(servers_below(os_pid), &OsProc.wait_dead(&1, 30_000))
+    end
+
+    MCPPort.stop(port, os_pid)
   end
 
-  test "an instance started under cmdc-mcp (marker inherited) starts no MCP servers at all" do
-    home = home_with(%{"other" => stdio("sh", ["-c", "sleep 60"])})
-    {names, below} = run(home, [{"CMDC_MCP_SERVER", "12345"}])
-    assert "echo" in names
-    refute Enum.any?(names, &String.starts_with?(&1, "other__"))
-    assert below == []
+  test "a cmdc-mcp started below a serving one (marker inherited) refuses to serve" do
+    home = home_with(%{"other" => stdio("sh", ["-c", "touch #{home_mark()}"])})
+
+    {out, status} =
+      System.cmd(MCPPort.server(), [],
+        env: [{"MIX_ENV", "test"}, {"HOME", home}, {"CMDC_MCP_SERVER", "12345"}],
+        stderr_to_stdout: true
+      )
+
+    assert status == 3
+    assert out =~ "cmdc-mcp: started by another cmdc-mcp (CMDC_MCP_SERVER=12345); not serving"
+    refute File.exists?(home_mark())
   end
+
+  defp home_mark, do: Path.join(System.tmp_dir!(), "cmdc_selfguard_other_#{System.pid()}.ran")
 
   test "outside cmdc-mcp (an agent using the library) nothing is left out" do
     servers = [
