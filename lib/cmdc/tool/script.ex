@@ -100,6 +100,14 @@ defmodule CMDC.Tool.Script do
   `cmdc_tool.progress(value)`; each value reaches `:on_progress` (a `fun/1` given to `call/3`,
   or stored as `context.private.on_progress`) as a partial result.
 
+  Programs a call starts end with its worker: a time-out or a cancel kills the worker's whole
+  process tree (children, children that called `setsid`, and daemons that double-forked: on
+  Linux the worker is their subreaper, so they are re-parented to it instead of to init); a
+  call that returns leaves them to the warm worker, which takes them along when it stops (idle
+  time-out, `stop/1`, the VM's exit). A tool that must leave a program running past that hands
+  it to a service manager (`systemd-run --user …`, a supervisor of its own) instead of forking
+  it. (Daemons that exit stay as zombies of the worker until it stops.)
+
   ## Plugging in: discovery, registry, runner
 
     * Discovery hands the `.py`/`.ps1` files it finds to `load_many/2` (one call for all: one
