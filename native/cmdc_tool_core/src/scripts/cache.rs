@@ -67,9 +67,13 @@ pub enum Cached {
     Corrupt(String),
 }
 
-/// The content hash of the script as it is now (`sha256:…`, what `scriptStamp` records). A
-/// regular file only: a FIFO would block the read forever.
+/// A cache larger than this is not read (a description of thousands of tools is a few MiB).
+pub const MAX_CACHE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The content hash of the script as it is now (`sha256:…`, what `scriptStamp` records), read
+/// in pieces. A regular file only: a FIFO would block the read forever.
 pub fn script_stamp(script: &Path) -> Result<String> {
+    use std::io::Read;
     let meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
     if !meta.is_file() {
         return Err(Error::Invalid(format!(
@@ -77,8 +81,18 @@ pub fn script_stamp(script: &Path) -> Result<String> {
             script.display()
         )));
     }
-    let bytes = fs::read(script).map_err(|e| unreadable(script, &e))?;
-    Ok(stamp::script_stamp(&bytes))
+    let mut file = fs::File::open(script).map_err(|e| unreadable(script, &e))?;
+    let mut hash = stamp::Sha256::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hash.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(unreadable(script, &e)),
+        }
+    }
+    Ok(format!("sha256:{}", stamp::hex(&hash.finish())))
 }
 
 /// Reads the cache of `script`, whose content hash is `current` ([`script_stamp`]). It is
@@ -96,6 +110,12 @@ pub fn read_cache(script: &Path, current: &str, key: &[u8]) -> Result<Cached> {
     if !cache_meta.is_file() {
         // A FIFO would block the read forever; a device could act on being opened.
         return Ok(Cached::Corrupt("not a regular file; not opened".into()));
+    }
+    if cache_meta.len() > MAX_CACHE_BYTES {
+        return Ok(Cached::Corrupt(format!(
+            "larger than {} MiB; not read",
+            MAX_CACHE_BYTES >> 20
+        )));
     }
     let text = match fs::read(&cache) {
         Ok(bytes) => bytes,
@@ -402,6 +422,14 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(read(&script), Cached::Corrupt(m) if m.contains("type")));
+        let big = fs::File::create(cache_path(&script)).unwrap();
+        big.set_len(MAX_CACHE_BYTES + 1).unwrap();
+        assert!(matches!(read(&script), Cached::Corrupt(m) if m.contains("MiB")));
+        // the stamp is the content hash, read in pieces
+        assert_eq!(
+            script_stamp(&script).unwrap(),
+            stamp::script_stamp(&fs::read(&script).unwrap())
+        );
 
         let err = write_cache(&script, "sha256:x", b"[1]", KEY).unwrap_err();
         assert!(
