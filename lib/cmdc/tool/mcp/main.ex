@@ -10,7 +10,7 @@ defmodule CMDC.Tool.MCP.Main do
   require Logger
 
   alias CMDC.Tool.{CLI, Hooks, Runner}
-  alias CMDC.Tool.MCP.{HTTP, Server, Stdio}
+  alias CMDC.Tool.MCP.{HTTP, SelfGuard, Server, Stdio}
 
   @usage """
   Usage: cmdc-mcp [--watch MS] [--page-size N] [--http PORT [HTTP OPTIONS]] [PATH...]
@@ -38,9 +38,12 @@ defmodule CMDC.Tool.MCP.Main do
     --resource URL       the audience tokens must carry (default: the endpoint's URL)
 
   On stdio, stdout carries protocol messages only; everything else goes to stderr, and the
-  server exits when the client closes stdin. Calls go through the hooks of
-  .claude/settings.json and the other settings files (a project's only when trusted; see
-  `mix cmdc.tools hooks`). MCP client configuration:
+  server exits when the client closes stdin. It also serves the tools of the MCP servers in
+  .mcp.json, ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself: never started from
+  inside cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it
+  set exits with status 3). Calls go through the hooks of .claude/settings.json and the
+  other settings files (a project's only when trusted; see `mix cmdc.tools hooks`). MCP
+  client configuration:
 
       {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
   """
@@ -78,7 +81,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   @doc """
   Runs the command: `:ok` when the client went away (or help was printed), `{:error, status}`
-  for a usage error.
+  for a usage error (2), or when started by another `cmdc-mcp` (3: `CMDC.Tool.MCP.SelfGuard`).
   """
   @spec run([String.t()]) :: :ok | {:error, pos_integer()}
   def run(argv) do
@@ -92,8 +95,21 @@ defmodule CMDC.Tool.MCP.Main do
         {:error, 2}
 
       {:ok, opts, paths} ->
-        serve(opts, paths)
+        if SelfGuard.marked?(), do: refuse_nested(), else: serve(opts, paths)
     end
+  end
+
+  # Started, directly or through any other program, by a serving cmdc-mcp: serving here would
+  # start the same servers (and itself) again. Refused before anything starts.
+  defp refuse_nested do
+    IO.write(
+      :stderr,
+      "cmdc-mcp: started by another cmdc-mcp (#{SelfGuard.marker()}=" <>
+        "#{System.get_env(SelfGuard.marker())}); not serving: an MCP config it reads runs " <>
+        "cmdc-mcp again, which would start itself at every depth\n"
+    )
+
+    {:error, 3}
   end
 
   @doc false
@@ -130,6 +146,8 @@ defmodule CMDC.Tool.MCP.Main do
   end
 
   defp serve(opts, paths) do
+    # Every program this server starts carries the marker (SelfGuard), in both modes.
+    SelfGuard.mark()
     if opts[:http], do: serve_http(opts, paths), else: serve_stdio(opts, paths)
   end
 
