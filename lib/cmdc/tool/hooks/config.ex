@@ -6,7 +6,8 @@ defmodule CMDC.Tool.Hooks.Config do
                                  "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
 
   Files, in this order (the order hooks run in, and in which rewrites are applied — the last
-  wins): `~/.claude/settings.json`, `~/.cmdc/settings.json` (or `$CMDC_HOME/settings.json`), then
+  wins): `~/.claude/settings.json`, `~/.cmdc/settings.json` (or `$CMDC_HOME/settings.json`; a
+  relative or empty `HOME`/`CMDC_HOME` is ignored and reported, see `CMDC.Tool.Home`), then
   the project's `.claude/settings.json`, `.claude/settings.local.json` and `.cmdc/settings.json`.
   A project's files run commands from a repository, so their hooks are active only when the
   project is trusted (the gate of `CMDC.Tool.Discovery.project_trusted?/1`); otherwise they are
@@ -28,6 +29,7 @@ defmodule CMDC.Tool.Hooks.Config do
   loads.
   """
 
+  alias CMDC.Tool.Home
   alias CMDC.Tool.Hooks.{Command, Hook, Matcher}
 
   defstruct hooks: [], files: [], errors: []
@@ -57,8 +59,9 @@ defmodule CMDC.Tool.Hooks.Config do
 
     project? = Enum.any?(files, &(elem(&1, 0) == :project))
     trusted? = project? and trusted?(cwd, opts)
+    home_errors = for e <- Home.errors(opts), do: problem("(user folders)", nil, e.reason)
 
-    Enum.reduce(files, %__MODULE__{}, fn {source, path}, acc ->
+    Enum.reduce(files, %__MODULE__{errors: home_errors}, fn {source, path}, acc ->
       active = source == :user or trusted?
       {hooks, errors} = read(path, cwd, active)
 
@@ -75,23 +78,26 @@ defmodule CMDC.Tool.Hooks.Config do
   @spec active(t()) :: [Hook.t()]
   def active(%__MODULE__{hooks: hooks}), do: Enum.filter(hooks, & &1.active)
 
+  # The home folders go through `CMDC.Tool.Home`: a relative or empty `HOME`/`CMDC_HOME` is
+  # ignored (a repository's files would become the user's, always active), and a project that
+  # is the home folder holds the user's own files.
   defp files(cwd, opts) do
-    home = Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
+    home =
+      case Home.user_home(opts) do
+        {:ok, dir} -> dir
+        {:error, _} -> nil
+      end
 
-    cmdc_home =
-      Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end) ||
-        Path.join(home, ".cmdc")
-
+    user = fn dir, file -> if dir, do: [{:user, Path.join(dir, file)}], else: [] end
     extra = Enum.map(Keyword.get(opts, :paths, []), &{:user, Path.expand(&1)})
+    project_source = if home && Home.home?(cwd, home), do: :user, else: :project
 
-    [
-      {:user, Path.join([home, ".claude", "settings.json"])},
-      {:user, Path.join(Path.expand(cmdc_home), "settings.json")}
-    ] ++
+    user.(home, ".claude/settings.json") ++
+      user.(Home.cmdc_dir(opts), "settings.json") ++
       extra ++
       for(
         file <- [".claude/settings.json", ".claude/settings.local.json", ".cmdc/settings.json"],
-        do: {:project, Path.join(cwd, file)}
+        do: {project_source, Path.join(cwd, file)}
       )
   end
 

@@ -484,6 +484,22 @@ defmodule CMDC.Tool.Hooks.CommandHooksTest do
       assert length(Hooks.Config.active(listed)) == 4
     end
 
+    test "a relative CMDC_HOME never makes a project's file the user's (ignored, reported)",
+         ctx do
+      # With CMDC_HOME=".", the project's own ./settings.json would pass as a user file.
+      settings!(ctx.project, "settings.json", %{"PreToolUse" => [group("*", "true")]})
+      config = Hooks.load(cwd: ctx.project, home: ctx.home, cmdc_home: ".", trust_project: false)
+      assert config.hooks == []
+
+      assert [%{path: "(user folders)", reason: "CMDC_HOME is \".\", not an absolute path" <> _}] =
+               config.errors
+
+      # Run from the home folder, the project's files are the user's own: active, no trust asked.
+      settings!(ctx.home, %{"PreToolUse" => [group("*", "true")]})
+      at_home = Hooks.load(cwd: ctx.home, home: ctx.home, trust_project: false)
+      assert [%{active: true, source: :user}] = at_home.files
+    end
+
     test "bad input: each problem names the file and the hook, the others load", ctx do
       File.write!(Path.join(ctx.project, ".claude/settings.local.json"), "{not json")
 
