@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod error;
 pub mod etf;
 pub mod exec;
+pub mod fs;
 pub mod names;
 pub mod permissions;
 pub mod providers;

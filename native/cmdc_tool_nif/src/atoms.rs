@@ -5,6 +5,8 @@ rustler::atoms! {
     error,
     r#yield = "yield",
     nil,
+    true_atom = "true",
+    false_atom = "false",
     path,
     keyword,
     message,

@@ -12,18 +12,21 @@
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
-use std::os::raw::c_int;
 
 use cmdc_tool_core::tape::{is_ascii, Item, Tape};
 use rustler::sys::{
     enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size, enif_get_uint64,
-    enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
-    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifEnv, ErlNifMapIterator,
+    enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
+    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifEnv, ErlNifMapIterator,
     ErlNifMapIteratorEntry, ErlNifTerm,
 };
 use rustler::{Env, Term};
 
+use crate::atoms;
 use crate::layout::{self, Layout, Shape};
+use crate::term::raw::{
+    inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
 use crate::term::{self, Budget, TermError, MAX_DEPTH};
 
 /// Reads a term under the JSON rules (see `term.rs`), within `budget`.
@@ -86,42 +89,6 @@ fn explain(term: Term, budget: &Budget) -> TermError {
             reason: "the value is not JSON".into(),
         },
     }
-}
-
-/// A binary's bytes if `term` is one (bit strings are not), through the API. The binary belongs
-/// to the caller's term, alive for the whole NIF call: callers keep the slice no longer.
-#[inline]
-pub(crate) fn inspect_bytes(env: *mut ErlNifEnv, term: ErlNifTerm) -> Option<&'static [u8]> {
-    let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
-    if unsafe { enif_inspect_binary(env, term, bin.as_mut_ptr()) } == 0 {
-        return None;
-    }
-    Some(unsafe {
-        let bin = bin.assume_init();
-        std::slice::from_raw_parts(bin.data, bin.size)
-    })
-}
-
-/// `enif_term_type`, read as a plain `int`: a future term type must not become an invalid enum.
-#[inline]
-pub(crate) fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
-    type TermTypeFn = unsafe extern "C" fn(*mut ErlNifEnv, ErlNifTerm) -> c_int;
-    // SAFETY: the C function returns an `int`; only the Rust-side return type differs.
-    let f: TermTypeFn = unsafe {
-        std::mem::transmute::<*const (), TermTypeFn>(rustler::sys::enif_term_type as *const ())
-    };
-    unsafe { f(env, term) }
-}
-
-// `ErlNifTermType` values (erl_nif.h).
-pub(crate) const TYPE_ATOM: c_int = 1;
-pub(crate) const TYPE_FLOAT: c_int = 3;
-pub(crate) const TYPE_INTEGER: c_int = 5;
-pub(crate) const TYPE_LIST: c_int = 6;
-pub(crate) const TYPE_MAP: c_int = 7;
-
-pub(crate) mod atoms {
-    rustler::atoms! { true_atom = "true", false_atom = "false", nil_atom = "nil" }
 }
 
 struct Walker<'a> {
@@ -199,7 +166,7 @@ impl<'a> Walker<'a> {
                     Item::boolean(true)
                 } else if term == atoms::false_atom().as_c_arg() {
                     Item::boolean(false)
-                } else if term == atoms::nil_atom().as_c_arg() {
+                } else if term == atoms::nil().as_c_arg() {
                     Item::NULL
                 } else {
                     {

@@ -21,10 +21,11 @@ use rustler::sys::{
 };
 use rustler::Term;
 
-use crate::beam::{
-    atoms, inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
-};
+use crate::atoms;
 use crate::layout::{self, Layout, Shape};
+use crate::term::raw::{
+    inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
 use crate::term::{DIRTY_BUDGET, NORMAL_BUDGET};
 
 /// Work units of the program on a normal scheduler. A unit here (one value checked in place)
@@ -158,7 +159,7 @@ impl<'r> Raw<'r> {
                     Kind::Bool(true)
                 } else if self.term == atoms::false_atom().as_c_arg() {
                     Kind::Bool(false)
-                } else if self.term == atoms::nil_atom().as_c_arg() {
+                } else if self.term == atoms::nil().as_c_arg() {
                     Kind::Null
                 } else {
                     Kind::Name
@@ -337,7 +338,7 @@ impl<'r> Instance<'r> for Raw<'r> {
                 Shape::Other if self.term == atoms::false_atom().as_c_arg() => {
                     return Kind::Bool(false)
                 }
-                Shape::Other if self.term == atoms::nil_atom().as_c_arg() => return Kind::Null,
+                Shape::Other if self.term == atoms::nil().as_c_arg() => return Kind::Null,
                 Shape::Other => {}
             }
         }

@@ -31,15 +31,12 @@ pub enum DecodeError {
     Invalid(String),
 }
 
-/// A new binary holding `bytes` (one `enif_make_new_binary`: rustler's `NewBinary` measured at
-/// three times its cost, which an error list of nine failures pays 36 times).
-pub fn binary<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
-    let mut term = MaybeUninit::<ErlNifTerm>::uninit();
-    // SAFETY: the new binary has room for `bytes`; the term belongs to `env`.
-    unsafe {
-        let data = enif_make_new_binary(env.as_c_arg(), bytes.len(), term.as_mut_ptr());
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
-        Term::new(env, term.assume_init())
+impl From<DecodeError> for Error {
+    fn from(e: DecodeError) -> Self {
+        match e {
+            DecodeError::Yield => Error::Yield,
+            DecodeError::Invalid(message) => Error::Message(message),
+        }
     }
 }
 

@@ -222,7 +222,7 @@ fn registry_settings<'a>(
 /// Settings as stored (term_to_binary bytes), or `:none`.
 fn settings_term<'a>(env: Env<'a>, settings: Option<&[u8]>) -> Term<'a> {
     match settings {
-        Some(bytes) => crate::json::binary(env, bytes),
+        Some(bytes) => crate::term::binary(env, bytes),
         None => atoms::none().encode(env),
     }
 }
@@ -488,7 +488,7 @@ fn providers_convert<'a>(
         })
         .collect();
     let output = providers::assemble(&listed, fmt, strict);
-    Ok(crate::json::binary(env, &output.term))
+    Ok(crate::term::binary(env, &output.term))
 }
 
 /// Entries and bytes in a registry's output cache (for the tests of its bound).

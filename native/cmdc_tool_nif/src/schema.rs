@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
-use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
+use cmdc_tool_core::providers::null_plan;
+use cmdc_tool_core::providers::round_trip::NullPlan;
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
     check_for, compile_for, failures_for, parse_draft, pattern_factor, Documents, Failures,
@@ -41,7 +42,7 @@ pub struct Schema {
     /// function of this immutable schema: never invalidated, at most one entry per format and
     /// strictness, freed with the schema.
     pub converted: Mutex<ConversionCache>,
-    /// Where strict mode's rewrite made nulls stand for absent keys (`crate::round_trip`).
+    /// Where strict mode's rewrite made nulls stand for absent keys (`crate::nulls`).
     null_plan: OnceLock<NullPlan>,
     /// The cost of `validator`'s regexes per unit of reading an instance (0 without patterns).
     pattern_factor: i64,
@@ -149,7 +150,7 @@ fn decide(schema: &Schema, tape: &Tape, invalid: bool) -> Result<()> {
 }
 
 /// A tool call's arguments validated: as `validate_term`, and when they fail, once more
-/// without the nulls strict mode put for absent optional fields (`crate::round_trip`), so a
+/// without the nulls strict mode put for absent optional fields (`crate::nulls`), so a
 /// call shaped by a strict schema reaches the tool as its original schema means it.
 /// `Ok(args)` (maybe without those nulls) or the first failures. The one rule of every path
 /// that validates a call: registry, tool module, runner, MCP server, cluster.
@@ -176,7 +177,7 @@ pub(crate) fn validate_call<'a>(
     if !dirty {
         return Err(Error::Yield);
     }
-    match crate::round_trip::without_nulls(env, schema, args) {
+    match crate::nulls::without_nulls(env, schema.null_plan(), args) {
         Some(dropped) if validate_term(schema, dropped, Budget::dirty()).is_ok() => Ok(dropped),
         _ => Err(Error::Invalid(failures)),
     }
@@ -317,4 +318,16 @@ fn schema_validate_json_dirty<'a>(
     text: Binary<'a>,
 ) -> Result<Term<'a>> {
     validate_text(env, &schema, text.as_slice())
+}
+
+/// `args` without the nulls the OpenAI strict rewrite of the schema introduced (the keys
+/// absent instead), or `nil` when it has none of them. Only called after a validation failed,
+/// so it runs on a dirty scheduler and may walk the whole term.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn schema_drop_nulls<'a>(
+    env: Env<'a>,
+    schema: ResourceArc<Schema>,
+    args: Term<'a>,
+) -> Option<Term<'a>> {
+    crate::nulls::without_nulls(env, schema.null_plan(), args)
 }

@@ -24,8 +24,8 @@ use tokio::sync::oneshot;
 
 use crate::atoms;
 use crate::error::{Error, Result};
-use crate::json::binary;
 use crate::options::{self, Options};
+use crate::term::binary;
 
 mod msg {
     rustler::atoms! {

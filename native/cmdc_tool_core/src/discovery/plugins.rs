@@ -8,11 +8,10 @@ use std::path::{Component, Path};
 
 use serde_json::Value;
 
-use super::metadata::read_regular;
-use super::roots::json_string;
+use super::model::{json_string, Ctx, NoteKind, Plugin, Source, MANIFEST, MAX_METADATA_BYTES};
 use super::walk::visit_root;
-use super::{Ctx, NoteKind, Plugin, Source, MANIFEST, MAX_METADATA_BYTES};
 use crate::error::{Error, Result};
+use crate::fs::read_regular;
 
 /// Reads a plugin manifest: `name` and `version` (strings), optional `tools` (paths relative to
 /// the plugin folder, default `["tools"]`) and `disabled`.

@@ -1,5 +1,7 @@
 use super::*;
+use crate::fs::expand;
 use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Tmp(PathBuf);

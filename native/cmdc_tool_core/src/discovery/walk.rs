@@ -5,10 +5,10 @@ use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
-use super::metadata::{file_kind, markdown_body, markdown_display, parse_meta, read_small};
-use super::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH};
+use super::metadata::{markdown_body, markdown_display, parse_meta};
+use super::model::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH, MAX_METADATA_BYTES};
+use crate::fs::{file_kind, mtime_ns, read_small};
 
 enum Class {
     Tool(Kind),
@@ -284,7 +284,7 @@ fn visit_classified(
     let meta_name = format!("{stem}.json");
     if exists(&meta_name) {
         let meta_path = dir.join(&meta_name);
-        match read_small(&meta_path).and_then(|t| parse_meta(&t)) {
+        match read_small(&meta_path, MAX_METADATA_BYTES).and_then(|t| parse_meta(&t)) {
             Ok(meta) => {
                 tool.meta = Some(meta);
                 tool.meta_path = Some(meta_path);
@@ -303,7 +303,7 @@ fn visit_classified(
     let doc_name = format!("{stem}.md");
     if exists(&doc_name) {
         let doc_path = dir.join(&doc_name);
-        match read_small(&doc_path).and_then(|t| {
+        match read_small(&doc_path, MAX_METADATA_BYTES).and_then(|t| {
             String::from_utf8(t)
                 .map_err(|_| crate::error::Error::Invalid("the file is not UTF-8 text".into()))
         }) {
@@ -342,15 +342,4 @@ fn visit_classified(
         }
     }
     cx.scan.files.push(tool);
-}
-
-/// Nanoseconds since the Unix epoch (negative before it); 0 when the platform has no mtime.
-pub fn mtime_ns(md: &fs::Metadata) -> i64 {
-    match md.modified() {
-        Ok(t) => match t.duration_since(UNIX_EPOCH) {
-            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-            Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
-        },
-        Err(_) => 0,
-    }
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::interpreter::Kind;
-use crate::discovery::mtime_ns;
 use crate::error::{Error, Result};
+use crate::fs::mtime_ns;
 
 /// The error for a script that cannot be read (missing, unreadable).
 pub(super) fn unreadable(script: &Path, e: &std::io::Error) -> Error {
