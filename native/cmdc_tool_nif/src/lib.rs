@@ -25,5 +25,6 @@ pub mod stdio;
 pub mod term;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod twins;
 
 rustler::init!("Elixir.CMDC.Tool.Native");

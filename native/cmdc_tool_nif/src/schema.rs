@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::json::DecodeError;
 use crate::options::{self, Options};
 use crate::term::{self, Budget, NORMAL_BUDGET};
+use crate::twins::twin_nifs;
 use cmdc_tool_core::tape::{Beam, Tape};
 
 /// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
@@ -288,36 +289,30 @@ fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Sc
     Ok(ResourceArc::new(Schema::new(validator, source, draft)))
 }
 
-#[rustler::nif]
-fn schema_validate<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a>> {
+twin_nifs! {
     // A borrowed resource: the caller's term keeps it alive, no reference count to touch.
-    validate_term(schema, args, Budget::normal())
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_dirty<'a>(schema: ResourceArc<Schema>, args: Term<'a>) -> Result<Term<'a>> {
-    validate_term(&schema, args, Budget::dirty())
-}
-
-#[rustler::nif]
-fn schema_validate_json<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    text: Binary<'a>,
-) -> Result<Term<'a>> {
-    if text.len() > crate::json::NORMAL_DECODE_BYTES {
-        return Err(Error::Yield);
+    fn schema_validate / schema_validate_dirty<'a>(
+        schema: &'a Schema,
+        args: Term<'a>,
+    ) -> (Result<Term<'a>>),
+    |dirty| {
+        let budget = if dirty { Budget::dirty() } else { Budget::normal() };
+        validate_term(schema, args, budget)
     }
-    validate_text(env, &schema, text.as_slice())
 }
 
-#[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_json_dirty<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate_text(env, &schema, text.as_slice())
+twin_nifs! {
+    fn schema_validate_json / schema_validate_json_dirty<'a>(
+        env: Env,
+        schema: ResourceArc<Schema>,
+        text: Binary<'a>,
+    ) -> (Result<Term<'a>>),
+    |dirty| {
+        if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES {
+            return Err(Error::Yield);
+        }
+        validate_text(env, &schema, text.as_slice())
+    }
 }
 
 /// `args` without the nulls the OpenAI strict rewrite of the schema introduced (the keys

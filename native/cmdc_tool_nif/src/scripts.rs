@@ -27,15 +27,6 @@ use crate::error::{Error, Result};
 use crate::options::{self, Options};
 use crate::term::binary;
 
-mod msg {
-    rustler::atoms! {
-        cmdc_script,
-        progress,
-        loaded,
-        not_running,
-    }
-}
-
 // ------------------------------------------------------------------------------------------------
 // call handles
 
@@ -86,7 +77,7 @@ impl Reply {
     {
         let handle = self.handle.clone();
         let _ = self.env.send_and_clear(&self.pid, move |env| {
-            (msg::cmdc_script(), handle, event(env)).encode(env)
+            (atoms::cmdc_script(), handle, event(env)).encode(env)
         });
     }
 }
@@ -186,7 +177,7 @@ fn script_call<'a>(
         let cancel = async { cancel.await.unwrap_or("cancelled") };
         let path = PathBuf::from(path);
         let on_progress = |payload: Vec<u8>| {
-            reply.send(move |env| (msg::progress(), binary(env, &payload)).encode(env))
+            reply.send(move |env| (atoms::progress(), binary(env, &payload)).encode(env))
         };
         let answer = pool::call(&path, &function, &args, &opts, cancel, on_progress).await;
         match answer {
@@ -204,7 +195,7 @@ fn script_cancel(handle: ResourceArc<Handle>) -> rustler::Atom {
     if handle.fire("cancelled by the caller") {
         atoms::ok()
     } else {
-        msg::not_running()
+        atoms::not_running()
     }
 }
 
@@ -251,7 +242,7 @@ fn script_load<'a>(
                     (path, r).encode(env)
                 })
                 .collect();
-            (msg::loaded(), items).encode(env)
+            (atoms::loaded(), items).encode(env)
         });
     });
     Ok(handle)
