@@ -27,6 +27,8 @@ use jsonschema_regex::{analyze_pattern, PatternAnalysis};
 use num_cmp::NumCmp;
 use serde_json::{Map, Number, Value};
 
+pub use crate::budget::Budget;
+use crate::budget::Over;
 use crate::schema::{draft_for, options_for, MatchCost};
 use crate::tape::{is_ascii, Beam, Tape};
 
@@ -53,7 +55,7 @@ type Checked = Result<(), Stop>;
 
 /// What one value is, as the program reads it.
 #[derive(Clone, Copy)]
-pub enum Kind<'a> {
+pub enum ValueKind<'a> {
     Null,
     Bool(bool),
     Int(i64),
@@ -71,9 +73,9 @@ pub enum Kind<'a> {
 
 /// A value the program can read. Copies are cheap handles.
 pub trait Instance<'a>: Copy {
-    fn kind(self) -> Kind<'a>;
+    fn kind(self) -> ValueKind<'a>;
 
-    /// The name of a [`Kind::Name`] value, written into `buf`; `None` falls back.
+    /// The name of a [`ValueKind::Name`] value, written into `buf`; `None` falls back.
     fn name(self, buf: &mut [u8; 256]) -> Option<&str>;
 
     /// Number of members of an object.
@@ -89,24 +91,14 @@ pub trait Instance<'a>: Copy {
     fn elements<F: FnMut(usize, Self) -> Checked>(self, f: F) -> Result<usize, Stop>;
 }
 
-/// Work allowance for one validation (1 unit per value visited, more for long strings).
-pub struct Budget {
-    pub remaining: i64,
-    /// Over the budget: `Fallback` on a dirty scheduler (the other path reports the size),
-    /// `Yield` on a normal one.
-    pub dirty: bool,
-}
-
-impl Budget {
+/// Over the budget: `Fallback` on a dirty scheduler (the other path reports the size), `Yield`
+/// on a normal one.
+impl From<Over> for Stop {
     #[inline(always)]
-    fn spend(&mut self, units: i64) -> Checked {
-        self.remaining -= units;
-        if self.remaining >= 0 {
-            Ok(())
-        } else if self.dirty {
-            Err(Stop::Fallback)
-        } else {
-            Err(Stop::Yield)
+    fn from(over: Over) -> Self {
+        match over {
+            Over::Yield => Stop::Yield,
+            Over::TooBig => Stop::Fallback,
         }
     }
 }
@@ -329,15 +321,15 @@ impl Program {
         }
         let mut covered = false;
         match kind {
-            Kind::Null => require(node.types & T_NULL != 0)?,
-            Kind::Bool(_) => require(node.types & T_BOOL != 0)?,
-            Kind::Int(i) => {
+            ValueKind::Null => require(node.types & T_NULL != 0)?,
+            ValueKind::Bool(_) => require(node.types & T_BOOL != 0)?,
+            ValueKind::Int(i) => {
                 require(node.types & (T_NUMBER | T_INTEGER) != 0)?;
                 if let Some(n) = &node.number {
                     number_int(n, i)?;
                 }
             }
-            Kind::Float(f) => {
+            ValueKind::Float(f) => {
                 require(
                     node.types & T_NUMBER != 0 || (node.types & T_INTEGER != 0 && f.fract() == 0.0),
                 )?;
@@ -345,13 +337,13 @@ impl Program {
                     number_float(n, f)?;
                 }
             }
-            Kind::Str(bytes) => {
+            ValueKind::Str(bytes) => {
                 require(node.types & T_STRING != 0)?;
                 if let Some(checks) = &node.string {
                     string(checks, checked(bytes), budget)?;
                 }
             }
-            Kind::Name => {
+            ValueKind::Name => {
                 require(node.types & T_STRING != 0)?;
                 if let Some(checks) = &node.string {
                     let mut buf = [0u8; 256];
@@ -359,25 +351,25 @@ impl Program {
                     string(checks, s, budget)?;
                 }
             }
-            Kind::Object => {
+            ValueKind::Object => {
                 require(node.types & T_OBJECT != 0)?;
                 if let Some(checks) = &node.object {
                     self.object(checks, inst, depth, frames, budget)?;
                     covered = true;
                 }
             }
-            Kind::Array => {
+            ValueKind::Array => {
                 require(node.types & T_ARRAY != 0)?;
                 if let Some(checks) = &node.array {
                     self.array(checks, inst, depth, frames, budget)?;
                     covered = true;
                 }
             }
-            Kind::Other => return Err(Stop::Fallback),
+            ValueKind::Other => return Err(Stop::Fallback),
         }
         if node.plain {
             return match kind {
-                Kind::Object | Kind::Array if !covered => check_json(inst, depth, budget),
+                ValueKind::Object | ValueKind::Array if !covered => check_json(inst, depth, budget),
                 _ => Ok(()),
             };
         }
@@ -433,7 +425,7 @@ impl Program {
                 covered = true;
             }
         }
-        if !covered && matches!(kind, Kind::Object | Kind::Array) {
+        if !covered && matches!(kind, ValueKind::Object | ValueKind::Array) {
             check_json(inst, depth, budget)?;
         }
         Ok(())
@@ -523,15 +515,15 @@ fn caught(result: Checked) -> Result<bool, Stop> {
 /// Walks a value no subschema looks into: it must still be JSON all through.
 pub fn check_json<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget) -> Checked {
     match read(inst, depth, budget)? {
-        Kind::Object => inst.members(|_, value| check_json(value, depth + 1, budget)),
-        Kind::Array => inst
+        ValueKind::Object => inst.members(|_, value| check_json(value, depth + 1, budget)),
+        ValueKind::Array => inst
             .elements(|_, value| check_json(value, depth + 1, budget))
             .map(|_| ()),
-        Kind::Name => {
+        ValueKind::Name => {
             let mut buf = [0u8; 256];
             inst.name(&mut buf).map(|_| ()).ok_or(Stop::Fallback)
         }
-        Kind::Other => Err(Stop::Fallback),
+        ValueKind::Other => Err(Stop::Fallback),
         _ => Ok(()),
     }
 }
@@ -540,29 +532,33 @@ pub fn check_json<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget)
 /// string bytes and 1 per map member charged before they are read, UTF-8 text, at most [`MAX_DEPTH`] nested
 /// containers (the 129th level falls back, where the other path names the error).
 #[inline(always)]
-fn read<'a, I: Instance<'a>>(inst: I, depth: u32, budget: &mut Budget) -> Result<Kind<'a>, Stop> {
+fn read<'a, I: Instance<'a>>(
+    inst: I,
+    depth: u32,
+    budget: &mut Budget,
+) -> Result<ValueKind<'a>, Stop> {
     budget.spend(1)?;
     let kind = inst.kind();
     match kind {
-        Kind::Str(bytes) => {
+        ValueKind::Str(bytes) => {
             budget.spend((bytes.len() >> 8) as i64)?;
             if !is_ascii(bytes) && std::str::from_utf8(bytes).is_err() {
                 return Err(Stop::Fallback);
             }
         }
-        Kind::Object | Kind::Array if depth >= MAX_DEPTH => return Err(Stop::Fallback),
+        ValueKind::Object | ValueKind::Array if depth >= MAX_DEPTH => return Err(Stop::Fallback),
         // A map's size is known at once: a huge one is over the budget before any member is
         // read (iterating a large map's members costs more per member than a list's cells).
-        Kind::Object => budget.spend(inst.object_len() as i64)?,
+        ValueKind::Object => budget.spend(inst.object_len() as i64)?,
         _ => {}
     }
     Ok(kind)
 }
 
-/// The text of a `Kind::Str` that [`read`] returned.
+/// The text of a `ValueKind::Str` that [`read`] returned.
 #[inline(always)]
 fn checked(bytes: &[u8]) -> &str {
-    // SAFETY: `read` checked these bytes are UTF-8 (every `Kind` used comes from `read`).
+    // SAFETY: `read` checked these bytes are UTF-8 (every `ValueKind` used comes from `read`).
     unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
@@ -681,22 +677,22 @@ fn equals<'a, I: Instance<'a>>(
 #[inline]
 fn equals_kind<'a, I: Instance<'a>>(
     inst: I,
-    kind: Kind<'a>,
+    kind: ValueKind<'a>,
     expected: &Value,
     depth: u32,
     budget: &mut Budget,
 ) -> Result<bool, Stop> {
     Ok(match (kind, expected) {
-        (Kind::Null, Value::Null) => true,
-        (Kind::Bool(a), Value::Bool(b)) => a == *b,
-        (Kind::Str(a), Value::String(b)) => a == b.as_bytes(),
-        (Kind::Name, Value::String(b)) => {
+        (ValueKind::Null, Value::Null) => true,
+        (ValueKind::Bool(a), Value::Bool(b)) => a == *b,
+        (ValueKind::Str(a), Value::String(b)) => a == b.as_bytes(),
+        (ValueKind::Name, Value::String(b)) => {
             let mut buf = [0u8; 256];
             inst.name(&mut buf).ok_or(Stop::Fallback)? == b
         }
-        (Kind::Int(a), Value::Number(b)) => number_eq(Num::I(a), b),
-        (Kind::Float(a), Value::Number(b)) => number_eq(Num::F(a), b),
-        (Kind::Array, Value::Array(items)) => {
+        (ValueKind::Int(a), Value::Number(b)) => number_eq(Num::I(a), b),
+        (ValueKind::Float(a), Value::Number(b)) => number_eq(Num::F(a), b),
+        (ValueKind::Array, Value::Array(items)) => {
             let mut i = 0;
             let mut same = true;
             let len = inst.elements(|at, value| {
@@ -712,10 +708,10 @@ fn equals_kind<'a, I: Instance<'a>>(
             })?;
             same && len == items.len() && i == len
         }
-        (Kind::Object, Value::Object(map)) => {
+        (ValueKind::Object, Value::Object(map)) => {
             inst.object_len() == map.len() && object_equals(inst, map, depth, budget)?
         }
-        (Kind::Other, _) => return Err(Stop::Fallback),
+        (ValueKind::Other, _) => return Err(Stop::Fallback),
         _ => false,
     })
 }
@@ -1183,20 +1179,20 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// `serde_json::Value` as an instance: the same program runs in `cargo test` without a VM.
 impl<'a> Instance<'a> for &'a Value {
-    fn kind(self) -> Kind<'a> {
+    fn kind(self) -> ValueKind<'a> {
         match self {
-            Value::Null => Kind::Null,
-            Value::Bool(b) => Kind::Bool(*b),
+            Value::Null => ValueKind::Null,
+            Value::Bool(b) => ValueKind::Bool(*b),
             Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => Kind::Int(i),
+                (Some(i), _, _) => ValueKind::Int(i),
                 // Integers past i64 fall back, as big integers do from terms.
-                (None, Some(_), _) => Kind::Other,
-                (None, None, Some(f)) => Kind::Float(f),
-                _ => Kind::Other,
+                (None, Some(_), _) => ValueKind::Other,
+                (None, None, Some(f)) => ValueKind::Float(f),
+                _ => ValueKind::Other,
             },
-            Value::String(s) => Kind::Str(s.as_bytes()),
-            Value::Array(_) => Kind::Array,
-            Value::Object(_) => Kind::Object,
+            Value::String(s) => ValueKind::Str(s.as_bytes()),
+            Value::Array(_) => ValueKind::Array,
+            Value::Object(_) => ValueKind::Object,
         }
     }
 
@@ -1232,13 +1228,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn run(program: &Program, v: &Value) -> Checked {
-        program.validate(
-            v,
-            &mut Budget {
-                remaining: 1 << 40,
-                dirty: true,
-            },
-        )
+        program.validate(v, &mut Budget::with(1 << 40, true))
     }
 
     fn tool_schema() -> Value {
@@ -1326,10 +1316,7 @@ mod tests {
     fn a_normal_budget_yields() {
         let p = Program::compile(&json!({"type": "array"}), Draft::Draft7).unwrap();
         let big = Value::Array(vec![json!(1); 100]);
-        let mut budget = Budget {
-            remaining: 10,
-            dirty: false,
-        };
+        let mut budget = Budget::with(10, false);
         assert_eq!(p.validate(&big, &mut budget), Err(Stop::Yield));
     }
 
@@ -1337,10 +1324,7 @@ mod tests {
     fn a_pattern_that_can_backtrack_is_charged_its_limit_before_it_runs() {
         let s = json!({"type": "string", "pattern": "^(a*)*\\1b$"});
         let p = Program::compile(&s, Draft::Draft7).unwrap();
-        let mut budget = Budget {
-            remaining: crate::schema::BACKTRACK_UNITS,
-            dirty: false,
-        };
+        let mut budget = Budget::with(crate::schema::BACKTRACK_UNITS, false);
         assert_eq!(p.validate(&json!("aab"), &mut budget), Err(Stop::Yield));
         // Dirty, it runs; past its limit it is invalid here and the other path names the error.
         assert_eq!(run(&p, &json!("aab")), Ok(()));
@@ -1350,10 +1334,7 @@ mod tests {
         let s = json!({"items": {"pattern": format!("^(?:{})$", words.join("|"))}});
         let p = Program::compile(&s, Draft::Draft7).unwrap();
         let strings = Value::Array(vec![json!("w1999"); 2000]);
-        let mut budget = Budget {
-            remaining: 12_000,
-            dirty: false,
-        };
+        let mut budget = Budget::with(12_000, false);
         assert_eq!(p.validate(&strings, &mut budget), Err(Stop::Yield));
         assert_eq!(run(&p, &strings), Ok(()));
     }
@@ -1375,15 +1356,9 @@ mod tests {
         }
         // Charged as one leaf a string: 2,000 strings fit in 12,000 units, not in 3,000.
         let strings = Value::Array(vec![json!("w1999"); 2000]);
-        let mut budget = Budget {
-            remaining: 12_000,
-            dirty: false,
-        };
+        let mut budget = Budget::with(12_000, false);
         assert_eq!(p.validate(&strings, &mut budget), Ok(()));
-        let mut budget = Budget {
-            remaining: 3_000,
-            dirty: false,
-        };
+        let mut budget = Budget::with(3_000, false);
         assert_eq!(p.validate(&strings, &mut budget), Err(Stop::Yield));
     }
 

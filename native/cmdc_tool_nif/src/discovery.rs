@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cmdc_tool_core::discovery::{
-    self, Config, Kind, Meta, Note, NoteKind, Scan, Source, ToolFile, Trust,
+    self, Config, Meta, Note, NoteKind, Scan, Source, ToolFile, ToolKind, Trust,
 };
 use rustler::{Encoder, Env, NifMap, Term};
 
@@ -23,10 +23,10 @@ fn source_atom(source: Source) -> rustler::Atom {
     }
 }
 
-fn kind_atom(kind: Kind) -> rustler::Atom {
+fn kind_atom(kind: ToolKind) -> rustler::Atom {
     match kind {
-        Kind::Elixir => atoms::elixir(),
-        Kind::Script => atoms::script(),
+        ToolKind::Elixir => atoms::elixir(),
+        ToolKind::Script => atoms::script(),
     }
 }
 

@@ -405,7 +405,7 @@ impl<'a> Writer<'_, 'a, '_> {
     fn spend(&mut self, units: i64) -> Res<'a> {
         self.budget
             .spend(units)
-            .map_err(|e| Fail::new(Why::Budget(e)))
+            .map_err(|e| Fail::new(Why::Budget(e.into())))
     }
 
     #[inline(always)]
@@ -578,8 +578,8 @@ impl<'a> Writer<'_, 'a, '_> {
             self.out.put(buf.format(u).as_bytes());
             return Ok(());
         }
-        let big =
-            term::read_big(self.term(t), self.budget).map_err(|e| Fail::new(Why::Budget(e)))?;
+        let big = term::read_big(self.term(t), self.budget)
+            .map_err(|e| Fail::new(Why::Budget(e.into())))?;
         self.out.put(big.to_string().as_bytes());
         Ok(())
     }

@@ -462,7 +462,7 @@ impl Parser<'_, '_, '_> {
         }
         self.budget
             .spend(term::bignum_units(words))
-            .map_err(Fail::Budget)?;
+            .map_err(|e| Fail::Budget(e.into()))?;
         let big = BigInt::from_str(text).map_err(|_| Fail::At("invalid number"))?;
         Ok(big.encode(env).as_c_arg())
     }

@@ -212,7 +212,7 @@ pub(crate) fn validate_args<'a>(
 /// normal scheduler when the text holds more work than it may do, a big integer); text that
 /// is not JSON is the one failure with keyword `"json"`.
 pub(crate) fn decode_args<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>> {
-    crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
+    crate::json::decode(env, text, &mut term::budget::here()).map_err(|e| match e {
         DecodeError::Yield => Error::Yield,
         DecodeError::Invalid(message) => Error::Invalid(Failures::json("", &message)),
     })

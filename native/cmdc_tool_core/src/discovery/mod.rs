@@ -21,8 +21,8 @@ mod walk;
 pub use digest::digest;
 pub use metadata::{markdown_body, markdown_display, parse_meta, valid_name};
 pub use model::{
-    Config, Kind, Meta, Note, NoteKind, Plugin, Scan, Source, ToolFile, Trust, MANIFEST, MAX_DEPTH,
-    MAX_METADATA_BYTES, PROVIDER_DIRS, TRUST_FILE,
+    Config, Meta, Note, NoteKind, Plugin, Scan, Source, ToolFile, ToolKind, Trust, MANIFEST,
+    MAX_DEPTH, MAX_METADATA_BYTES, PROVIDER_DIRS, TRUST_FILE,
 };
 pub use plugins::read_manifest;
 pub use roots::{scan, user_dirs};

@@ -89,18 +89,18 @@ impl Config {
 
 /// What a tool file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum ToolKind {
     /// `.ex` / `.exs`: compiled by the Elixir side.
     Elixir,
     /// `.py` / `.ps1`: handed to the script loader.
     Script,
 }
 
-impl Kind {
+impl ToolKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::Elixir => "elixir",
-            Kind::Script => "script",
+            ToolKind::Elixir => "elixir",
+            ToolKind::Script => "script",
         }
     }
 }
@@ -139,7 +139,7 @@ pub struct ToolFile {
     pub path: PathBuf,
     /// The resolved real path: the identity of the file.
     pub real_path: PathBuf,
-    pub kind: Kind,
+    pub kind: ToolKind,
     pub mtime_ns: i64,
     pub size: u64,
     pub meta: Option<Meta>,

@@ -7,11 +7,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::metadata::{markdown_body, markdown_display, parse_meta};
-use super::model::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH, MAX_METADATA_BYTES};
+use super::model::{Ctx, NoteKind, ToolFile, ToolKind, MAX_DEPTH, MAX_METADATA_BYTES};
 use crate::fs::{file_kind, mtime_ns, read_small};
 
 enum Class {
-    Tool(Kind),
+    Tool(ToolKind),
     Metadata,
     Other,
 }
@@ -22,8 +22,8 @@ fn classify(name: &str) -> Class {
         _ => return Class::Other,
     };
     match ext.as_str() {
-        "ex" | "exs" => Class::Tool(Kind::Elixir),
-        "py" | "ps1" => Class::Tool(Kind::Script),
+        "ex" | "exs" => Class::Tool(ToolKind::Elixir),
+        "py" | "ps1" => Class::Tool(ToolKind::Script),
         "md" | "json" => Class::Metadata,
         _ => Class::Other,
     }
@@ -324,7 +324,7 @@ fn visit_classified(
         }
     }
     let cache_name = format!("{stem}.tool.json");
-    if kind == Kind::Script && exists(&cache_name) {
+    if kind == ToolKind::Script && exists(&cache_name) {
         // The script loader reads the cache: hand it only a regular file.
         let cache_path = dir.join(cache_name);
         match fs::metadata(&cache_path) {

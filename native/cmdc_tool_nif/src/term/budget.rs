@@ -1,22 +1,16 @@
-//! The work allowance of one NIF call: on a normal scheduler it stops early with
-//! [`TermError::Yield`] so the caller can re-run the work on a dirty scheduler, and on a dirty one
-//! it stops at hard size limits instead of exhausting memory. Work is charged *before* it is done
-//! and in units of its real cost (~100 ns): a node, a run of string bytes, a big integer by the
-//! square of its size (decimal conversion is quadratic), a list cell while it is counted.
+//! The work allowance of one NIF call is the core's one [`Budget`] (`cmdc_tool_core::budget`);
+//! here: what running out means for a term walk ([`TermError`]), which budget this scheduler
+//! gets ([`here`]), and what the VM is told about the work done ([`report_units`]).
 
 use rustler::Env;
+
+pub use cmdc_tool_core::budget::{Budget, Over, DIRTY_BUDGET, NORMAL_BUDGET};
 
 /// Most containers nested in one another, in every direction: encode, decode and validation
 /// accept 128 nested arrays/objects (a scalar may sit inside the 128th) and refuse 129.
 pub const MAX_DEPTH: usize = 128;
-/// Work units a normal-scheduler call may spend (~100 ns each): about 0.3 ms, so no call holds
-/// a normal scheduler near 1 ms.
-pub const NORMAL_BUDGET: i64 = 3_000;
 /// A normal scheduler converts big integers of at most this many 64-bit words (~300 digits).
 pub const NORMAL_BIG_WORDS: usize = 16;
-/// Hard cap on work units for one call on a dirty scheduler (hostile inputs end here).
-pub const DIRTY_BUDGET: i64 = 64 * 1024 * 1024;
-
 #[derive(Debug, Clone, PartialEq)]
 pub enum TermError {
     /// The input is larger than a normal scheduler may handle: retry on a dirty one.
@@ -51,81 +45,23 @@ impl TermError {
     }
 }
 
-/// Work allowance for one conversion.
-pub struct Budget {
-    pub(crate) remaining: i64,
-    dirty: bool,
+impl From<Over> for TermError {
+    #[inline(always)]
+    fn from(over: Over) -> Self {
+        match over {
+            Over::Yield => TermError::Yield,
+            Over::TooBig => TermError::TooBig,
+        }
+    }
 }
 
-impl Budget {
-    pub fn normal() -> Self {
-        Budget {
-            remaining: NORMAL_BUDGET,
-            dirty: false,
-        }
-    }
-
-    /// A budget with `remaining` units left (a walker's own copy, written back).
-    pub fn with(remaining: i64, dirty: bool) -> Self {
-        Budget { remaining, dirty }
-    }
-
-    pub fn dirty() -> Self {
-        Budget {
-            remaining: DIRTY_BUDGET,
-            dirty: true,
-        }
-    }
-
-    /// The budget of the scheduler this thread is: dirty work on a dirty scheduler (or any
-    /// thread that is not a normal scheduler), the short one on a normal scheduler.
-    pub fn here() -> Self {
-        if on_normal_scheduler() {
-            Budget::normal()
-        } else {
-            Budget::dirty()
-        }
-    }
-
-    /// The error for work over this budget: `Yield` on a normal scheduler, `TooBig` on a dirty one.
-    pub fn over(&self) -> TermError {
-        if self.dirty {
-            TermError::TooBig
-        } else {
-            TermError::Yield
-        }
-    }
-
-    /// Units spent so far.
-    pub fn spent(&self) -> i64 {
-        let start = if self.dirty {
-            DIRTY_BUDGET
-        } else {
-            NORMAL_BUDGET
-        };
-        start - self.remaining
-    }
-
-    pub fn is_dirty(&self) -> bool {
-        self.dirty
-    }
-
-    #[inline]
-    pub fn spend(&mut self, units: i64) -> Result<(), TermError> {
-        self.remaining -= units;
-        if self.remaining >= 0 {
-            Ok(())
-        } else if self.dirty {
-            Err(TermError::TooBig)
-        } else {
-            Err(TermError::Yield)
-        }
-    }
-
-    /// Bytes copied or escaped (~3 ns a byte).
-    #[inline]
-    pub fn spend_bytes(&mut self, len: usize) -> Result<(), TermError> {
-        self.spend(1 + (len >> 5) as i64)
+/// The budget of the scheduler this thread is: dirty work on a dirty scheduler (or any thread
+/// that is not a normal scheduler), the short one on a normal scheduler.
+pub fn here() -> Budget {
+    if on_normal_scheduler() {
+        Budget::normal()
+    } else {
+        Budget::dirty()
     }
 }
 

@@ -69,7 +69,7 @@ pub fn read_big(term: Term, budget: &mut Budget) -> Result<BigInt, TermError> {
         }
         return term.decode::<BigInt>().map_err(|_| TermError::Yield);
     }
-    let big: BigInt = term.decode().map_err(|_| budget.over())?;
+    let big: BigInt = term.decode().map_err(|_| TermError::from(budget.over()))?;
     budget.spend(bignum_units(big.bits() as usize / 64 + 1))?;
     Ok(big)
 }
