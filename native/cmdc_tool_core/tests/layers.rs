@@ -286,24 +286,23 @@ fn crate_src(name: &str) -> PathBuf {
         .join("src")
 }
 
-#[test]
-fn core_files_import_one_way() {
-    let found = cycles(&crate_src("cmdc_tool_core"));
+fn assert_one_way(crate_name: &str) {
+    let found = cycles(&crate_src(crate_name));
     assert!(
         found.is_empty(),
-        "import cycles in cmdc_tool_core:\n{}",
+        "import cycles in {crate_name}:\n{}",
         found.join("\n")
     );
 }
 
 #[test]
+fn core_files_import_one_way() {
+    assert_one_way("cmdc_tool_core");
+}
+
+#[test]
 fn nif_files_import_one_way() {
-    let found = cycles(&crate_src("cmdc_tool_nif"));
-    assert!(
-        found.is_empty(),
-        "import cycles in cmdc_tool_nif:\n{}",
-        found.join("\n")
-    );
+    assert_one_way("cmdc_tool_nif");
 }
 
 /// The check itself finds the kinds of cycle it exists for: two siblings through `super::`,

@@ -87,6 +87,8 @@ rustler::atoms! {
     cmdc_script,
     progress,
     loaded,
+    python,
+    powershell,
     not_running,
     valid,
     invalid,

@@ -11,13 +11,13 @@
 //! Every NIF here returns at once; results arrive from runtime threads via
 //! `OwnedEnv::send_and_clear`, never from a scheduler.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use cmdc_tool_core::scripts::{
     load::{self, Loaded},
-    pool, powershell,
+    pool, powershell, Language,
 };
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::oneshot;
@@ -213,7 +213,8 @@ fn script_stop(path: Option<String>) -> usize {
 }
 
 /// Starts reading the scripts' descriptions: `{:ok, handle}`, then the message
-/// `{:cmdc_script, handle, {:loaded, [{path, {:ok, {status, json}} | {:error, message}}]}}`.
+/// `{:cmdc_script, handle, {:loaded, [{path, {:ok, {status, json, language}} | {:error, message}}]}}`,
+/// `language` (`:python`, `:powershell`) being the one the native side read the script as.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn script_load<'a>(
     env: Env<'a>,
@@ -236,7 +237,15 @@ fn script_load<'a>(
                 .into_iter()
                 .map(|(path, r)| {
                     let r = match r {
-                        Loaded::Ok(status, text) => Ok((status, binary(env, text.as_bytes()))),
+                        Loaded::Ok(status, text) => Language::of(Path::new(&path))
+                            .map(|language| {
+                                (
+                                    status,
+                                    binary(env, text.as_bytes()),
+                                    language_atom(language),
+                                )
+                            })
+                            .map_err(Error::from),
                         Loaded::Err(e) => Err(Error::from(e)),
                     };
                     (path, r).encode(env)
@@ -252,4 +261,12 @@ fn script_load<'a>(
 #[rustler::nif(schedule = "DirtyCpu")]
 fn script_describe_powershell(source: String, path: String) -> String {
     serde_json::to_string(&powershell::describe(&source, &path)).unwrap_or_default()
+}
+
+/// A script language as the atom Elixir reads (`CMDC.Tool.Script`'s `kind`).
+fn language_atom(language: Language) -> rustler::Atom {
+    match language {
+        Language::Python => atoms::python(),
+        Language::PowerShell => atoms::powershell(),
+    }
 }

@@ -14,6 +14,9 @@ impl Program {
         self.eval(0, instance, 0, 0, budget)
     }
 
+    // Over 80 lines on purpose: the hot loop of validation. Each node's checks run in this one
+    // frame (type, leaves, numbers, then containers and applicators) so a valid tool call costs
+    // one call per value; `bench/validate.exs` guards the figure a split would move.
     fn eval<'a, I: Instance<'a>>(
         &self,
         id: u32,

@@ -2,11 +2,12 @@
 
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use tokio::process::{ChildStdin, Command};
 
 use super::kill::{descendants, kill_group, scopeguard, Live};
 use super::output::{read_all, CappedBuffer, LineSplitter};
@@ -114,28 +115,7 @@ where
     let _live = Live::enter(pid);
     on_start(pid);
 
-    let stdin = child.stdin.take();
-    let stdin_data = spec.stdin.clone();
-    let feed = async move {
-        match (stdin, input) {
-            (Some(mut pipe), Input::Channel(mut rx)) => {
-                while let Some(chunk) = rx.recv().await {
-                    if pipe.write_all(&chunk).await.is_err() || pipe.flush().await.is_err() {
-                        break;
-                    }
-                }
-                let _ = pipe.shutdown().await;
-            }
-            (Some(mut pipe), Input::Spec) => {
-                if let Some(data) = stdin_data {
-                    // A program that exits without reading gives EPIPE: not an error of the run.
-                    let _ = pipe.write_all(&data).await;
-                    let _ = pipe.shutdown().await;
-                }
-            }
-            (None, _) => {}
-        }
-    };
+    let feed = feed(child.stdin.take(), input, spec.stdin.clone());
     let splitter = if spec.stream_lines {
         Some((LineSplitter::new(spec.max_line), on_line))
     } else {
@@ -191,25 +171,7 @@ where
             }
         }
         if ending != Ending::Exited {
-            // Walked now: once the program dies, descendants that left its group (setsid) are
-            // re-parented and cannot be found any more.
-            let strays = descendants(pid);
-            let _strays = scopeguard(strays);
-            // Not reaped yet, so the group id cannot have been reused.
-            kill_group(pid, libc::SIGTERM);
-            let grace = tokio::time::sleep(spec.kill_grace);
-            tokio::pin!(grace);
-            loop {
-                tokio::select! {
-                    r = &mut io, if io_done.is_none() => io_done = Some(r),
-                    st = &mut wait => { status = st.ok(); break; }
-                    _ = &mut grace => {
-                        kill_group(pid, libc::SIGKILL);
-                        status = wait.await.ok();
-                        break;
-                    }
-                }
-            }
+            status = stop(pid, spec.kill_grace, wait, io.as_mut(), &mut io_done).await;
         }
     }
     // Whatever the program left behind in its group goes too (a background job holding the pipes
@@ -234,4 +196,59 @@ where
         stderr_dropped: err.dropped,
         duration: started.elapsed(),
     })
+}
+
+/// Writes the program's stdin: `input`'s chunks as they come (a conversation), or `data` then
+/// end of file.
+async fn feed(stdin: Option<ChildStdin>, input: Input, data: Option<Vec<u8>>) {
+    match (stdin, input) {
+        (Some(mut pipe), Input::Channel(mut rx)) => {
+            while let Some(chunk) = rx.recv().await {
+                if pipe.write_all(&chunk).await.is_err() || pipe.flush().await.is_err() {
+                    break;
+                }
+            }
+            let _ = pipe.shutdown().await;
+        }
+        (Some(mut pipe), Input::Spec) => {
+            if let Some(data) = data {
+                // A program that exits without reading gives EPIPE: not an error of the run.
+                let _ = pipe.write_all(&data).await;
+                let _ = pipe.shutdown().await;
+            }
+        }
+        (None, _) => {}
+    }
+}
+
+/// Stops a program that timed out or was cancelled: SIGTERM to its group, SIGKILL after
+/// `grace`; its output keeps being read meanwhile (into `io_done`). Its exit status.
+async fn stop<W, I>(
+    pid: u32,
+    grace: Duration,
+    mut wait: Pin<&mut W>,
+    mut io: Pin<&mut I>,
+    io_done: &mut Option<I::Output>,
+) -> Option<ExitStatus>
+where
+    W: Future<Output = io::Result<ExitStatus>>,
+    I: Future,
+{
+    // Walked now: once the program dies, descendants that left its group (setsid) are
+    // re-parented and cannot be found any more.
+    let _strays = scopeguard(descendants(pid));
+    // Not reaped yet, so the group id cannot have been reused.
+    kill_group(pid, libc::SIGTERM);
+    let grace = tokio::time::sleep(grace);
+    tokio::pin!(grace);
+    loop {
+        tokio::select! {
+            r = &mut io, if io_done.is_none() => *io_done = Some(r),
+            st = &mut wait => return st.ok(),
+            _ = &mut grace => {
+                kill_group(pid, libc::SIGKILL);
+                return wait.await.ok();
+            }
+        }
+    }
 }
