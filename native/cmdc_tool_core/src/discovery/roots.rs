@@ -98,7 +98,6 @@ fn check_homes(cx: &mut Ctx, config: &Config, home: &Path) {
     }
 }
 
-
 /// The user tool folders, in precedence order: `$CMDC_HOME/tools`, `~/.cmdc/tools`,
 /// `~/.claude/tools`, `~/.codex/tools`.
 pub fn user_dirs(config: &Config, home: &Path) -> Vec<(&'static str, PathBuf)> {

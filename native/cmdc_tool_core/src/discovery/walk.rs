@@ -88,13 +88,16 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
     }
 }
 
+/// A folder entry: its name, type and the entry (for its metadata).
+type Entry = (String, fs::FileType, fs::DirEntry);
+
 /// A folder's real path and its entries sorted by name, or `None` when it cannot be read or
 /// was visited already (a symlink cycle, or a folder reached twice under the same root).
 fn read_folder(
     cx: &mut Ctx,
     dir: &Path,
     visited: &mut HashSet<PathBuf>,
-) -> Option<(PathBuf, Vec<(String, fs::FileType, fs::DirEntry)>)> {
+) -> Option<(PathBuf, Vec<Entry>)> {
     let real_dir = match fs::canonicalize(dir) {
         Ok(r) => r,
         Err(e) => {
@@ -124,7 +127,7 @@ fn read_folder(
             return None;
         }
     };
-    let mut entries: Vec<(String, fs::FileType, fs::DirEntry)> = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     for entry in read.flatten() {
         let Ok(ft) = entry.file_type() else { continue };
         match entry.file_name().into_string() {

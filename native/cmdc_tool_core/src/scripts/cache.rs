@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::interpreter::Language;
 use super::stamp;
-use crate::fs::mtime_ns;
 use crate::error::{Error, Result};
+use crate::fs::mtime_ns;
 use crate::permissions::{Policy, ResultApproval};
 
 /// The error for a script that cannot be read (missing, unreadable).
