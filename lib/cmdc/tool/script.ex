@@ -251,8 +251,11 @@ defmodule CMDC.Tool.Script do
       paths
       |> Enum.zip(results)
       |> Enum.map(fn
-        {path, {_abs, {:error, message}}} -> {path, {:error, message}}
-        {path, {abs, {:ok, {status, json, language}}}} -> {path, build(abs, status, json, language, opts)}
+        {path, {_abs, {:error, message}}} ->
+          {path, {:error, message}}
+
+        {path, {abs, {:ok, {status, json, language}}}} ->
+          {path, build(abs, status, json, language, opts)}
       end)
 
     # one code-loading commit for every tool module of every script

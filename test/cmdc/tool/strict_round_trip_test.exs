@@ -173,7 +173,10 @@ defmodule CMDC.Tool.StrictRoundTripTest do
     assert {:error, message} = RoundTrip.check_name(String.duplicate("a", 200))
     assert message =~ "128"
     assert RoundTrip.name_for("fs.read", :anthropic) == "fs_read"
-    assert RoundTrip.original_name(["fs.read"], RoundTrip.name_for("fs.read", :openai)) == {:ok, "fs.read"}
+
+    assert RoundTrip.original_name(["fs.read"], RoundTrip.name_for("fs.read", :openai)) ==
+             {:ok, "fs.read"}
+
     assert_raise ArgumentError, ~r/format/, fn -> RoundTrip.name_for("echo", :no_such_format) end
   end
 end
