@@ -1,0 +1,34 @@
+//! Regex search with Anthropic's limits: a pattern of at most 200 characters, compiled by the
+//! `regex` crate (finite automata: matching time is linear in the text, no backtracking blow-up)
+//! under size limits, so a pathological pattern is refused or runs in bounded time.
+
+use regex::RegexBuilder;
+
+use super::{Hit, Index, Query};
+use crate::error::{Error, Result};
+
+/// Compiled program size allowed (the crate's default is 10 MiB).
+const SIZE_LIMIT: usize = 1 << 20;
+
+pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<Hit>> {
+    let re = RegexBuilder::new(query.text)
+        .case_insensitive(true)
+        .size_limit(SIZE_LIMIT)
+        .dfa_size_limit(SIZE_LIMIT)
+        .nest_limit(32)
+        .build()
+        .map_err(|e| Error::Invalid(format!("the regex {:?} is not accepted: {e}", query.text)))?;
+    let mut hits = Vec::new();
+    for s in index.slots.iter().flatten() {
+        if !Index::keeps(s, query) || !re.is_match(&s.text) {
+            continue;
+        }
+        // A name match says more than a match somewhere in a description.
+        let score = if re.is_match(&s.name) { 2.0 } else { 1.0 };
+        hits.push(Hit {
+            name: s.name.clone(),
+            score,
+        });
+    }
+    Ok(hits)
+}
