@@ -19,6 +19,7 @@ pub mod registry;
 pub mod round_trip;
 pub mod runtime;
 pub mod schema;
+pub mod search;
 pub mod scripts;
 pub mod stdio;
 pub mod term;

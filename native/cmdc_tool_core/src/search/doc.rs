@@ -46,9 +46,29 @@ pub fn annotation_key(key: &str) -> String {
     }
 }
 
+/// A tool read into words, ready for [`super::Index::insert`].
+#[derive(Debug)]
+pub struct Prepared {
+    pub(super) name: String,
+    pub(super) namespace: Option<String>,
+    pub(super) annotations: Vec<String>,
+    /// Word → weighted frequency.
+    pub(super) weights: HashMap<String, f32>,
+    /// Weighted length.
+    pub(super) len: f32,
+    /// What the regex mode reads.
+    pub(super) text: String,
+}
+
+impl Prepared {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 impl Doc<'_> {
-    /// `(word → weighted frequency, weighted length, regex text)`.
-    pub(super) fn analyze(&self) -> (HashMap<String, f32>, f32, String) {
+    /// Reads the tool into words (the costly part of indexing; no index needed).
+    pub fn prepare(&self) -> Prepared {
         let mut weights: HashMap<String, f32> = HashMap::new();
         let mut len = 0.0f32;
         let mut add = |text: &str, weight: f32| {
@@ -83,7 +103,14 @@ impl Doc<'_> {
             }
             text.push('\n');
         }
-        (weights, len, text)
+        Prepared {
+            name: self.name.to_owned(),
+            namespace: self.namespace.map(str::to_owned),
+            annotations: self.annotations.iter().map(|a| annotation_key(a)).collect(),
+            weights,
+            len,
+            text,
+        }
     }
 }
 

@@ -14,7 +14,7 @@ pub mod tokenize;
 
 use std::collections::HashMap;
 
-pub use doc::{annotation_key, Doc};
+pub use doc::{annotation_key, Doc, Prepared};
 
 use crate::error::{Error, Result};
 
@@ -63,8 +63,10 @@ struct Slot {
     annotations: Vec<String>,
     /// Weighted length (sum of field weights of its words).
     len: f32,
-    /// Distinct term ids, for removal.
+    /// Distinct term ids, and where this slot sits in each term's postings: removal is
+    /// O(terms), whatever the size of the postings.
     terms: Vec<u32>,
+    pos: Vec<u32>,
     /// What the regex mode reads: name, title, description, parameters, one per line.
     text: String,
 }
@@ -111,8 +113,21 @@ impl Index {
 
     /// Adds a tool, or replaces the one of the same name.
     pub fn put(&mut self, doc: &Doc) {
-        self.remove(doc.name);
-        let (weights, len, text) = doc.analyze();
+        self.insert(doc.prepare());
+    }
+
+    /// [`Index::put`] of a tool read beforehand ([`Doc::prepare`], no lock needed): what is
+    /// left is a hash lookup and a push per distinct word.
+    pub fn insert(&mut self, doc: Prepared) {
+        let Prepared {
+            name,
+            namespace,
+            annotations,
+            weights,
+            len,
+            text,
+        } = doc;
+        self.remove(&name);
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -121,6 +136,7 @@ impl Index {
             }
         };
         let mut terms = Vec::with_capacity(weights.len());
+        let mut pos = Vec::with_capacity(weights.len());
         for (word, tf) in weights {
             let next = self.postings.len() as u32;
             let id = *self.terms.entry(word).or_insert(next);
@@ -128,19 +144,21 @@ impl Index {
                 self.postings.push(Posting::default());
             }
             let p = &mut self.postings[id as usize];
+            pos.push(p.slots.len() as u32);
             p.slots.push(slot);
             p.tf.push(tf);
             terms.push(id);
         }
         self.total_len += f64::from(len);
         self.text_bytes += text.len();
-        self.by_name.insert(doc.name.to_owned(), slot);
+        self.by_name.insert(name.clone(), slot);
         self.slots[slot as usize] = Some(Slot {
-            name: doc.name.to_owned(),
-            namespace: doc.namespace.map(str::to_owned),
-            annotations: doc.annotations.iter().map(|a| annotation_key(a)).collect(),
+            name,
+            namespace,
+            annotations,
             len,
             terms,
+            pos,
             text,
         });
     }
@@ -153,11 +171,18 @@ impl Index {
         let Some(s) = self.slots[slot as usize].take() else {
             return false;
         };
-        for id in &s.terms {
+        for (id, at) in s.terms.iter().zip(&s.pos) {
             let p = &mut self.postings[*id as usize];
-            if let Some(i) = p.slots.iter().position(|x| *x == slot) {
-                p.slots.swap_remove(i);
-                p.tf.swap_remove(i);
+            let at = *at as usize;
+            p.slots.swap_remove(at);
+            p.tf.swap_remove(at);
+            // The last entry moved into `at`: tell its slot.
+            if let Some(moved) = p.slots.get(at) {
+                if let Some(m) = self.slots[*moved as usize].as_mut() {
+                    if let Some(j) = m.terms.iter().position(|t| t == id) {
+                        m.pos[j] = at as u32;
+                    }
+                }
             }
         }
         self.total_len -= f64::from(s.len);

@@ -275,3 +275,46 @@ fn cost_grows_with_the_postings_read() {
 fn names_of(hits: &[Hit]) -> Vec<&str> {
     names(hits)
 }
+
+#[test]
+fn removing_thousands_keeps_postings_consistent() {
+    let mut index = Index::new();
+    let params = json!({"properties": {"path": {"description": "A file path"}}});
+    let names: Vec<String> = (0..3_000).map(|i| format!("tool_{i}")).collect();
+    let doc = |name| Doc {
+        name,
+        title: None,
+        description: "Reads a file and prints it.",
+        parameters: &params,
+        namespace: None,
+        annotations: &[],
+    };
+    for name in &names {
+        index.put(&doc(name));
+    }
+    for name in names.iter().step_by(3) {
+        assert!(index.remove(name));
+    }
+    // Re-added ones reuse slots; every live tool is found exactly once.
+    for name in names.iter().step_by(6) {
+        index.put(&doc(name));
+    }
+    let all = index
+        .search(&Query {
+            limit: MAX_LIMIT,
+            ..q("file path")
+        })
+        .unwrap();
+    let expected = names.len() - names.len() / 3 + names.len() / 6;
+    assert_eq!(index.len(), expected);
+    assert_eq!(all.len(), expected.min(MAX_LIMIT));
+    let mut seen: Vec<&str> = names_of(&all);
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), all.len());
+    for p in &index.postings {
+        for s in &p.slots {
+            assert!(index.slots[*s as usize].is_some());
+        }
+    }
+}

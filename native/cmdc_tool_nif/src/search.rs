@@ -1,0 +1,139 @@
+//! Tool search over a registry (`cmdc_tool_core::search`): the index each registry keeps
+//! beside its tools, updated by `registry.rs` on every change under the registry's write lock
+//! (so it always reflects the registry's generation), and the search NIFs. A search whose cost
+//! (`Index::cost`: postings or bytes to read) is over a normal scheduler's budget, or that
+//! would wait for a writer, answers `:yield` and runs again on a dirty scheduler.
+
+use std::sync::{RwLock, RwLockWriteGuard, TryLockError};
+
+use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
+use rustler::{Binary, NifMap, ResourceArc};
+
+use crate::error::{Error, Result};
+use crate::registry::Registry;
+use crate::schema::Schema;
+
+/// Units of `Index::cost` a normal scheduler takes (about 1-2 ns each: well under 1 ms).
+const NORMAL_BUDGET: usize = 200_000;
+
+/// What the index needs of a tool beyond the registry entry: `{title, namespace,
+/// annotations}` (annotations: the names of those that are `true`).
+pub type Meta = (Option<String>, Option<String>, Vec<String>);
+
+/// A registry's index.
+#[derive(Default)]
+pub struct Live(RwLock<Index>);
+
+impl Live {
+    pub fn write(&self) -> RwLockWriteGuard<'_, Index> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Reads one tool into words: done before any lock is taken.
+pub fn prepare(name: &str, description: &str, schema: &Schema, meta: &Meta) -> Prepared {
+    let (title, namespace, annotations) = meta;
+    Doc {
+        name,
+        title: title.as_deref(),
+        description,
+        parameters: &schema.source,
+        namespace: namespace.as_deref(),
+        annotations,
+    }
+    .prepare()
+}
+
+/// A whole index for a replacement set (built off the locks, swapped in by the caller).
+pub fn build(prepared: Vec<Prepared>) -> Index {
+    let mut index = Index::new();
+    for p in prepared {
+        index.insert(p);
+    }
+    index
+}
+
+#[derive(NifMap)]
+pub struct SearchOptions {
+    regex: bool,
+    limit: usize,
+    namespaces: Vec<String>,
+    annotations: Vec<String>,
+}
+
+impl crate::options::Options<'_> for SearchOptions {
+    const NIF: &'static str = "registry_search";
+    const EXPECTED: &'static str =
+        "regex: boolean, limit: integer, namespaces: [string], annotations: [string]";
+}
+
+fn search(
+    reg: &Registry,
+    text: &[u8],
+    opts: rustler::Term,
+    dirty: bool,
+) -> Result<(u64, Vec<(String, f64)>)> {
+    let opts: SearchOptions = crate::options::decode(opts)?;
+    let text = std::str::from_utf8(text)
+        .map_err(|_| Error::Message("the search query is not UTF-8 text".into()))?;
+    let query = Query {
+        text,
+        mode: if opts.regex { Mode::Regex } else { Mode::Bm25 },
+        limit: opts.limit,
+        namespaces: &opts.namespaces,
+        annotations: &opts.annotations,
+    };
+    let index = if dirty {
+        reg.search.0.read().unwrap_or_else(|e| e.into_inner())
+    } else {
+        match reg.search.0.try_read() {
+            Ok(index) => index,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            // A writer holds it (a big registration): wait on a dirty scheduler.
+            Err(TryLockError::WouldBlock) => return Err(Error::Yield),
+        }
+    };
+    if !dirty && index.cost(&query) > NORMAL_BUDGET {
+        return Err(Error::Yield);
+    }
+    let hits = index.search(&query)?;
+    Ok((
+        index.generation,
+        hits.into_iter().map(|h| (h.name, h.score)).collect(),
+    ))
+}
+
+/// `{:ok, {generation, [{name, score}]}}`, best first; `{:error, :yield}` over the budget.
+#[rustler::nif]
+fn registry_search(
+    reg: ResourceArc<Registry>,
+    text: Binary,
+    opts: rustler::Term,
+) -> Result<(u64, Vec<(String, f64)>)> {
+    search(&reg, text.as_slice(), opts, false)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_search_dirty(
+    reg: ResourceArc<Registry>,
+    text: Binary,
+    opts: rustler::Term,
+) -> Result<(u64, Vec<(String, f64)>)> {
+    search(&reg, text.as_slice(), opts, true)
+}
+
+/// After a registration, with the registry's write lock held: takes the index's write lock
+/// (lock order: registry, then index) and hands it back with the generation set, so the
+/// caller can release the registry before inserting.
+pub fn lock_for(live: &Live, generation: u64) -> RwLockWriteGuard<'_, Index> {
+    let mut index = live.write();
+    index.generation = generation;
+    index
+}
+
+/// Inserts prepared tools (after the registry's lock is released).
+pub fn insert(mut index: RwLockWriteGuard<'_, Index>, prepared: Vec<Prepared>) {
+    for p in prepared {
+        index.insert(p);
+    }
+}
