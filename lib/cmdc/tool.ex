@@ -219,6 +219,10 @@ defmodule CMDC.Tool do
   `CMDC.Tool.Providers` (whose `convert/3` also returns the warnings for dropped keywords).
   On a registry the result is cached until the registry changes.
 
+  Deferred loading (`defer:`, `always_loaded:`, `search:`, `loaded:`): a large catalog stays out
+  of the prompt and the model finds tools with a search tool; see `CMDC.Tool.Deferred` and
+  `CMDC.Tool.Session`.
+
       iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
       iex> tool["type"]
       "function"
@@ -237,8 +241,12 @@ defmodule CMDC.Tool do
   end
 
   def to_schema(source, context, opts) do
-    {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
-    tools
+    if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)) do
+      CMDC.Tool.Deferred.to_schema(source, context, opts)
+    else
+      {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+      tools
+    end
   end
 
   @doc """
