@@ -19,8 +19,8 @@ pub mod registry;
 pub mod round_trip;
 pub mod runtime;
 pub mod schema;
-pub mod search;
 pub mod scripts;
+pub mod search;
 pub mod stdio;
 pub mod term;
 #[cfg(feature = "testing")]

@@ -137,3 +137,125 @@ pub fn insert(mut index: RwLockWriteGuard<'_, Index>, prepared: Vec<Prepared>) {
         index.insert(p);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Benchmark NIFs (`bench/search.exs`): a bare index of `{name, description, parameters_json}`
+// documents, without tool modules, so 100,000 tools can be indexed in a benchmark run.
+
+#[cfg(feature = "testing")]
+pub use bench::*;
+
+#[cfg(feature = "testing")]
+mod bench {
+    use std::sync::RwLock;
+    use std::time::Instant;
+
+    use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
+    use rustler::ResourceArc;
+    use serde_json::Value;
+
+    pub struct BenchIndex(RwLock<Index>);
+
+    #[rustler::resource_impl]
+    impl rustler::Resource for BenchIndex {}
+
+    type BenchDoc = (String, String, String);
+
+    fn prepare(docs: &[BenchDoc]) -> Vec<Prepared> {
+        docs.iter()
+            .map(|(name, description, params)| {
+                let params: Value = serde_json::from_str(params).unwrap_or(Value::Null);
+                Doc {
+                    name,
+                    title: None,
+                    description,
+                    parameters: &params,
+                    namespace: name.split_once("__").map(|(ns, _)| ns),
+                    annotations: &[],
+                }
+                .prepare()
+            })
+            .collect()
+    }
+
+    /// `{index, ns}`: the time to read and insert every document (pure Rust).
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_build(docs: Vec<BenchDoc>) -> (ResourceArc<BenchIndex>, f64) {
+        let start = Instant::now();
+        let index = super::build(prepare(&docs));
+        let ns = start.elapsed().as_nanos() as f64;
+        (ResourceArc::new(BenchIndex(RwLock::new(index))), ns)
+    }
+
+    /// ns per incremental add (read + insert) of each document into the existing index.
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_add(index: ResourceArc<BenchIndex>, docs: Vec<BenchDoc>) -> f64 {
+        let mut index = index.0.write().unwrap_or_else(|e| e.into_inner());
+        let start = Instant::now();
+        for (name, description, params) in &docs {
+            let params: Value = serde_json::from_str(params).unwrap_or(Value::Null);
+            index.put(&Doc {
+                name,
+                title: None,
+                description,
+                parameters: &params,
+                namespace: None,
+                annotations: &[],
+            });
+        }
+        start.elapsed().as_nanos() as f64 / docs.len().max(1) as f64
+    }
+
+    /// `{ns per query, top names per query}`: every query run `rounds` times (pure Rust).
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_query(
+        index: ResourceArc<BenchIndex>,
+        queries: Vec<String>,
+        regex: bool,
+        limit: usize,
+        rounds: usize,
+    ) -> (f64, Vec<Vec<String>>) {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        let mode = if regex { Mode::Regex } else { Mode::Bm25 };
+        fn query(text: &str, mode: Mode, limit: usize) -> Query<'_> {
+            Query {
+                text,
+                mode,
+                limit,
+                namespaces: &[],
+                annotations: &[],
+            }
+        }
+        let start = Instant::now();
+        for _ in 0..rounds.max(1) {
+            for q in &queries {
+                let _ = std::hint::black_box(index.search(&query(q, mode, limit)));
+            }
+        }
+        let ns = start.elapsed().as_nanos() as f64 / (rounds.max(1) * queries.len().max(1)) as f64;
+        let tops = queries
+            .iter()
+            .map(|q| {
+                index
+                    .search(&query(q, mode, limit))
+                    .map(|hits| hits.into_iter().map(|h| h.name).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        (ns, tops)
+    }
+
+    /// One query on a normal scheduler, for timing the whole NIF call from Elixir.
+    #[rustler::nif]
+    fn search_bench_one(index: ResourceArc<BenchIndex>, text: String, limit: usize) -> usize {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        let q = Query {
+            text: &text,
+            mode: Mode::Bm25,
+            limit,
+            namespaces: &[],
+            annotations: &[],
+        };
+        index.search(&q).map(|h| h.len()).unwrap_or(0)
+    }
+}

@@ -66,9 +66,20 @@ defmodule CMDC.Tool.Search.Tool do
 
   @impl true
   def execute(args, context) do
-    case Map.get(context.private, :tools) do
-      %Registry{} = reg -> find(reg, args)
-      _ -> {:error, "search_tools needs a CMDC.Tool.Registry to search; none was given"}
+    # A catalog (CMDC.Tool.MCP.Catalog) names its registry and wants to know what was found;
+    # otherwise the registry the runner resolves calls against is searched.
+    case {Map.get(context.assigns, :cmdc_tool_search), Map.get(context.private, :tools)} do
+      {%{registry: reg, on_found: on_found}, _} ->
+        with {:ok, found} <- find(reg, args) do
+          on_found.(for %{"name" => name} <- found["tools"], do: name)
+          {:ok, found}
+        end
+
+      {_, %Registry{} = reg} ->
+        find(reg, args)
+
+      _ ->
+        {:error, "search_tools needs a CMDC.Tool.Registry to search; none was given"}
     end
   end
 
