@@ -1,9 +1,10 @@
 """Dumps the tool lists of real MCP servers into bench/search_eval/tools.json (the evaluation
 catalog of bench/search.exs). Run once, by hand, with the `mcp` package:
 
-    python bench/search_eval/dump_tools.py NPM_DIR [PYTHON_SERVER ...] > bench/search_eval/tools.json
+    python bench/search_eval/dump_tools.py NPM_DIR [BIN_DIR] > bench/search_eval/tools.json
 
-NPM_DIR holds the npm servers (node_modules/.bin/...). Each server is started over stdio,
+NPM_DIR holds the npm servers (node_modules/.bin/...), BIN_DIR the PyPI ones (mcp-server-git,
+mcp-server-time, mcp-server-fetch). Each server is started over stdio,
 asked `tools/list`, and stopped; one failing server is reported on stderr and skipped. Only
 what search reads is kept: name, description, and each parameter's description.
 """
@@ -32,6 +33,23 @@ NPM = {
     "chrome_devtools": ["chrome-devtools-mcp"],
     "supabase": ["mcp-server-supabase", "--access-token", "x"],
     "kubernetes": ["mcp-server-kubernetes"],
+    "mongodb": ["mongodb-mcp-server"],
+    "desktop_commander": ["desktop-commander"],
+    "playwright_ea": ["mcp-server-playwright"],
+    "firecrawl": ["firecrawl-mcp"],
+    "context7": ["context7-mcp"],
+    "redis": ["mcp-server-redis"],
+    "postgres": ["mcp-server-postgres", "postgresql://localhost/none"],
+    "everart": ["mcp-server-everart"],
+    "aws_kb": ["mcp-server-aws-kb-retrieval"],
+    "heroku": ["heroku-mcp-server"],
+    "azure_devops": ["mcp-server-azuredevops", "none"],
+}
+
+PYPI = {
+    "git": ["mcp-server-git", "--repository", "."],
+    "time": ["mcp-server-time"],
+    "fetch": ["mcp-server-fetch"],
 }
 
 ENV = {
@@ -41,6 +59,9 @@ ENV = {
     "GITLAB_PERSONAL_ACCESS_TOKEN": "x",
     "GOOGLE_MAPS_API_KEY": "x",
     "BRAVE_API_KEY": "x",
+    "FIRECRAWL_API_KEY": "x",
+    "EVERART_API_KEY": "x",
+    "HEROKU_API_KEY": "x",
 }
 
 
@@ -65,14 +86,17 @@ async def tools(command, args):
 
 async def main():
     npm = sys.argv[1]
+    bins = sys.argv[2] if len(sys.argv) > 2 else None
+    servers = [(s, os.path.join(npm, "node_modules", ".bin", b), a) for s, (b, *a) in NPM.items()]
+    if bins:
+        servers += [(s, os.path.join(bins, b), a) for s, (b, *a) in PYPI.items()]
     out = []
-    for server, (binary, *args) in NPM.items():
-        path = os.path.join(npm, "node_modules", ".bin", binary)
+    for server, path, args in servers:
         if not os.path.exists(path):
             print(f"{server}: {path} absent", file=sys.stderr)
             continue
         try:
-            found = await asyncio.wait_for(tools(path, args), 60)
+            found = await asyncio.wait_for(tools(path, args), 90)
         except Exception as e:
             print(f"{server}: {e!r}"[:300], file=sys.stderr)
             continue
