@@ -86,6 +86,8 @@ pub struct Index {
     by_name: HashMap<String, u32>,
     terms: HashMap<String, u32>,
     postings: Vec<Posting>,
+    /// Weighted length per slot (dense: read once per posting by BM25; 0 for free slots).
+    lens: Vec<f32>,
     total_len: f64,
     /// Bytes of `Slot::text` over live tools (the regex mode's cost).
     text_bytes: usize,
@@ -132,9 +134,11 @@ impl Index {
             Some(s) => s,
             None => {
                 self.slots.push(None);
+                self.lens.push(0.0);
                 (self.slots.len() - 1) as u32
             }
         };
+        self.lens[slot as usize] = len;
         let mut terms = Vec::with_capacity(weights.len());
         let mut pos = Vec::with_capacity(weights.len());
         for (word, tf) in weights {
@@ -186,6 +190,7 @@ impl Index {
             }
         }
         self.total_len -= f64::from(s.len);
+        self.lens[slot as usize] = 0.0;
         self.text_bytes -= s.text.len();
         self.free.push(slot);
         true
@@ -211,18 +216,44 @@ impl Index {
     /// Runs a query: hits best first (ties by name), at most `limit`.
     pub fn search(&self, query: &Query) -> Result<Vec<Hit>> {
         check(query)?;
-        let mut hits = match query.mode {
+        let candidates = match query.mode {
             Mode::Bm25 => bm25::search(self, query),
             Mode::Regex => regex::search(self, query)?,
         };
-        let limit = query.limit.min(MAX_LIMIT);
-        let by_rank = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name));
-        if hits.len() > limit {
-            hits.select_nth_unstable_by(limit, by_rank);
-            hits.truncate(limit);
+        Ok(self.rank(candidates, query.limit.min(MAX_LIMIT)))
+    }
+
+    /// The best `limit` of `(slot, score)` candidates as hits. Only those are named: a query
+    /// touching thousands of tools allocates `limit` names, not thousands.
+    fn rank(&self, mut candidates: Vec<(u32, f32)>, limit: usize) -> Vec<Hit> {
+        let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1);
+        if candidates.len() > limit {
+            candidates.select_nth_unstable_by(limit - 1, by_score);
+            // Keep every tie of the last score: the name decides among them below.
+            let last = candidates[limit - 1].1;
+            let mut keep = limit;
+            let mut i = limit;
+            while i < candidates.len() {
+                if candidates[i].1 == last {
+                    candidates.swap(i, keep);
+                    keep += 1;
+                }
+                i += 1;
+            }
+            candidates.truncate(keep);
         }
-        hits.sort_unstable_by(by_rank);
-        Ok(hits)
+        let mut hits: Vec<Hit> = candidates
+            .into_iter()
+            .filter_map(|(slot, score)| {
+                self.slots[slot as usize].as_ref().map(|s| Hit {
+                    name: s.name.clone(),
+                    score: f64::from(score),
+                })
+            })
+            .collect();
+        hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name)));
+        hits.truncate(limit);
+        hits
     }
 
     /// The filters of `query` on one slot.

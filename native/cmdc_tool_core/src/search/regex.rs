@@ -4,13 +4,14 @@
 
 use regex::RegexBuilder;
 
-use super::{Hit, Index, Query};
+use super::{Index, Query};
 use crate::error::{Error, Result};
 
 /// Compiled program size allowed (the crate's default is 10 MiB).
 const SIZE_LIMIT: usize = 1 << 20;
 
-pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<Hit>> {
+/// `(slot, score)` of every tool whose text matches and that passes the filters.
+pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<(u32, f32)>> {
     let re = RegexBuilder::new(query.text)
         .case_insensitive(true)
         .size_limit(SIZE_LIMIT)
@@ -19,16 +20,14 @@ pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<Hit>> {
         .build()
         .map_err(|e| Error::Invalid(format!("the regex {:?} is not accepted: {e}", query.text)))?;
     let mut hits = Vec::new();
-    for s in index.slots.iter().flatten() {
+    for (slot, s) in index.slots.iter().enumerate() {
+        let Some(s) = s else { continue };
         if !Index::keeps(s, query) || !re.is_match(&s.text) {
             continue;
         }
         // A name match says more than a match somewhere in a description.
         let score = if re.is_match(&s.name) { 2.0 } else { 1.0 };
-        hits.push(Hit {
-            name: s.name.clone(),
-            score,
-        });
+        hits.push((slot as u32, score));
     }
     Ok(hits)
 }
