@@ -35,7 +35,7 @@ NPM = {
     "kubernetes": ["mcp-server-kubernetes"],
     "mongodb": ["mongodb-mcp-server"],
     "desktop_commander": ["desktop-commander"],
-    "playwright_ea": ["mcp-server-playwright"],
+    "playwright_ea": ["playwright-mcp-server"],
     "firecrawl": ["firecrawl-mcp"],
     "context7": ["context7-mcp"],
     "redis": ["mcp-server-redis"],
@@ -104,7 +104,9 @@ async def main():
         for t in found:
             out.append({"server": server, "name": t.name, "description": t.description or "",
                         "parameters": slim(t.input_schema)})
-    json.dump(out, sys.stdout, indent=0)
+    # One tool a line: a modest file that diffs well.
+    lines = (json.dumps(t, separators=(",", ":"), ensure_ascii=False) for t in out)
+    sys.stdout.write("[\n" + ",\n".join(lines) + "\n]\n")
 
 
 asyncio.run(main())
