@@ -42,7 +42,11 @@ defmodule SearchBench do
           do: {"#{t["server"]}__#{t["name"]}", t["description"], t["parameters"]}
 
     examples =
-      for m <- [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown],
+      for m <- [
+            CMDC.Tool.Examples.Echo,
+            CMDC.Tool.Examples.ReadFile,
+            CMDC.Tool.Examples.Countdown
+          ],
           do: {"examples__" <> m.name(), m.description(), m.parameters()}
 
     real ++ examples
@@ -68,7 +72,8 @@ defmodule SearchBench do
 
     rankers = [
       {"BM25 (registry)", fn q -> ranked(Registry.search(reg, q, limit: 10)) end},
-      {"regex (query words)", fn q -> ranked(Registry.search(reg, regex_of(q), mode: :regex, limit: 10)) end},
+      {"regex (query words)",
+       fn q -> ranked(Registry.search(reg, regex_of(q), mode: :regex, limit: 10)) end},
       {"name only", fn q -> name_only(names, q) end}
     ]
 
@@ -86,8 +91,17 @@ defmodule SearchBench do
   defp ranked({:error, _}), do: []
 
   defp regex_of(query) do
-    words = query |> String.downcase() |> String.split(~r/[^a-z0-9]+/, trim: true) |> Enum.filter(&(String.length(&1) > 2))
-    words |> Enum.uniq() |> Enum.join("|") |> String.slice(0, 200) |> then(&if(&1 == "", do: "x^", else: &1))
+    words =
+      query
+      |> String.downcase()
+      |> String.split(~r/[^a-z0-9]+/, trim: true)
+      |> Enum.filter(&(String.length(&1) > 2))
+
+    words
+    |> Enum.uniq()
+    |> Enum.join("|")
+    |> String.slice(0, 200)
+    |> then(&if(&1 == "", do: "x^", else: &1))
   end
 
   defp name_only(names, query) do
@@ -116,7 +130,11 @@ defmodule SearchBench do
       for {q, relevant} <- queries do
         got = rank.(q)
         rel = MapSet.new(relevant)
-        recall = fn k -> Enum.count(Enum.take(got, k), &MapSet.member?(rel, &1)) / min(k, MapSet.size(rel)) end
+
+        recall = fn k ->
+          Enum.count(Enum.take(got, k), &MapSet.member?(rel, &1)) / min(k, MapSet.size(rel))
+        end
+
         {recall.(1), recall.(5), ndcg(got, rel)}
       end
 
@@ -125,7 +143,13 @@ defmodule SearchBench do
   end
 
   defp ndcg(got, rel) do
-    dcg = got |> Enum.take(10) |> Enum.with_index(1) |> Enum.map(fn {t, i} -> if MapSet.member?(rel, t), do: 1 / :math.log2(i + 1), else: 0 end) |> Enum.sum()
+    dcg =
+      got
+      |> Enum.take(10)
+      |> Enum.with_index(1)
+      |> Enum.map(fn {t, i} -> if MapSet.member?(rel, t), do: 1 / :math.log2(i + 1), else: 0 end)
+      |> Enum.sum()
+
     ideal = 1..min(10, MapSet.size(rel)) |> Enum.map(&(1 / :math.log2(&1 + 1))) |> Enum.sum()
     dcg / ideal
   end
@@ -138,6 +162,14 @@ defmodule SearchBench do
   defp speed(tools, queries, sizes) do
     python = python()
 
+    case File.read("/proc/loadavg") do
+      {:ok, load} ->
+        IO.puts("load average: #{load |> String.split() |> Enum.take(3) |> Enum.join(" ")}")
+
+      _ ->
+        :ok
+    end
+
     IO.puts(
       "tools     build (ours)   add one   query Rust   query NIF (p50/p99)   rank_bm25 build/query     bm25s build/query    x rank_bm25  x bm25s"
     )
@@ -145,7 +177,10 @@ defmodule SearchBench do
     for n <- sizes do
       docs = corpus(tools, n)
       {index, build_ns} = Native.search_bench_build(docs)
-      extra = for i <- 1..1_000, do: put_elem(Enum.at(docs, rem(i, length(tools))), 0, "added_#{i}")
+
+      extra =
+        for i <- 1..1_000, do: put_elem(Enum.at(docs, rem(i, length(tools))), 0, "added_#{i}")
+
       add_ns = Native.search_bench_add(index, extra)
       rounds = if n >= 100_000, do: 3, else: 20
       {rust_ns, _tops} = Native.search_bench_query(index, queries, false, 10, rounds)
@@ -190,11 +225,18 @@ defmodule SearchBench do
     tmp = System.tmp_dir!()
     corpus = Path.join(tmp, "search_bench_corpus_#{System.unique_integer([:positive])}.json")
     qs = Path.join(tmp, "search_bench_queries_#{System.unique_integer([:positive])}.json")
-    File.write!(corpus, JSON.encode!(Enum.map(docs, fn {n, d, p} -> [n, d <> " " <> param_text(p)] end)))
+
+    File.write!(
+      corpus,
+      JSON.encode!(Enum.map(docs, fn {n, d, p} -> [n, d <> " " <> param_text(p)] end))
+    )
+
     File.write!(qs, JSON.encode!(queries))
 
     try do
-      case System.cmd(python, [Path.expand("search_py.py", __DIR__), corpus, qs, "10"], stderr_to_stdout: true) do
+      case System.cmd(python, [Path.expand("search_py.py", __DIR__), corpus, qs, "10"],
+             stderr_to_stdout: true
+           ) do
         {out, 0} -> out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
         {out, _} -> IO.puts("python failed: #{String.slice(out, -500, 500)}") && nil
       end
@@ -207,7 +249,9 @@ defmodule SearchBench do
   defp param_text(json) do
     case JSON.decode!(json) do
       %{"properties" => props} when is_map(props) ->
-        Enum.map_join(props, " ", fn {k, v} -> "#{k} #{if is_map(v), do: v["description"] || ""}" end)
+        Enum.map_join(props, " ", fn {k, v} ->
+          "#{k} #{if is_map(v), do: v["description"] || ""}"
+        end)
 
       _ ->
         ""
@@ -219,27 +263,41 @@ defmodule SearchBench do
     py = Path.join([venv, "bin", "python"])
 
     CMDC.Tool.TestCache.with_lock("search-bench-venv", fn ->
-      with false <- File.exists?(py) and match?({_, 0}, System.cmd(py, ["-c", "import rank_bm25, bm25s"])),
+      with false <-
+             File.exists?(py) and
+               match?({_, 0}, System.cmd(py, ["-c", "import rank_bm25, bm25s"])),
            {_, 0} <- System.cmd("python3", ["-m", "venv", venv], stderr_to_stdout: true),
-           {_, 0} <- System.cmd(Path.join([venv, "bin", "pip"]), ["install", "-q" | @packages], stderr_to_stdout: true) do
+           {_, 0} <-
+             System.cmd(Path.join([venv, "bin", "pip"]), ["install", "-q" | @packages],
+               stderr_to_stdout: true
+             ) do
         py
       else
         true ->
           py
 
         {out, _} ->
-          IO.puts("Python BM25 libraries not installed (#{String.slice(out, 0, 200)}): their columns are empty")
+          IO.puts(
+            "Python BM25 libraries not installed (#{String.slice(out, 0, 200)}): their columns are empty"
+          )
+
           nil
       end
     end)
   end
 
   defp py_fig(nil, _), do: "-"
+
   defp py_fig(py, lib) do
     case py[lib] do
-      %{"build_s" => b, "query_us" => q} -> "#{Float.round(b * 1000, 1)} ms / #{Float.round(q, 1)} µs"
-      %{"error" => e} -> "error: #{String.slice(e, 0, 40)}"
-      _ -> "-"
+      %{"build_s" => b, "query_us" => q} ->
+        "#{Float.round(b * 1000, 1)} ms / #{Float.round(q, 1)} µs"
+
+      %{"error" => e} ->
+        "error: #{String.slice(e, 0, 40)}"
+
+      _ ->
+        "-"
     end
   end
 

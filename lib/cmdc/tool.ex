@@ -99,7 +99,19 @@ defmodule CMDC.Tool do
   """
   @callback output_schema() :: map()
 
-  @optional_callbacks description: 1, meta: 1, title: 0, annotations: 0, output_schema: 0
+  @doc """
+  Example arguments (optional): calls that show a model how the tool is used. Each is checked
+  against `c:parameters/0` when the tool is registered (an invalid example is an error naming
+  the tool) and sent as Anthropic's `input_examples`. See `CMDC.Tool.InputExamples`.
+  """
+  @callback examples() :: [map()]
+
+  @optional_callbacks description: 1,
+                      meta: 1,
+                      title: 0,
+                      annotations: 0,
+                      output_schema: 0,
+                      examples: 0
 
   @doc """
   The tool's description: `c:description/1` with `context` when the module defines it, else

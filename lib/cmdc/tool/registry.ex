@@ -342,7 +342,8 @@ defmodule CMDC.Tool.Registry do
     with :ok <- check_tool(module),
          {:ok, name} <- call(module, :name),
          {:ok, description} <- call(module, :description),
-         {:ok, schema} <- schema(module) do
+         {:ok, schema} <- schema(module),
+         {:ok, _examples} <- examples(module, name) do
       contextual = function_exported?(module, :description, 1)
       {:ok, {module, name, description, contextual, schema, CMDC.Tool.Search.meta(module, name)}}
     end
@@ -399,6 +400,14 @@ defmodule CMDC.Tool.Registry do
   defp schema(module) do
     case Schema.for_module(module) do
       {:ok, schema} -> {:ok, schema}
+      {:error, message} -> invalid(module, message)
+    end
+  end
+
+  # Example arguments must match the schema: a wrong example teaches the model a wrong call.
+  defp examples(module, name) do
+    case CMDC.Tool.InputExamples.check(module, name) do
+      {:ok, examples} -> {:ok, examples}
       {:error, message} -> invalid(module, message)
     end
   end
