@@ -276,7 +276,10 @@ defmodule CMDC.Tool do
   """
   @spec to_schema_json([module()] | Registry.t(), tool_context(), keyword()) :: String.t()
   def to_schema_json(modules_or_registry, context \\ %{}, opts \\ []) do
-    CMDC.Tool.Providers.to_json(modules_or_registry, context, opts)
+    if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)),
+      do:
+        CMDC.Tool.JSON.encode!(CMDC.Tool.Deferred.to_schema(modules_or_registry, context, opts)),
+      else: CMDC.Tool.Providers.to_json(modules_or_registry, context, opts)
   end
 
   @doc """
