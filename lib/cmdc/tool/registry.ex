@@ -250,6 +250,21 @@ defmodule CMDC.Tool.Registry do
     end
   end
 
+  @doc """
+  Searches the registry's tools (a native index kept current with every registration):
+  `{:ok, [{name, score}]}` best first, or `{:error, message}`. See `CMDC.Tool.Search` for the
+  modes (`mode: :bm25 | :regex`), `limit:`, and the `namespace:` / `annotations:` filters.
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
+      iex> {:ok, [{"echo", _}]} = CMDC.Tool.Registry.search(reg, "echo back some text", limit: 1)
+      iex> {:ok, [{"read_file", _}]} = CMDC.Tool.Registry.search(reg, "^read", mode: :regex)
+  """
+  @spec search(t(), String.t(), keyword()) ::
+          {:ok, [CMDC.Tool.Search.hit()]} | {:error, String.t()}
+  def search(%__MODULE__{} = reg, query, opts \\ []),
+    do: CMDC.Tool.Search.search(reg, query, opts)
+
   @doc false
   # Used by CMDC.Tool: {:ok, module} | :error, a plain hash lookup.
   def find(%__MODULE__{ref: ref}, name) when is_binary(name) do
@@ -308,7 +323,8 @@ defmodule CMDC.Tool.Registry do
   defp to_name(name) when is_atom(name), do: Atom.to_string(name)
   defp to_name(name), do: inspect(name)
 
-  # {:ok, [{module, name, description, contextual?, schema}]} or the first module's error.
+  # {:ok, [{module, name, description, contextual?, schema, search_meta}]} or the first
+  # module's error.
   defp prepare(modules) do
     Enum.reduce_while(modules, {:ok, []}, fn module, {:ok, acc} ->
       case prepare_one(module) do
@@ -326,9 +342,10 @@ defmodule CMDC.Tool.Registry do
     with :ok <- check_tool(module),
          {:ok, name} <- call(module, :name),
          {:ok, description} <- call(module, :description),
-         {:ok, schema} <- schema(module) do
+         {:ok, schema} <- schema(module),
+         {:ok, _examples} <- examples(module, name) do
       contextual = function_exported?(module, :description, 1)
-      {:ok, {module, name, description, contextual, schema}}
+      {:ok, {module, name, description, contextual, schema, CMDC.Tool.Search.meta(module, name)}}
     end
   end
 
@@ -387,7 +404,56 @@ defmodule CMDC.Tool.Registry do
     end
   end
 
+  # Example arguments must match the schema: a wrong example teaches the model a wrong call.
+  defp examples(module, name) do
+    case CMDC.Tool.InputExamples.check(module, name) do
+      {:ok, examples} -> {:ok, examples}
+      {:error, message} -> invalid(module, message)
+    end
+  end
+
   defp invalid(module, message), do: {:error, {:invalid_tool, module, message}}
+
+  @doc false
+  # For `CMDC.Tool.Providers`: the registry's one cache of provider output
+  # (native/cmdc_tool_nif/src/registry.rs), `{json, term_etf}` for this format, strictness and
+  # context, built on a miss. Here so that only this module reads a registry's native handle.
+  @spec provider_output(t(), atom(), boolean(), map()) :: {binary(), binary()}
+  def provider_output(%__MODULE__{} = reg, format, strict, context) do
+    key = :erlang.term_to_binary(context)
+
+    case Native.registry_cached(reg.ref, format, strict, key) do
+      {:ok, nil} -> build(reg, format, strict, context, key)
+      {:ok, output} -> output
+    end
+  end
+
+  # Builds natively from the registry's current generation (descriptions that depend on the
+  # context computed here, in Elixir); retries if the registry changed meanwhile.
+  defp build(reg, format, strict, context, key, attempts \\ 0) do
+    {generation, contextual} = Native.registry_contextual(reg.ref)
+
+    overrides =
+      for {name, module} <- contextual,
+          description = CMDC.Tool.description(module, context),
+          is_binary(description) and String.valid?(description),
+          into: %{},
+          do: {name, description}
+
+    case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
+      {:ok, output} ->
+        output
+
+      {:error, :stale} when attempts < 100 ->
+        build(reg, format, strict, context, key, attempts + 1)
+
+      {:error, :stale} ->
+        raise RuntimeError, "the registry changes faster than its tools list can be built"
+
+      {:error, message} ->
+        raise ArgumentError, message
+    end
+  end
 
   defimpl Inspect do
     def inspect(%{ref: ref, id: id, name: name}, _opts) do

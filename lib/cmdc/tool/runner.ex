@@ -267,6 +267,8 @@ defmodule CMDC.Tool.Runner do
            {:ok, args, pre} <- Intercept.before(hooks, call, settings, context),
            :ok <- Intercept.permit(pre, name, args, id, settings, context, opts) do
         call = %{call | args: args}
+        # The tools called against, for tools that search them (CMDC.Tool.Search.Tool).
+        context = %{context | private: Map.put(context.private, :tools, tools)}
 
         supervise(module, args, context, opts, settings, {caller, ref, id})
         |> Intercept.after_call(hooks, call, {pre, settings, context})

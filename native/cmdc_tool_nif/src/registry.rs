@@ -18,7 +18,9 @@ use serde_json::Value;
 use crate::atoms;
 use crate::error::{Error, Result};
 use crate::schema::{self, Args, Schema};
+use crate::search;
 use crate::term::{self, Budget};
+use crate::twins::twin_nifs;
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
 const NORMAL_SUGGEST_NAMES: usize = 1_000;
@@ -46,6 +48,8 @@ pub struct Registry {
     state: RwLock<Core>,
     /// The one cache of provider output, cleared whenever the set of tools changes.
     output: RwLock<OutputCache<ResourceArc<Built>>>,
+    /// The tool search index, updated with every change to the set of tools (`search.rs`).
+    pub(crate) search: search::Live,
 }
 
 #[rustler::resource_impl]
@@ -60,6 +64,7 @@ impl Registry {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: RwLock::new(Core::new(reserved)),
             output: RwLock::new(OutputCache::default()),
+            search: search::Live::default(),
         }
     }
 
@@ -135,12 +140,19 @@ fn registry_info(reg: ResourceArc<Registry>) -> (u64, usize, Vec<String>) {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
-type Incoming = (Atom, String, String, bool, ResourceArc<Schema>);
+type Incoming = (
+    Atom,
+    String,
+    String,
+    bool,
+    ResourceArc<Schema>,
+    search::Meta,
+);
 
 fn entries(batch: Vec<Incoming>) -> Vec<Entry<Atom, ResourceArc<Schema>>> {
     batch
         .into_iter()
-        .map(|(module, name, description, contextual, schema)| Entry {
+        .map(|(module, name, description, contextual, schema, _)| Entry {
             name,
             module,
             description,
@@ -151,31 +163,45 @@ fn entries(batch: Vec<Incoming>) -> Vec<Entry<Atom, ResourceArc<Schema>>> {
 }
 
 /// Registers (`replace = false`) or swaps in (`replace = true`) a batch, all or none. Entries
-/// are `{module, name, description, contextual, schema}` prepared by `CMDC.Tool.Registry`.
+/// are `{module, name, description, contextual, schema, search_meta}` prepared by
+/// `CMDC.Tool.Registry`; the search index follows in the same write (`search.rs`).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn registry_register(
     reg: ResourceArc<Registry>,
     batch: Vec<Incoming>,
     replace: bool,
 ) -> Result<u64> {
+    let prepared: Vec<_> = batch
+        .iter()
+        .map(|(_, name, description, _, schema, meta)| {
+            search::prepare(name, description, schema, meta)
+        })
+        .collect();
     let batch = entries(batch);
     // Everything that does not depend on the registered names is done under a read lock, so
     // readers on normal schedulers never wait for more than the final insert or swap.
     if replace {
         let set = reg.read().prepare_set(batch)?;
+        let mut index = search::build(prepared);
         let mut state = reg.write();
         let old = state.apply_set(set);
         reg.changed(&state);
         let generation = state.generation();
+        index.generation = generation;
+        std::mem::swap(&mut *search::lock_for(&reg.search, generation), &mut index);
         drop(state);
-        drop(old);
+        drop((old, index));
         Ok(generation)
     } else {
         reg.read().check_batch(&batch)?;
         let mut state = reg.write();
         state.register_checked(batch)?;
         reg.changed(&state);
-        Ok(state.generation())
+        let generation = state.generation();
+        let index = search::lock_for(&reg.search, generation);
+        drop(state);
+        search::insert(index, prepared);
+        Ok(generation)
     }
 }
 
@@ -187,6 +213,7 @@ fn registry_unregister(reg: ResourceArc<Registry>, name: Binary) -> Result<u64> 
         return Err(not_found(name));
     }
     reg.changed(&state);
+    search::lock_for(&reg.search, state.generation()).remove(name);
     Ok(state.generation())
 }
 
@@ -222,7 +249,7 @@ fn registry_settings<'a>(
 /// Settings as stored (term_to_binary bytes), or `:none`.
 fn settings_term<'a>(env: Env<'a>, settings: Option<&[u8]>) -> Term<'a> {
     match settings {
-        Some(bytes) => crate::json::binary(env, bytes),
+        Some(bytes) => crate::term::binary(env, bytes),
         None => atoms::none().encode(env),
     }
 }
@@ -244,30 +271,20 @@ fn fetch(reg: &Registry, name: &str, dirty: bool) -> Result<Atom> {
     }
 }
 
-#[rustler::nif]
-fn registry_fetch(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom> {
-    fetch(&reg, as_str(&name), false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom> {
-    fetch(&reg, as_str(&name), true)
+twin_nifs! {
+    fn registry_fetch / registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> (Result<Atom>),
+    |dirty| { fetch(&reg, as_str(&name), dirty) }
 }
 
 /// Lists of more tools than this are built on a dirty scheduler: a normal scheduler then spends
 /// at most some tens of µs on one (the switch costs a few µs, small beside a longer list).
 const LIST_ON_NORMAL: usize = 2_000;
 
-/// Modules in registration order, or `{:error, :yield}` for a list too long for a normal
-/// scheduler.
-#[rustler::nif]
-fn registry_list<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
-    list(env, &reg, false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_list_dirty<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
-    list(env, &reg, true)
+twin_nifs! {
+    /// Modules in registration order, or `{:error, :yield}` for a list too long for a normal
+    /// scheduler.
+    fn registry_list / registry_list_dirty<'a>(env: Env, reg: ResourceArc<Registry>) -> (Term<'a>),
+    |dirty| { list(env, &reg, dirty) }
 }
 
 fn list<'a>(env: Env<'a>, reg: &Registry, dirty: bool) -> Term<'a> {
@@ -337,44 +354,24 @@ fn call<'a>(
     Ok((module, args, settings_term(env, settings.as_deref())))
 }
 
-#[rustler::nif]
-fn registry_validate<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    args: Term<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Term(args), false)
+twin_nifs! {
+    fn registry_validate / registry_validate_dirty<'a>(
+        env: Env,
+        reg: ResourceArc<Registry>,
+        name: Binary<'a>,
+        args: Term<'a>,
+    ) -> (Result<(Atom, Term<'a>, Term<'a>)>),
+    |dirty| { call(env, &reg, as_str(&name), Args::Term(args), dirty) }
 }
 
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_validate_dirty<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    args: Term<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Term(args), true)
-}
-
-#[rustler::nif]
-fn registry_validate_json<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    text: Binary<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_validate_json_dirty<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    text: Binary<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), true)
+twin_nifs! {
+    fn registry_validate_json / registry_validate_json_dirty<'a>(
+        env: Env,
+        reg: ResourceArc<Registry>,
+        name: Binary<'a>,
+        text: Binary<'a>,
+    ) -> (Result<(Atom, Term<'a>, Term<'a>)>),
+    |dirty| { call(env, &reg, as_str(&name), Args::Text(text.as_slice()), dirty) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +485,7 @@ fn providers_convert<'a>(
         })
         .collect();
     let output = providers::assemble(&listed, fmt, strict);
-    Ok(crate::json::binary(env, &output.term))
+    Ok(crate::term::binary(env, &output.term))
 }
 
 /// Entries and bytes in a registry's output cache (for the tests of its bound).
