@@ -2,6 +2,7 @@
 //! and calls in, and `cargo test` exercises this crate without a VM.
 
 pub mod compiled;
+pub mod dialect;
 pub mod discovery;
 pub mod error;
 pub mod etf;

@@ -10,9 +10,10 @@ use rustler::{Encoder, Env, ResourceArc, Term};
 use crate::atoms;
 use crate::error::Result;
 use crate::schema::Schema;
+use crate::term;
 
 /// `args` without the nulls the OpenAI strict rewrite of the schema introduced (the keys
-/// absent instead), or `nil` when it has none of them. Only called after a validation failed,
+/// absent instead, or their defaults), or `nil` when it has none of them. Only called after a validation failed,
 /// so it runs on a dirty scheduler and may walk the whole term.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn schema_drop_nulls<'a>(
@@ -47,15 +48,20 @@ fn drop_nulls<'a>(
     let mut current = term;
     let mut changed = false;
     if term.is_map() {
-        for (name, drop, sub) in &plan.props {
-            let key = name.as_str().encode(env);
+        for prop in &plan.props {
+            let key = prop.name.as_str().encode(env);
             let Ok(value) = current.map_get(key) else {
                 continue;
             };
-            if *drop && value == atoms::nil().encode(env) {
+            let null = value == atoms::nil().encode(env);
+            if let (true, Some(default)) = (null, &prop.default) {
+                current = current.map_put(key, term::from_value(env, default)).ok()?;
+                changed = true;
+            } else if prop.drop && null {
                 current = current.map_remove(key).ok()?;
                 changed = true;
-            } else if !sub.is_empty() {
+            } else if !prop.plan.is_empty() {
+                let sub = &prop.plan;
                 if let Some(v) = drop_nulls(env, all, sub, value, depth + 1) {
                     current = current.map_put(key, v).ok()?;
                     changed = true;

@@ -17,12 +17,13 @@ mod object_root;
 mod pointer;
 pub mod round_trip;
 mod strict;
+mod tuples;
 mod warn;
 mod write;
 
 use serde_json::Value;
 
-use crate::etf;
+use crate::{dialect, etf};
 
 pub use format::{parameters_key, strict_field, Format};
 pub use limits::{
@@ -38,7 +39,7 @@ pub use write::{
 
 use gemini::gemini_root;
 use names::check_tool_name;
-use object_root::{mcp_root, object_root};
+use object_root::{inline_root_ref, mcp_root, object_root};
 use strict::strict_root;
 use warn::Cx;
 
@@ -95,10 +96,16 @@ pub fn convert_parameters(
         warnings: &mut warnings,
     };
     check_tool_name(&mut cx, name);
+    let reading = dialect::read(parameters, None);
+    if let Some(note) = &reading.note {
+        cx.warn("", "$schema", note.clone());
+    }
+    let parameters = reading.schema.as_ref();
     let converted = match format {
         _ if strict => Some(strict_root(&mut cx, parameters)),
-        // cmdc's own shape keeps the parameters as the module returns them.
-        Format::OpenAI => Some(parameters.clone()),
+        // cmdc's own shape keeps the parameters as the module returns them, but for a root
+        // that only refers to a definition (the API wants `type: object` there).
+        Format::OpenAI => Some(inline_root_ref(parameters)),
         Format::OpenAIResponses => Some(object_root(&mut cx, parameters)),
         Format::Anthropic => Some(object_root(&mut cx, parameters)),
         Format::GeminiJsonSchema | Format::Mcp => Some(mcp_root(&mut cx, parameters)),
