@@ -219,6 +219,11 @@ defmodule CMDC.Tool do
   `CMDC.Tool.Providers` (whose `convert/3` also returns the warnings for dropped keywords).
   On a registry the result is cached until the registry changes.
 
+  Where a provider's format cannot say what a schema says, the output changes meaning and a
+  warning says how. Option `warnings:` (`CMDC.Tool.Providers.Warnings`): `:log` (default, each
+  logged once per tool, format and change at `:warning`), `:raise` (an `ArgumentError`: for
+  tests and CI) or `:ignore`.
+
       iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
       iex> tool["type"]
       "function"
@@ -237,7 +242,10 @@ defmodule CMDC.Tool do
   end
 
   def to_schema(source, context, opts) do
-    {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    mode = CMDC.Tool.Providers.Warnings.mode!(mode)
+    {tools, warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+    CMDC.Tool.Providers.Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)
     tools
   end
 

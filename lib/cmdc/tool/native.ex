@@ -130,6 +130,7 @@ defmodule CMDC.Tool.Native do
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
+  def providers_formats, do: err()
 
   # round_trip.rs
   def schema_drop_nulls(_schema, _args), do: err()

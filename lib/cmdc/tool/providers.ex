@@ -72,8 +72,7 @@ defmodule CMDC.Tool.Providers do
   """
 
   alias CMDC.Tool.{Native, Registry}
-
-  @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
+  alias CMDC.Tool.Providers.Warnings
 
   @typedoc "Something the conversion dropped, rewrote with a loss, or found over a limit."
   @type warning :: %{tool: String.t(), path: String.t(), keyword: String.t(), message: String.t()}
@@ -81,9 +80,15 @@ defmodule CMDC.Tool.Providers do
   @typedoc "Where the tools come from."
   @type source :: [module()] | Registry.t()
 
-  @doc "The formats `convert/3` knows."
+  @doc """
+  The formats `convert/3` knows: one per row of the native format table
+  (`native/cmdc_tool_core/src/providers/format.rs`), in its order.
+
+      iex> CMDC.Tool.Providers.formats()
+      [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
+  """
   @spec formats() :: [atom()]
-  def formats, do: @formats
+  def formats, do: Enum.map(Native.providers_formats(), &elem(&1, 0))
 
   @doc """
   The tools list in a provider's format, and the warnings: `{tools, warnings}`.
@@ -105,7 +110,7 @@ defmodule CMDC.Tool.Providers do
   def convert(modules, context, opts) when is_list(modules) do
     {format, strict} = options(opts)
 
-    if format == :openai and not strict do
+    if format == :openai and not strict and Enum.all?(modules, &object_root?(&1.parameters())) do
       {cmdc_to_schema(modules, context), []}
     else
       tools =
@@ -126,7 +131,7 @@ defmodule CMDC.Tool.Providers do
 
   def convert(%Registry{} = reg, context, opts) do
     {format, strict} = options(opts)
-    {_json, term_etf} = output(reg, format, strict, context)
+    {_json, term_etf, _fresh?} = output(reg, format, strict, context)
     {tools, warnings} = :erlang.binary_to_term(term_etf)
     {with_mcp_fields(tools, format, reg), warnings}
   end
@@ -142,20 +147,36 @@ defmodule CMDC.Tool.Providers do
   def to_json(source, context \\ %{}, opts \\ [])
 
   def to_json(modules, context, opts) when is_list(modules) do
-    {tools, _warnings} = convert(modules, context, opts)
+    {mode, opts} = warnings_mode(opts)
+    {tools, warnings} = convert(modules, context, opts)
+    Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)
     CMDC.Tool.JSON.encode!(tools)
   end
 
   def to_json(%Registry{} = reg, context, opts) do
+    {mode, opts} = warnings_mode(opts)
     {format, strict} = options(opts)
 
     if format == :mcp and mcp_fields(reg) != %{} do
-      {tools, _warnings} = convert(reg, context, opts)
+      {tools, warnings} = convert(reg, context, opts)
+      Warnings.report(warnings, format, mode)
       CMDC.Tool.JSON.encode!(tools)
     else
-      {json, _term_etf} = output(reg, format, strict, context)
+      {json, term_etf, fresh?} = output(reg, format, strict, context)
+      # A cached list's warnings were logged when it was built: only `:raise` reads them again.
+      if mode == :raise or (mode == :log and fresh?) do
+        {_tools, warnings} = :erlang.binary_to_term(term_etf)
+        Warnings.report(warnings, format, mode)
+      end
+
       json
     end
+  end
+
+  # `warnings:` is `to_schema/3`'s and `to_json/3`'s option (`CMDC.Tool.Providers.Warnings`).
+  defp warnings_mode(opts) do
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    {Warnings.mode!(mode), opts}
   end
 
   @doc """
@@ -186,6 +207,11 @@ defmodule CMDC.Tool.Providers do
     end)
   end
 
+  # cmdc's output is kept as it is unless a root is not an object schema (e.g. Pydantic's
+  # `{"$defs", "$ref"}`), which the native conversion then inlines, with its warnings.
+  defp object_root?(%{"type" => "object"}), do: true
+  defp object_root?(_), do: false
+
   # MCP's tool objects have a place for a tool's title, annotations and output schema
   # (`CMDC.Tool.Structured`); read from the modules on each call, so no cache holds them.
   defp with_mcp_fields(tools, :mcp, source) do
@@ -211,9 +237,11 @@ defmodule CMDC.Tool.Providers do
     format = Keyword.get(opts, :format, :openai)
     strict = Keyword.get(opts, :strict, false)
 
-    unless format in @formats do
+    formats = formats()
+
+    unless format in formats do
       raise ArgumentError,
-            "unknown format #{inspect(format)}; expected one of #{inspect(@formats)}"
+            "unknown format #{inspect(format)}; expected one of #{inspect(formats)}"
     end
 
     unless is_boolean(strict) do
@@ -229,8 +257,8 @@ defmodule CMDC.Tool.Providers do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_cached(reg.ref, format, strict, key) do
-      {:ok, nil} -> build(reg, format, strict, context, key)
-      {:ok, output} -> output
+      {:ok, nil} -> Tuple.append(build(reg, format, strict, context, key), true)
+      {:ok, output} -> Tuple.append(output, false)
     end
   end
 

@@ -58,7 +58,7 @@ defmodule CMDC.Tool.MCP.Remote do
 
   defp entry(server, client, %{"name" => remote} = tool, opts) when is_binary(remote) do
     name = if opts[:namespace] == false, do: remote, else: Client.tool_name(server, remote)
-    schema = Map.get(tool, "inputSchema", %{"type" => "object"})
+    schema = mcp_dialect(Map.get(tool, "inputSchema", %{"type" => "object"}))
 
     with :ok <- check_schema(schema, remote) do
       module = Module.concat([CMDC.Tool.MCP.Tools, "S" <> hash(server), "T" <> hash(remote)])
@@ -91,6 +91,13 @@ defmodule CMDC.Tool.MCP.Remote do
 
   defp entry(_server, _client, tool, _opts),
     do: {:error, "a listed tool has no name: #{inspect(tool, limit: 5)}"}
+
+  # MCP reads an inputSchema without `$schema` as JSON Schema 2020-12: said in the schema, so
+  # every path that reads it (validation, provider output) reads that draft.
+  defp mcp_dialect(%{} = schema) when not is_map_key(schema, "$schema"),
+    do: Map.put(schema, "$schema", "https://json-schema.org/draft/2020-12/schema")
+
+  defp mcp_dialect(schema), do: schema
 
   defp check_schema(schema, remote) when is_map(schema) do
     case CMDC.Tool.Schema.compile(schema) do

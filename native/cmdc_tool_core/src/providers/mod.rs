@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::{dialect, etf};
 
-pub use format::{parameters_key, strict_field, Format};
+pub use format::{parameters_key, strict_field, Envelope, Format, Rules, Spec, Strict, FORMATS};
 pub use limits::{
     OPENAI_MAX_CHARS, OPENAI_MAX_DEPTH, OPENAI_MAX_ENUM_VALUES, OPENAI_MAX_PROPERTIES,
 };
@@ -101,15 +101,14 @@ pub fn convert_parameters(
         cx.warn("", "$schema", note.clone());
     }
     let parameters = reading.schema.as_ref();
-    let converted = match format {
+    let converted = match format.spec().rules {
         _ if strict => Some(strict_root(&mut cx, parameters)),
         // cmdc's own shape keeps the parameters as the module returns them, but for a root
         // that only refers to a definition (the API wants `type: object` there).
-        Format::OpenAI => Some(inline_root_ref(parameters)),
-        Format::OpenAIResponses => Some(object_root(&mut cx, parameters)),
-        Format::Anthropic => Some(object_root(&mut cx, parameters)),
-        Format::GeminiJsonSchema | Format::Mcp => Some(mcp_root(&mut cx, parameters)),
-        Format::Gemini => gemini_root(&mut cx, parameters),
+        Rules::Keep => Some(inline_root_ref(parameters)),
+        Rules::Object => Some(object_root(&mut cx, parameters)),
+        Rules::Mcp => Some(mcp_root(&mut cx, parameters)),
+        Rules::Gemini => gemini_root(&mut cx, parameters),
     };
     let json = converted
         .as_ref()

@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{json, Map, Value};
 
 use super::all_of::merge_all_of;
-use super::format::Format;
+use super::format::Strict as Rules;
 use super::limits::check_openai_limits;
 use super::pointer::{at, child, resolve};
 use super::round_trip::{accepts_null, NullPlan, Plan, Prop};
@@ -176,7 +176,7 @@ pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan)
             m.insert("type".into(), json!("object"));
             m.entry("properties").or_insert_with(|| json!({}));
             m.insert("additionalProperties".into(), Value::Bool(false));
-            if cx.format != Format::Anthropic {
+            if cx.format.spec().strict != Some(Rules::Anthropic) {
                 m.insert("required".into(), json!([]));
             }
         }
@@ -193,7 +193,7 @@ pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan)
             ),
         );
     }
-    if matches!(cx.format, Format::OpenAI | Format::OpenAIResponses) {
+    if cx.format.spec().strict == Some(Rules::OpenAI) {
         check_openai_limits(cx, &out);
     }
     (out, NullPlan::new(plan, defs))
@@ -281,7 +281,7 @@ struct Node {
 
 impl Strict<'_, '_> {
     fn openai(&self) -> bool {
-        self.cx.format != Format::Anthropic
+        self.cx.format.spec().strict != Some(Rules::Anthropic)
     }
 
     /// A `$ref` as this format writes it: Anthropic's definitions live under `$defs`.
