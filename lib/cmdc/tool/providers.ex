@@ -110,7 +110,8 @@ defmodule CMDC.Tool.Providers do
   def convert(modules, context, opts) when is_list(modules) do
     {format, strict} = options(opts)
 
-    if format == :openai and not strict and Enum.all?(modules, &object_root?(&1.parameters())) do
+    if Keyword.take(opts, [:format, :strict]) == [] and
+         Enum.all?(modules, &object_root?(&1.parameters())) do
       {cmdc_to_schema(modules, context), []}
     else
       tools =
@@ -207,8 +208,8 @@ defmodule CMDC.Tool.Providers do
     end)
   end
 
-  # cmdc's output is kept as it is unless a root is not an object schema (e.g. Pydantic's
-  # `{"$defs", "$ref"}`), which the native conversion then inlines, with its warnings.
+  # Without options cmdc's output is kept as it is unless a root is not an object schema (e.g.
+  # Pydantic's `{"$defs", "$ref"}`, which the native conversion inlines, with its warnings).
   defp object_root?(%{"type" => "object"}), do: true
   defp object_root?(_), do: false
 

@@ -95,23 +95,38 @@ defmodule CMDC.Tool.Providers.RealWorldTest do
   # The tool got what the call meant: the same values, a key absent from the call present
   # only with its default, or as a null the original schema takes there (strict mode's null is
   # then the model's: kept, as it may be meant; a null the original refuses there is a leak).
-  defp arrived?(got, args, schema) when is_map(got) and is_map(args) do
+  defp arrived?(got, args, schema, root \\ nil)
+
+  defp arrived?(got, args, %{"$ref" => "#/" <> ref}, root),
+    do: arrived?(got, args, get_in(root, String.split(ref, "/")), root)
+
+  defp arrived?(got, args, schema, nil), do: arrived?(got, args, schema, schema)
+
+  defp arrived?(got, args, %{} = schema, root)
+       when is_map_key(schema, "anyOf") or is_map_key(schema, "oneOf") do
+    branches = schema["anyOf"] || schema["oneOf"]
+    rest = Map.drop(schema, ["anyOf", "oneOf"])
+    Enum.any?(branches, &arrived?(got, args, Map.merge(rest, &1), root))
+  end
+
+  defp arrived?(got, args, schema, root) when is_map(got) and is_map(args) do
     props = schema["properties"] || %{}
 
     Enum.all?(got, fn {k, v} ->
       case Map.fetch(args, k) do
-        {:ok, meant} -> arrived?(v, meant, props[k] || %{})
+        {:ok, meant} -> arrived?(v, meant, props[k] || %{}, root)
         :error -> v == get_in(props, [k, "default"]) or (v == nil and takes_null?(props[k]))
       end
     end) and Enum.all?(Map.keys(args), &Map.has_key?(got, &1))
   end
 
-  defp arrived?(got, args, schema)
-       when is_list(got) and is_list(args) and length(got) == length(args),
-       do:
-         Enum.zip(got, args) |> Enum.all?(fn {g, a} -> arrived?(g, a, schema["items"] || %{}) end)
+  defp arrived?(got, args, schema, root)
+       when is_list(got) and is_list(args) and length(got) == length(args) do
+    items = if is_map(schema["items"]), do: schema["items"], else: %{}
+    Enum.zip(got, args) |> Enum.all?(fn {g, a} -> arrived?(g, a, items, root) end)
+  end
 
-  defp arrived?(got, args, _schema), do: got == args
+  defp arrived?(got, args, _schema, _root), do: got == args
 
   defp takes_null?(nil), do: false
 
