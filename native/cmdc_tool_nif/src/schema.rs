@@ -188,9 +188,15 @@ pub(crate) fn validate_call<'a>(
     if !dirty {
         return Err(Error::Yield);
     }
+    // Still failing without strict mode's nulls: those failures are reported, so none blames
+    // a null strict mode asked for (it stood for an optional field left out).
     match crate::round_trip::without_nulls(env, schema, args) {
-        Some(dropped) if validate_term(schema, dropped, Budget::dirty()).is_ok() => Ok(dropped),
-        _ => Err(Error::Invalid(failures)),
+        Some(dropped) => match validate_term(schema, dropped, Budget::dirty()) {
+            Ok(dropped) => Ok(dropped),
+            Err(Error::Invalid(fewer)) => Err(Error::Invalid(fewer)),
+            Err(_) => Err(Error::Invalid(failures)),
+        },
+        None => Err(Error::Invalid(failures)),
     }
 }
 
