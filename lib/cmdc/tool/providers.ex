@@ -36,6 +36,11 @@ defmodule CMDC.Tool.Providers do
       type union becomes `anyOf`, nullable is `anyOf` with `%{"type" => "null"}`), keywords it
       does not support moved into the description, as its package does.
 
+  Every schema is first read in its dialect (`CMDC.Tool.Schema`: `$schema`, else evidence such
+  as Pydantic's `prefixItems` or OpenAPI 3.0's `nullable`; a warning says the choice). Tuples,
+  `const` objects, maps and `$ref`s are rewritten into each target's exact form where it has
+  one; `docs/PROVIDERS.md` lists every rewrite and every warning.
+
   Where the target cannot say what the original says, the output changes meaning and a warning
   says how: "the result accepts more than the original" (a constraint dropped; calls are still
   validated against the original) or "accepts less" (e.g. an open object closed). Nothing else
@@ -51,7 +56,9 @@ defmodule CMDC.Tool.Providers do
   be given the same name are refused (`ArgumentError` naming both).
 
   Warnings are maps `%{tool: name, path: json_pointer, keyword: keyword, message: text}`: `path`
-  points into the tool's `parameters` (`""` is the root).
+  points into the tool's `parameters` (`""` is the root). `convert/3` returns them;
+  `CMDC.Tool.to_schema/3` and `to_json/3` log each once (`warnings: :log`, the default), raise
+  (`:raise`) or ignore them (`:ignore`), see `CMDC.Tool.Providers.Warnings`.
 
   Errors: `convert/3` and `to_json/3` have no error return (cmdc's `to_schema/2` has none);
   they raise `ArgumentError` for an unknown `format:`, a `strict:` that is not a boolean, two
