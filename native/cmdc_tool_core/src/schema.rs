@@ -79,6 +79,11 @@ impl MatchCost {
         }
     }
 
+    /// Whether the match can backtrack (its fixed cost is the whole limit).
+    pub fn backtracks(self) -> bool {
+        self.fixed == BACKTRACK_UNITS
+    }
+
     /// Units for a string of `len` bytes.
     pub fn units(self, len: usize) -> i64 {
         self.fixed + (len >> 4) as i64

@@ -116,8 +116,9 @@ pub(crate) fn validate_term<'a>(
         match checked {
             Ok(()) => return Ok(args),
             Err(Stop::Yield) => return Err(Error::Yield),
-            // Invalid or undecided: the `jsonschema` path decides and names the errors.
-            Err(stop) => invalid = stop == Stop::Invalid,
+            // Invalid or undecided: the `jsonschema` path decides and names the errors; a
+            // deferred pattern is decided by its error pass alone (one match, not two).
+            Err(stop) => invalid = matches!(stop, Stop::Invalid | Stop::Deferred),
         }
     }
     let built = beam::build(args, &mut budget).and_then(|tape| {
@@ -260,13 +261,15 @@ pub(crate) fn decode_args<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>> {
 /// Decodes and validates JSON text: `{:ok, decoded}` or the failures.
 pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Result<Term<'a>> {
     let args = decode_args(env, text)?;
+    let mut invalid = false;
     if let Some(program) = schema.compiled.as_ref() {
-        if crate::compiled::run(program, args, true).is_ok() {
-            return Ok(args);
+        match crate::compiled::run(program, args, true) {
+            Ok(()) => return Ok(args),
+            Err(stop) => invalid = matches!(stop, Stop::Invalid | Stop::Deferred),
         }
     }
     let tape = beam::build(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
-    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
+    decide(schema, &tape, invalid)?;
     Ok(args)
 }
 
