@@ -165,7 +165,8 @@ defmodule CMDC.Tool.Providers do
     {mode, opts} = warnings_mode(opts)
     {format, strict} = options(opts)
 
-    if format == :mcp and mcp_fields(reg) != %{} do
+    if (format == :mcp and mcp_fields(reg) != %{}) or
+         (format == :anthropic and CMDC.Tool.InputExamples.any?(Registry.list(reg))) do
       {tools, warnings} = convert(reg, context, opts)
       Warnings.report(warnings, format, mode)
       CMDC.Tool.JSON.encode!(tools)
@@ -228,6 +229,12 @@ defmodule CMDC.Tool.Providers do
       fields -> Enum.map(tools, &Map.merge(&1, Map.get(fields, &1["name"], %{})))
     end
   end
+
+  defp with_mcp_fields(tools, :anthropic, %Registry{} = reg),
+    do: CMDC.Tool.InputExamples.with_examples(tools, Registry.list(reg))
+
+  defp with_mcp_fields(tools, :anthropic, modules),
+    do: CMDC.Tool.InputExamples.with_examples(tools, modules)
 
   defp with_mcp_fields(tools, _format, _source), do: tools
 
