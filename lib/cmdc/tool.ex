@@ -237,6 +237,11 @@ defmodule CMDC.Tool do
   `CMDC.Tool.Providers` (whose `convert/3` also returns the warnings for dropped keywords).
   On a registry the result is cached until the registry changes.
 
+  Where a provider's format cannot say what a schema says, the output changes meaning and a
+  warning says how. Option `warnings:` (`CMDC.Tool.Providers.Warnings`): `:log` (default, each
+  logged once per tool, format and change at `:warning`), `:raise` (an `ArgumentError`: for
+  tests and CI) or `:ignore`.
+
   Deferred loading (`defer:`, `always_loaded:`, `search:`, `loaded:`): a large catalog stays out
   of the prompt and the model finds tools with a search tool; see `CMDC.Tool.Deferred` and
   `CMDC.Tool.Session`.
@@ -259,10 +264,14 @@ defmodule CMDC.Tool do
   end
 
   def to_schema(source, context, opts) do
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    mode = CMDC.Tool.Providers.Warnings.mode!(mode)
+
     if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)) do
       CMDC.Tool.Deferred.to_schema(source, context, opts)
     else
-      {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+      {tools, warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+      CMDC.Tool.Providers.Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)
       tools
     end
   end

@@ -131,6 +131,7 @@ defmodule CMDC.Tool.Native do
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
+  def providers_formats, do: err()
 
   # search.rs
   def registry_search(_registry, _query, _opts), do: err()

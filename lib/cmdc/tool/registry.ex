@@ -416,15 +416,16 @@ defmodule CMDC.Tool.Registry do
 
   @doc false
   # For `CMDC.Tool.Providers`: the registry's one cache of provider output
-  # (native/cmdc_tool_nif/src/registry.rs), `{json, term_etf}` for this format, strictness and
-  # context, built on a miss. Here so that only this module reads a registry's native handle.
-  @spec provider_output(t(), atom(), boolean(), map()) :: {binary(), binary()}
+  # (native/cmdc_tool_nif/src/registry.rs), `{json, term_etf, fresh?}` for this format,
+  # strictness and context, built on a miss (`fresh?` true then: its warnings are new). Here so
+  # that only this module reads a registry's native handle.
+  @spec provider_output(t(), atom(), boolean(), map()) :: {binary(), binary(), boolean()}
   def provider_output(%__MODULE__{} = reg, format, strict, context) do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_cached(reg.ref, format, strict, key) do
-      {:ok, nil} -> build(reg, format, strict, context, key)
-      {:ok, output} -> output
+      {:ok, nil} -> Tuple.append(build(reg, format, strict, context, key), true)
+      {:ok, output} -> Tuple.append(output, false)
     end
   end
 
