@@ -61,4 +61,31 @@ defmodule CMDC.Tool.Approval do
         Result.error("the result of #{request.tool} was not approved.", :withheld)
     end
   end
+
+  @doc """
+  How to let `name` (tool `module`) run without asking, for the headless refusal: the flag, and
+  the setting in the tool's own file (a script's path is named).
+
+      iex> CMDC.Tool.Approval.how_to_allow(nil, "deploy") =~ "--allow deploy"
+      true
+  """
+  @spec how_to_allow(module() | nil, String.t()) :: String.t()
+  def how_to_allow(module, name) do
+    "To let it run without asking, give it policy auto: pass `--allow #{name}` to " <>
+      "`mix cmdc.mcp` / `cmdc-mcp` / `mix cmdc.tools call`, or " <> in_file(module, name)
+  end
+
+  defp in_file(module, name) do
+    case module && :persistent_term.get({CMDC.Tool.Script, module}, nil) do
+      %{script: %{path: path, function: function, kind: :python}} ->
+        "add `#{function}.executionPolicy = \"auto\"` below the function in #{path}."
+
+      %{script: %{path: path, kind: :powershell}} ->
+        "add `# TOOL_CONFIG: {\"executionPolicy\": \"auto\"}` to the function's help in #{path}."
+
+      _ ->
+        "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or pass " <>
+          "`policies: %{\"#{name}\" => :auto}` to CMDC.Tool.Runner."
+    end
+  end
 end

@@ -89,4 +89,26 @@ defmodule CMDC.Tool.RoundTrip do
       name -> {:ok, name}
     end
   end
+
+  @doc """
+  Checks a tool name against the one name rule (`native/cmdc_tool_core/src/names.rs`):
+  `{:ok, name}` or `{:error, message}`.
+
+      iex> CMDC.Tool.RoundTrip.check_name("read_file")
+      {:ok, "read_file"}
+      iex> {:error, message} = CMDC.Tool.RoundTrip.check_name("")
+      iex> is_binary(message)
+      true
+  """
+  @spec check_name(String.t()) :: {:ok, String.t()} | {:error, String.t()}
+  def check_name(name) when is_binary(name), do: Native.tool_name_check(name)
+
+  @doc """
+  The name a provider format is given for `name` (the runner maps calls back).
+
+      iex> CMDC.Tool.RoundTrip.provider_name("fs.read", :openai)
+      {:ok, "fs_read"}
+  """
+  @spec provider_name(String.t(), atom()) :: {:ok, String.t()} | {:error, String.t()}
+  def provider_name(name, format) when is_binary(name), do: Native.tool_name_for(name, format)
 end

@@ -498,7 +498,7 @@ defmodule CMDC.Tool.DiscoveryTest do
     write(c.home, ".cmdc/tools/s.tool.json", "{}")
     write(c.home, ".cmdc/tools/t.ps1", "function Get-X {}")
 
-    report = Discovery.discover(c.opts)
+    report = Discovery.discover([script_loader: false] ++ c.opts)
     assert report.tools == []
 
     assert [%{kind: :script, status: "script, not loaded"} = s, %{type: :script}] = report.ignored

@@ -12,21 +12,31 @@ defmodule CMDC.Tool.MCP.Main do
   alias CMDC.Tool.MCP.{Server, Stdio}
 
   @usage """
-  Usage: cmdc-mcp [--watch MS] [--page-size N] [PATH...]
+  Usage: cmdc-mcp [--cwd DIR] [--trust] [--allow NAME]... [--no-mcp] [--examples]
+                  [--watch MS] [--page-size N] [PATH...]
 
-  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout): the built-in
-  examples, the project's and the user's tool folders and plugins, and the files or folders
-  given as PATH (Elixir, Python and PowerShell tools).
+  Serves the tools of the project in DIR (default: the working directory) over the Model
+  Context Protocol (JSON-RPC 2.0 on stdin/stdout): the tools the application declares
+  (`config :cmdc_tool, tools: [...]`), the project's tool folders (.cmdc/tools, … once
+  trusted), the user's tool folders and plugins, the files or folders given as PATH (Elixir,
+  Python and PowerShell tools), and the tools of configured MCP servers.
 
+    --cwd DIR       the project to serve (MCP clients often start servers elsewhere)
+    --trust         trust the project for this run (`mix cmdc.tools trust` records it)
+    --allow NAME    run tool NAME without asking (no one can approve over MCP); repeatable
+    --no-mcp        skip the MCP servers of .mcp.json and the user's MCP configs
+    --examples      also serve the library's example tools
     --watch MS      look for added, changed or removed tool files every MS milliseconds and
                     send notifications/tools/list_changed when the tools changed
     --page-size N   tools per tools/list page (default 50)
     -h, --help      print this help and exit
 
-  stdout carries protocol messages only; everything else goes to stderr. The server exits when
-  the client closes stdin. MCP client configuration:
+  stdout carries protocol messages only; everything else goes to stderr, starting with the
+  tool files that failed to load. The server exits when the client closes stdin. Exit status:
+  0 done, 2 usage error. MCP client configuration (.mcp.json, Claude Desktop):
 
-      {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
+      {"mcpServers": {"my_agent": {"command": "/path/to/my_agent/deps/cmdc_tool/bin/cmdc-mcp",
+                                   "args": ["--cwd", "/path/to/my_agent"]}}}
   """
 
   @doc "The usage text."
@@ -82,19 +92,46 @@ defmodule CMDC.Tool.MCP.Main do
 
   @doc false
   def parse(argv) do
-    switches = [page_size: :integer, watch: :integer, help: :boolean]
+    switches = [
+      page_size: :integer,
+      watch: :integer,
+      help: :boolean,
+      cwd: :string,
+      trust: :boolean,
+      allow: :keep,
+      mcp: :boolean,
+      examples: :boolean
+    ]
 
     case OptionParser.parse(argv, strict: switches, aliases: [h: :help]) do
       {opts, paths, []} ->
         cond do
-          opts[:help] -> :help
-          Keyword.get(opts, :watch, 1) < 1 -> {:error, "--watch needs a positive interval (ms)"}
-          Keyword.get(opts, :page_size, 1) < 1 -> {:error, "--page-size needs a positive number"}
-          true -> {:ok, opts, paths}
+          opts[:help] ->
+            :help
+
+          Keyword.get(opts, :watch, 1) < 1 ->
+            {:error, "--watch needs a positive interval (ms)"}
+
+          Keyword.get(opts, :page_size, 1) < 1 ->
+            {:error, "--page-size needs a positive number"}
+
+          opts[:cwd] && not File.dir?(opts[:cwd]) ->
+            {:error, "--cwd #{opts[:cwd]}: no such folder"}
+
+          true ->
+            {:ok, opts, paths}
         end
 
       {_, _, [{switch, nil} | _]} ->
-        {:error, "unknown option #{switch}"}
+        known = for {name, _} <- switches, do: "--" <> String.replace(to_string(name), "_", "-")
+
+        hint =
+          case CMDC.Tool.Options.suggest(switch, known) do
+            [best | _] -> " (did you mean #{best}?)"
+            [] -> ""
+          end
+
+        {:error, "unknown option #{switch}#{hint}"}
 
       {_, _, [{switch, value} | _]} ->
         {:error, "invalid value for #{switch}: #{value}"}
@@ -113,42 +150,101 @@ defmodule CMDC.Tool.MCP.Main do
       end
 
     Logger.configure_backend(:console, device: :standard_error)
+    if opts[:cwd], do: File.cd!(opts[:cwd])
+    CMDC.Tool.Project.load_config()
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
     watch = opts[:watch]
-    {report, state} = CLI.watch(paths)
+    load_opts = Keyword.take(opts, [:trust, :mcp, :examples])
+    {report, state} = CLI.watch(paths, load_opts)
+    report_problems(report, nil)
     server = self()
     # Rescans run in their own process: the server answers requests meanwhile.
-    if watch, do: spawn_link(fn -> watch_loop(server, state, watch) end)
+    if watch, do: spawn_link(fn -> watch_loop(server, {state, report}, watch) end)
 
     Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
       output: output,
-      list_changed: watch != nil
+      list_changed: watch != nil,
+      context: context(Keyword.get_values(opts, :allow))
     )
+  end
+
+  # Over MCP no one can approve: the approver allows the tools named with --allow, and for the
+  # others says how to allow them.
+  defp context(allowed) do
+    approver = fn
+      %{tool: name} when is_binary(name) ->
+        if name in allowed,
+          do: :allow,
+          else: {:deny, "no one can approve here (MCP server, headless). " <> how(name)}
+    end
+
+    CMDC.Context.new(
+      session_id: "mcp",
+      working_dir: File.cwd!(),
+      private: %{approver: approver}
+    )
+  end
+
+  defp how(name), do: CMDC.Tool.Approval.how_to_allow(nil, name)
+
+  # Load failures go to stderr at start and whenever a refresh changes them: an MCP client
+  # shows the server's stderr in its log, the one place a user of a client looks.
+  defp report_problems(report, previous) do
+    problems =
+      report.errors ++ Enum.map(report.conflicts, &%{path: &1.refused, reason: &1.reason})
+
+    before =
+      if previous,
+        do:
+          previous.errors ++ Enum.map(previous.conflicts, &%{path: &1.refused, reason: &1.reason})
+
+    cond do
+      problems == before ->
+        :ok
+
+      problems == [] ->
+        IO.puts(:stderr, "cmdc-mcp: every tool file loads now (#{length(report.tools)} tools)")
+
+      true ->
+        IO.puts(
+          :stderr,
+          "cmdc-mcp: #{length(problems)} tool file(s) failed to load; serving the other #{length(report.tools)} tools:"
+        )
+
+        Enum.each(problems, &IO.puts(:stderr, "  - #{&1.path}: #{&1.reason}"))
+    end
+
+    for u <- report.untrusted,
+        previous == nil,
+        do: IO.puts(:stderr, "cmdc-mcp: #{u.path}: #{u.reason}")
+
+    :ok
   end
 
   # Each tick stats the tool files (one native scan); files are compiled or read again only when
   # they changed, and the server hears only of changes.
-  defp watch_loop(server, state, interval) do
+  defp watch_loop(server, {state, last}, interval) do
     Process.sleep(interval)
 
-    state =
+    acc =
       try do
         case CLI.reload(state) do
           :unchanged ->
-            state
+            {state, last}
 
           {:changed, report, state} ->
+            report_problems(report, last)
             # The server stops using the old modules before they are deleted.
             Server.refresh(server, report.tools)
-            CLI.forget_stale(state)
+            {CLI.forget_stale(state), report}
         end
       rescue
         e ->
           Logger.error("mcp: --watch: #{Exception.message(e)}")
-          state
+          {state, last}
       end
 
-    watch_loop(server, state, interval)
+    watch_loop(server, acc, interval)
   end
 end

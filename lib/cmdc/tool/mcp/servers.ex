@@ -143,8 +143,9 @@ defmodule CMDC.Tool.MCP.Servers do
       path: path,
       reason:
         "project MCP config not trusted: #{path} starts programs from a repository you may " <>
-          "just have cloned, so its servers are not started. To trust it, pass " <>
-          "`trust_project: true` (`--trust`) or add the project folder to ~/.cmdc/trusted.json"
+          "just have cloned, so its servers are not started. To trust it, run " <>
+          "`mix cmdc.tools trust` in the project (or pass --trust for one run, " <>
+          "`trust_project: true` from Elixir): it adds the project folder to ~/.cmdc/trusted.json"
     }
   end
 
