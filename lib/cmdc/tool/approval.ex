@@ -54,6 +54,10 @@ defmodule CMDC.Tool.Approval do
       :allow ->
         result
 
+      # An approver with no answer for this tool: as if there were none.
+      nil ->
+        decide(nil, result, request)
+
       {:deny, why} ->
         Result.error("the result of #{request.tool} was not approved: #{why}", :withheld)
 

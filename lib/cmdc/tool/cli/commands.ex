@@ -382,7 +382,7 @@ defmodule CMDC.Tool.CLI.Commands do
 
   ## helpers
 
-  defp load_opts(opts), do: Keyword.take(opts, [:trust, :mcp, :examples])
+  defp load_opts(opts), do: Keyword.take(opts, [:trust, :mcp, :examples, :cwd])
 
   # One convention for a tool that is not there, in every subcommand: stderr, status 3, the
   # names close to it, and the load failure that may explain it.

@@ -169,24 +169,18 @@ defmodule CMDC.Tool.MCP.Main do
     )
   end
 
-  # Over MCP no one can approve: the approver allows the tools named with --allow, and for the
-  # others says how to allow them.
+  # Over MCP no one can approve: the approver allows the tools named with --allow; for the
+  # others it has no answer (nil), so the runner refuses them as headless, saying how to allow
+  # each (the flag, and the setting in the tool's own file).
   defp context(allowed) do
-    approver = fn
-      %{tool: name} when is_binary(name) ->
-        if name in allowed,
-          do: :allow,
-          else: {:deny, "no one can approve here (MCP server, headless). " <> how(name)}
-    end
+    approver = fn %{tool: name} -> if name in allowed, do: :allow end
 
     CMDC.Context.new(
-      session_id: "mcp",
+      session_id: "mcp-#{System.unique_integer([:positive])}",
       working_dir: File.cwd!(),
       private: %{approver: approver}
     )
   end
-
-  defp how(name), do: CMDC.Tool.Approval.how_to_allow(nil, name)
 
   # Load failures go to stderr at start and whenever a refresh changes them: an MCP client
   # shows the server's stderr in its log, the one place a user of a client looks.

@@ -1,0 +1,134 @@
+defmodule CMDC.Tool.CLI.ProjectAppTest do
+  # The library as a new user meets it: a freshly generated mix app depending on this checkout
+  # by path, a tool module in its lib/ (declared in config), Python tools in .cmdc/tools/; the
+  # CLI and the MCP server (bin/cmdc-mcp, started from the documented .mcp.json entry by the
+  # official MCP Python client) run from that app and serve only the app's tools.
+  use ExUnit.Case, async: true
+
+  alias CMDC.Tool.{JSON, ProjectApp}
+
+  @moduletag timeout: 900_000
+
+  setup_all do
+    dir = Path.join(System.tmp_dir!(), "cmdc_project_app_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    on_exit(fn -> File.rm_rf(dir) end)
+    {:ok, app: ProjectApp.generate!(dir)}
+  end
+
+  defp mix(app, args), do: ProjectApp.mix(app, args)
+
+  test "the CLI serves the app's tools, the project folder once trusted, never the examples", %{
+    app: app
+  } do
+    # Before trust: the app's configured tool; the project folder is skipped, saying how.
+    mix(app, ["cmdc.tools", "untrust"])
+    {out, 0} = mix(app, ["cmdc.tools", "list"])
+    assert out =~ ~r/get_weather\s+elixir\s+config\s+Current weather/
+    refute out =~ "countdown"
+    refute out =~ "echo"
+    assert out =~ "untrusted folders (skipped)"
+    assert out =~ "run `mix cmdc.tools trust` in the project"
+
+    {out, 0} = mix(app, ["cmdc.tools", "trust"])
+    assert out =~ "trusted #{app}"
+    {out, 0} = mix(app, ["cmdc.tools", "trusted"])
+    assert out =~ app
+
+    {out, 0} = mix(app, ["cmdc.tools", "list"])
+    assert out =~ ~r/read_file\s+python\s+cmdc: .cmdc\/tools\/notes.py/
+    assert out =~ ~r/delete_note\s+python/
+    refute out =~ "refused"
+
+    {out, 0} = mix(app, ["cmdc.tools", "call", "get_weather", ~s({"city": "Oslo"})])
+    assert out =~ "Oslo: 21 degrees celsius"
+    {out, 0} = mix(app, ["cmdc.tools", "call", "read_file", ~s({"path": "NOTES.txt"})])
+    assert out =~ "notes: buy milk"
+
+    # Unknown tool: status 3, stderr, did you mean; a misspelled command: did you mean.
+    {out, 3} = mix(app, ["cmdc.tools", "call", "get_wether", "{}"])
+    assert out =~ "Unknown tool: get_wether. Did you mean: get_weather?"
+    {out, 2} = mix(app, ["cmdc.tools", "lst"])
+    assert out =~ "Did you mean: list?"
+    {out, 0} = mix(app, ["cmdc.tools", "call", "--help"])
+    assert out =~ "Usage: mix cmdc.tools call NAME JSON"
+
+    # A broken tool file: list and doctor exit 4, call says why the tool is missing.
+    broken = Path.join(app, ".cmdc/tools/broken.ex")
+    File.write!(broken, "defmodule Broken do\n  def oops(, do: 1\nend\n")
+    on_exit(fn -> File.rm(broken) end)
+    {out, 4} = mix(app, ["cmdc.tools", "list"])
+    assert out =~ ".cmdc/tools/broken.ex"
+    {_out, 4} = mix(app, ["cmdc.tools", "doctor"])
+    {out, 3} = mix(app, ["cmdc.tools", "call", "broken", "{}"])
+    assert out =~ ".cmdc/tools/broken.ex failed to load, so broken is not available"
+    File.rm!(broken)
+
+    {out, 0} = mix(app, ["cmdc.tools", "untrust"])
+    assert out =~ "no longer trusted"
+  end
+
+  test "the documented .mcp.json entry, started by the official MCP Python client", %{app: app} do
+    {out, 0} = mix(app, ["cmdc.tools", "trust"])
+    assert out =~ "trusted"
+
+    # The entry README.md and `mix help cmdc.mcp` document, for a path dependency, in Claude
+    # Desktop's file (outside the project: a project's .mcp.json naming its own server would
+    # have the server start itself as one of the project's MCP servers).
+    server = Path.join(ProjectApp.root(), "bin/cmdc-mcp")
+    entry = %{"command" => server, "args" => ["--cwd", app]}
+    config = Path.join(Path.dirname(app), "claude_desktop_config.json")
+    File.write!(config, JSON.encode!(%{"mcpServers" => %{"my_agent" => entry}}))
+
+    calls = [
+      ["get_weather", %{"city" => "Lisbon", "unit" => "fahrenheit"}],
+      ["read_file", %{"path" => "NOTES.txt"}],
+      ["delete_note", %{"name" => "milk"}],
+      ["echo", %{"text" => "hi"}]
+    ]
+
+    report = client(app, config, calls)
+    assert report["tools"] == ["delete_note", "get_weather", "read_file"]
+
+    [weather, read, delete, echo] = report["calls"]
+    assert weather == %{"is_error" => false, "text" => "Lisbon: 21 degrees fahrenheit"}
+    assert read == %{"is_error" => false, "text" => "notes: buy milk"}
+    # Headless refusal: says exactly how to allow the tool.
+    assert delete["is_error"]
+    assert delete["text"] =~ "no one can approve here"
+    assert delete["text"] =~ "--allow delete_note"
+    assert delete["text"] =~ ~s(delete_note.executionPolicy = "auto")
+    assert delete["text"] =~ ".cmdc/tools/notes.py"
+    # The library's examples are not served.
+    assert echo["is_error"]
+    assert echo["text"] =~ "Unknown tool: echo"
+
+    # Nothing changed: the next start compiles nothing (the build stamp stays as it was).
+    stamp = Path.join(app, "_build/dev/.cmdc-mcp-built")
+    built = File.stat!(stamp).mtime
+    File.write!(config, JSON.encode!(%{"mcpServers" => %{"my_agent" => allow(entry)}}))
+    report = client(app, config, [["delete_note", %{"name" => "milk"}]])
+    assert File.stat!(stamp).mtime == built
+    assert [%{"is_error" => false, "text" => "deleted milk"}] = report["calls"]
+
+    IO.puts(
+      "\ngenerated app: first tools/list #{report["first_list_ms"]} ms (bin/cmdc-mcp --cwd)"
+    )
+  end
+
+  defp allow(entry), do: %{entry | "args" => entry["args"] ++ ["--allow", "delete_note"]}
+
+  defp client(app, config, calls) do
+    {:ok, python} = CMDC.Tool.PythonEnv.python()
+    script = Path.join(ProjectApp.root(), "test/support/mcp_project_client.py")
+
+    {out, status} =
+      System.cmd(python, [script, config, "my_agent", JSON.encode!(calls)],
+        env: ProjectApp.env(Path.dirname(app)),
+        stderr_to_stdout: true
+      )
+
+    assert status == 0, out
+    out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+  end
+end
