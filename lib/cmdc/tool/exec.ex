@@ -82,6 +82,21 @@ defmodule CMDC.Tool.Exec do
         }
   defstruct [:id, :handle, :owner, :on_line, :on_stderr_line]
 
+  @options [
+    :stdin,
+    :cwd,
+    :env,
+    :clear_env,
+    :timeout,
+    :kill_after,
+    :max_output,
+    :on_line,
+    :context,
+    :max_line,
+    :stream_stderr,
+    :on_stderr_line
+  ]
+
   @doc """
   Runs a program to its end and returns `{:ok, %CMDC.Tool.Exec.Result{}}` (whatever its exit
   status), or `{:error, message}` when it could not be started (missing executable, missing
@@ -134,6 +149,7 @@ defmodule CMDC.Tool.Exec do
   """
   @spec start(String.t(), [String.Chars.t()], keyword()) :: {:ok, t()} | {:error, String.t()}
   def start(cmd, args, opts \\ []) when is_binary(cmd) and is_list(args) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Exec.start/3 (and run/3)")
     context = Keyword.get(opts, :context)
     cwd = Keyword.get_lazy(opts, :cwd, fn -> context && context.working_dir end)
 

@@ -50,6 +50,12 @@ defmodule CMDC.Tool.MCP do
   """
   @spec new([module()], keyword()) :: t()
   def new(tools, opts \\ []) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:page_size, :server_name, :list_changed],
+      "CMDC.Tool.MCP.new/2"
+    )
+
     struct!(__MODULE__, Keyword.put(opts, :tools, tools))
   end
 

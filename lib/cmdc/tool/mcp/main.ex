@@ -194,7 +194,7 @@ defmodule CMDC.Tool.MCP.Main do
           previous.errors ++ Enum.map(previous.conflicts, &%{path: &1.refused, reason: &1.reason})
 
     cond do
-      problems == before ->
+      problems == (before || []) ->
         :ok
 
       problems == [] ->

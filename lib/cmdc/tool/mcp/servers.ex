@@ -36,6 +36,9 @@ defmodule CMDC.Tool.MCP.Servers do
 
   @sources [:project, :user]
 
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :reserved, :registry] ++
+             [:init_timeout, :timeout, :sources, :env]
+
   @doc """
   The config files that exist, `[{source, path}]`, in precedence order (untrusted project
   files included: `load/1` decides).
@@ -66,6 +69,7 @@ defmodule CMDC.Tool.MCP.Servers do
   """
   @spec load(keyword()) :: map()
   def load(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.MCP.Servers.load/1")
     env = Keyword.get_lazy(opts, :env, &System.get_env/0)
     files = config_files(opts)
     trusted? = Enum.any?(files, &(elem(&1, 0) == :project)) and project_trusted?(opts)
