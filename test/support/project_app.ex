@@ -54,7 +54,10 @@ defmodule CMDC.Tool.ProjectApp do
   def mix(app, args, opts \\ []) do
     System.cmd("mix", args,
       cd: app,
-      env: env(Path.dirname(app)),
+      env:
+        Enum.reduce(Keyword.get(opts, :env, []), env(Path.dirname(app)), fn {k, v}, acc ->
+          List.keystore(acc, k, 0, {k, v})
+        end),
       stderr_to_stdout: Keyword.get(opts, :stderr_to_stdout, true)
     )
   end

@@ -116,6 +116,33 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     )
   end
 
+  test "mix cmdc.gen.tool writes working tools and tests the app's `mix test` passes", %{
+    app: app
+  } do
+    on_exit(fn ->
+      for path <- ~w(.cmdc/tools/shout.py .cmdc/tools/shout.tool.json test/cmdc_tools
+                     lib/my_agent/tools/repeat_words.ex test/my_agent/tools),
+          do: File.rm_rf(Path.join(app, path))
+    end)
+
+    {out, 0} = mix(app, ["cmdc.gen.tool", "repeat_words"])
+    assert out =~ "lib/my_agent/tools/repeat_words.ex"
+    assert out =~ "config :cmdc_tool, tools: [MyAgent.Tools.RepeatWords]"
+    {out, 0} = mix(app, ["cmdc.gen.tool", "shout", "--python"])
+    assert out =~ ".cmdc/tools/shout.py"
+    {out, 2} = mix(app, ["cmdc.gen.tool", "shout", "--python"])
+    assert out =~ "exists; pass --force"
+
+    {out, 0} =
+      mix(app, ["cmdc.tools", "call", "shout", ~s({"text": "hi", "times": 2}), "--trust", "--yes"])
+
+    assert out =~ "hi hi"
+
+    {out, status} = ProjectApp.mix(app, ["test"], env: [{"MIX_ENV", "test"}])
+    assert status == 0, out
+    assert out =~ "4 tests, 0 failures"
+  end
+
   defp allow(entry), do: %{entry | "args" => entry["args"] ++ ["--allow", "delete_note"]}
 
   defp client(app, config, calls) do
