@@ -93,6 +93,7 @@ defmodule CMDC.Tool.Exec do
     :on_line,
     :context,
     :max_line,
+    :stream_lines,
     :stream_stderr,
     :on_stderr_line
   ]
@@ -118,6 +119,8 @@ defmodule CMDC.Tool.Exec do
     * `:context` - a `t:CMDC.Context.t/0`: each stdout line becomes a streamed partial result
       through `CMDC.Context.update/2`, and its `working_dir` is the default `:cwd`.
     * `:max_line` - longer stdout lines are streamed in pieces of this many bytes (default 16384).
+    * `:stream_lines` - `true` sends each stdout line to the owner as
+      `{:cmdc_exec, id, {:line, binary}}` (implied by `:on_line` and `:context`).
     * `:stream_stderr` - `true` sends each stderr line to the owner as
       `{:cmdc_exec, id, {:stderr_line, binary}}` (`await/1` hands them to `:on_stderr_line`).
     * `:on_stderr_line` - a function called with each stderr line in `await/1` (implies

@@ -526,6 +526,18 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert_received {:loaded, _}
   end
 
+  test "Python scripts load by default, with CMDC.Tool.Script", c do
+    write(
+      c.home,
+      ".cmdc/tools/default_loaded.py",
+      ~s|def twice(x: int) -> int:\n    """Twice x."""\n    return 2 * x\n|
+    )
+
+    report = Discovery.discover(c.opts)
+    assert [%{name: "twice", kind: :script, module: module}] = report.tools
+    assert {:ok, %{value: 4}} = CMDC.Tool.Script.call(module, %{"x" => 2})
+  end
+
   describe "load_into/2 and refresh/2 (against a test stand-in registry)" do
     test "registers, then picks up edits, additions and removals; unchanged files are not recompiled",
          c do
