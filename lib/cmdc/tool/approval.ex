@@ -17,7 +17,7 @@ defmodule CMDC.Tool.Approval do
 
       iex> result = %CMDC.Tool.Result{content: "secret"}
       iex> CMDC.Tool.Approval.review(result, "read", %{}, "c1", %{result_approval: :always}, %CMDC.Context{}, []).content
-      "the result of read needs approval before the model may see it, and no one can approve here (headless): withheld."
+      "the result of read needs approval before the model may see it, and no one can approve here (headless): withheld. To show it without asking, pass `--allow read` to `mix cmdc.mcp` / `cmdc-mcp` / `mix cmdc.tools call`, or set the tool's result approval to never (`resultApprovalPolicy = \"never\"`, `result_approval: :never`)."
   """
 
   alias CMDC.Tool.Result
@@ -44,7 +44,9 @@ defmodule CMDC.Tool.Approval do
   defp decide(nil, _result, %{tool: name}) do
     Result.error(
       "the result of #{name} needs approval before the model may see it, and no one can " <>
-        "approve here (headless): withheld.",
+        "approve here (headless): withheld. To show it without asking, pass `--allow #{name}` " <>
+        "to `mix cmdc.mcp` / `cmdc-mcp` / `mix cmdc.tools call`, or set the tool's result " <>
+        "approval to never (`resultApprovalPolicy = \"never\"`, `result_approval: :never`).",
       :withheld
     )
   end

@@ -176,7 +176,15 @@ defmodule CMDC.Tool.Registry do
   @doc """
   The module registered under `name`: `{:ok, module}`, or
   `{:error, {:not_found, name, suggestions}}` with the nearest registered names ("did you
-  mean"), best first.
+  mean"), best first. The same lookup as `CMDC.Tool.find/2` on a registry, which keeps cmdc's
+  `{:error, :not_found}`: `fetch/2` is where the reason is.
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.Examples.Echo)
+      iex> CMDC.Tool.find(reg, "ecoh")
+      {:error, :not_found}
+      iex> CMDC.Tool.Registry.fetch(reg, "ecoh")
+      {:error, {:not_found, "ecoh", ["echo"]}}
   """
   @spec fetch(t(), String.t()) ::
           {:ok, module()} | {:error, {:not_found, String.t(), [String.t()]}}
