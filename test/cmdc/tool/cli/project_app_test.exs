@@ -62,6 +62,18 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     {_out, 4} = mix(app, ["cmdc.tools", "doctor"])
     {out, 3} = mix(app, ["cmdc.tools", "call", "broken", "{}"])
     assert out =~ ".cmdc/tools/broken.ex failed to load, so broken is not available"
+
+    # The MCP server says so on stderr (the client's log) when it starts; stdin at end of
+    # input, so it exits at once.
+    server = Path.join(ProjectApp.root(), "bin/cmdc-mcp")
+
+    {err, 0} =
+      System.cmd("sh", ["-c", "#{server} --cwd #{app} </dev/null 2>&1 >/dev/null"],
+        env: ProjectApp.env(Path.dirname(app))
+      )
+
+    assert err =~ "cmdc-mcp: 1 tool file(s) failed to load; serving the other 3 tools:"
+    assert err =~ ~r/- \.cmdc\/tools\/broken\.ex: .+/
     File.rm!(broken)
 
     {out, 0} = mix(app, ["cmdc.tools", "untrust"])
