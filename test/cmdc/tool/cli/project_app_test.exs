@@ -76,6 +76,26 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     assert err =~ ~r/- \.cmdc\/tools\/broken\.ex: .+/
     File.rm!(broken)
 
+    # A tool module of the app's own lib/ given as a path: the app's build of that very file,
+    # not a module that "already exists".
+    clock = Path.join(app, "lib/my_agent/tools/clock.ex")
+    on_exit(fn -> File.rm(clock) end)
+
+    File.write!(clock, """
+    defmodule MyAgent.Tools.Clock do
+      @behaviour CMDC.Tool
+      def name, do: "clock"
+      def description, do: "The time."
+      def parameters, do: %{"type" => "object", "properties" => %{}}
+      def execute(_args, _ctx), do: {:ok, "noon"}
+    end
+    """)
+
+    {out, 0} = mix(app, ["cmdc.tools", "list", "lib/my_agent/tools/clock.ex"])
+    assert out =~ ~r/clock\s+elixir\s+explicit: lib\/my_agent\/tools\/clock.ex/
+    refute out =~ "already exists"
+    File.rm!(clock)
+
     {out, 0} = mix(app, ["cmdc.tools", "untrust"])
     assert out =~ "no longer trusted"
   end
