@@ -8,7 +8,7 @@ defmodule CMDC.Tool.CLI.Doctor do
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.{Providers, RoundTrip}
 
-  @doc "Prints the findings; `report` is `CMDC.Tool.CLI.load/2`'s. Returns the findings."
+  @doc "The findings for `report` (`CMDC.Tool.CLI.load/2`) and the script cache problems."
   def findings(report, caches) do
     names(report.tools) ++
       strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()

@@ -74,7 +74,13 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
 
     assert err =~ "cmdc-mcp: 1 tool file(s) failed to load; serving the other 3 tools:"
     assert err =~ ~r/- \.cmdc\/tools\/broken\.ex: .+/
+
+    # With --watch, a rescan that changes what failed says so too.
+    port = watch(server, app)
+    await_line(port, "1 tool file(s) failed to load")
     File.rm!(broken)
+    await_line(port, "cmdc-mcp: every tool file loads now (3 tools)")
+    Port.close(port)
 
     # A tool module of the app's own lib/ given as a path: the app's build of that very file,
     # not a module that "already exists".
@@ -173,6 +179,24 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     {out, status} = ProjectApp.mix(app, ["test"], env: [{"MIX_ENV", "test"}])
     assert status == 0, out
     assert out =~ "4 tests, 0 failures"
+  end
+
+  # The server with stderr and the protocol on one pipe (its lines are all we read here).
+  defp watch(server, app) do
+    env =
+      for {k, v} <- ProjectApp.env(Path.dirname(app)),
+          do: {~c"#{k}", if(v, do: ~c"#{v}", else: false)}
+
+    opts = [:binary, :stderr_to_stdout, {:line, 100_000}, {:env, env}]
+    Port.open({:spawn_executable, server}, opts ++ [args: ["--cwd", app, "--watch", "100"]])
+  end
+
+  defp await_line(port, text) do
+    receive do
+      {^port, {:data, {_, line}}} -> if line =~ text, do: :ok, else: await_line(port, text)
+    after
+      120_000 -> flunk("the server never printed #{inspect(text)}")
+    end
   end
 
   defp allow(entry), do: %{entry | "args" => entry["args"] ++ ["--allow", "delete_note"]}
