@@ -130,4 +130,21 @@ defmodule CMDC.Tool.OptionsTest do
     assert [] = CMDC.Tool.Cluster.list(scope: :options_test, timeout: 100)
     assert [] = CMDC.Tool.Cluster.list(:options_test)
   end
+
+  test "the cluster's functions all take the scope as an option" do
+    {:ok, pid} = CMDC.Tool.Cluster.publish([Echo], scope: :options_scope)
+    on_exit(fn -> Process.exit(pid, :kill) end)
+    assert [%{name: "echo"}] = CMDC.Tool.Cluster.list(scope: :options_scope)
+    assert [%{name: "echo"}] = CMDC.Tool.Cluster.list(:options_scope)
+    assert [] = CMDC.Tool.Cluster.conflicts(scope: :options_scope)
+    assert {:ok, %{name: "echo"}} = CMDC.Tool.Cluster.find("echo", scope: :options_scope)
+
+    assert [%{"function" => %{"name" => "echo"}}] =
+             CMDC.Tool.Cluster.to_schema(scope: :options_scope)
+
+    assert %{content: "a", is_error: false} =
+             CMDC.Tool.Cluster.run(call(), ctx(), scope: :options_scope, timeout: 5_000)
+
+    assert [] = CMDC.Tool.Cluster.list(scope: :another_scope)
+  end
 end

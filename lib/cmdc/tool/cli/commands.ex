@@ -125,6 +125,7 @@ defmodule CMDC.Tool.CLI.Commands do
       {name, :boolean} -> " [--#{dash(name)}]"
       {name, :keep} -> " [--#{dash(name)} NAME]..."
       {:timeout, _} -> " [--timeout MS]"
+      {:format, _} -> " [--format FORMAT]"
       {name, _} -> " [--#{dash(name)} VALUE]"
     end)
   end
