@@ -87,14 +87,21 @@ defmodule CMDC.Tool.CLI do
   def forget_stale(state), do: %{state | files: CMDC.Tool.Discovery.delete_stale(state.files)}
 
   @doc """
-  Why `name` is not in the report, for an unknown-tool message: the load error of a file named
-  like it (`broken` → `broken.ex`), else a count of the files that failed; `nil` when nothing
-  failed.
+  Why `name` may be missing from the report, for an unknown-tool message: the load error of a
+  file named like it (`broken` → `broken.ex`), else a count of the files that failed; and the
+  project tool folders skipped as untrusted. `nil` when nothing explains it.
   """
   @spec load_failure(report(), String.t()) :: String.t() | nil
-  def load_failure(%{errors: []}, _name), do: nil
+  def load_failure(report, name) do
+    case Enum.reject([failed(report.errors, name), untrusted(report.untrusted)], &is_nil/1) do
+      [] -> nil
+      reasons -> Enum.join(reasons, "\n")
+    end
+  end
 
-  def load_failure(%{errors: errors}, name) do
+  defp failed([], _name), do: nil
+
+  defp failed(errors, name) do
     case Enum.find(errors, &(Path.rootname(Path.basename(&1.path)) == name)) do
       %{path: path, reason: reason} ->
         "#{path} failed to load, so #{name} is not available: #{reason}"
@@ -102,6 +109,13 @@ defmodule CMDC.Tool.CLI do
       nil ->
         "#{length(errors)} tool file(s) failed to load (`mix cmdc.tools list` shows why)"
     end
+  end
+
+  defp untrusted([]), do: nil
+
+  defp untrusted(folders) do
+    "not loaded, the project not being trusted: #{Enum.map_join(folders, ", ", & &1.path)} " <>
+      "(`mix cmdc.tools trust` trusts it, --trust for one run)"
   end
 
   @doc "`path` relative to the current folder."

@@ -29,6 +29,8 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     refute out =~ "echo"
     assert out =~ "untrusted folders (skipped)"
     assert out =~ "run `mix cmdc.tools trust` in the project"
+    {out, 3} = mix(app, ["cmdc.tools", "call", "read_file", "{}"])
+    assert out =~ "not loaded, the project not being trusted: .cmdc/tools"
 
     {out, 0} = mix(app, ["cmdc.tools", "trust"])
     assert out =~ "trusted #{app}"
