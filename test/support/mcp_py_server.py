@@ -1,7 +1,8 @@
 """An MCP server built with the official Python SDK (mcp on PyPI), for cmdc_tool's client tests.
 
 Usage: python mcp_py_server.py stdio
-       python mcp_py_server.py http PORT
+       python mcp_py_server.py http PORT            (stateful: legacy sessions)
+       python mcp_py_server.py http-stateless PORT
 Nothing here is cmdc_tool's code: the protocol side is entirely the SDK's.
 """
 import os
@@ -80,7 +81,10 @@ async def grow(ctx: Context) -> str:
         return "late tool here"
 
     server.add_tool(late)
+    # Both eras: the session's notification (2025 clients), the subscription bus
+    # (`subscriptions/listen` streams of 2026-07-28 clients).
     await ctx.request_context.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
     return "grown"
 
 
@@ -88,4 +92,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            stateless_http=sys.argv[1] == "http-stateless",
+        )

@@ -21,10 +21,10 @@ defmodule CMDC.Tool.MCPServers do
   Starts the Python SDK server over Streamable HTTP on a free loopback port, owned by the
   calling process (it dies with it): `{:ok, url, exec}`.
   """
-  def python_http do
+  def python_http(mode \\ "http", port \\ nil) do
     with {:ok, python} <- CMDC.Tool.PythonEnv.python() do
-      port = free_port()
-      {:ok, exec} = CMDC.Tool.Exec.start(python, [@py_server, "http", "#{port}"])
+      port = port || free_port()
+      {:ok, exec} = CMDC.Tool.Exec.start(python, [@py_server, mode, "#{port}"])
 
       if wait_port(port, 200) do
         {:ok, "http://127.0.0.1:#{port}/mcp", exec}
@@ -63,7 +63,7 @@ defmodule CMDC.Tool.MCPServers do
     end
   end
 
-  defp free_port do
+  def free_port do
     {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
     {:ok, port} = :inet.port(socket)
     :gen_tcp.close(socket)

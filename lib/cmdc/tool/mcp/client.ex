@@ -12,26 +12,47 @@ defmodule CMDC.Tool.MCP.Client do
       [tool | _] = CMDC.Tool.MCP.Client.tools(client)
       tool.name()  #=> "files__read_file"
 
-  Transports: `{:stdio, %{command, args, env, cwd}}` (`CMDC.Tool.MCP.Client.Stdio`: the server
-  runs through the native exec layer in its own process group) and `{:http, %{url, headers}}`
-  (`CMDC.Tool.MCP.Client.HTTP`, Streamable HTTP). The client negotiates protocol version
-  `2025-11-25` or `2025-06-18` (`CMDC.Tool.MCP.Protocol`, shared with our server), sends
-  `notifications/initialized`, reads every page of `tools/list`, answers the server's `ping`, and
-  reads the list again on `notifications/tools/list_changed`.
+  Transports (`CMDC.Tool.MCP.Client.Transport`, the one registry of them):
+  `{:stdio, %{command, args, env, cwd}}` (`CMDC.Tool.MCP.Client.Stdio`: the server runs through
+  the native exec layer in its own process group) and `{:http, %{url, headers}}`
+  (`CMDC.Tool.MCP.Client.HTTP`, Streamable HTTP).
 
-  Each listed tool becomes a generated module (see `CMDC.Tool.MCP.Remote`) named
-  `server__tool` (see `tool_name/2`), whose `execute/2` validates the arguments natively
-  against the tool's `inputSchema` and sends `tools/call`.
+  Both eras of MCP (`CMDC.Tool.MCP.Client.Era`): the client probes `server/discover`; a server
+  of revision `2026-07-28` is then spoken to statelessly (`_meta` on every request, modern HTTP
+  headers, a `subscriptions/listen` stream for `list_changed`), any other answer falls back to
+  `initialize` (`2025-11-25` or `2025-06-18`, `CMDC.Tool.MCP.Protocol`), then
+  `notifications/initialized`. The era found is kept for the server's reconnections. The client
+  reads every page of `tools/list`, answers the server's `ping`, and reads the list again on
+  `notifications/tools/list_changed`.
+
+  Each listed tool becomes a tool module (a reusable slot of `CMDC.Tool.MCP.Slots`; see
+  `CMDC.Tool.MCP.Remote`) named `server__tool` (see `tool_name/2`), whose `execute/2` validates
+  the arguments natively against the tool's `inputSchema` and sends `tools/call`.
 
   ## Failures
 
-    * `initialize` unanswered after `:init_timeout` ms (default 30 s): the server is stopped and
-      `await_ready/2` returns an error saying so (and what the server wrote instead, if
-      anything).
-    * The server exits or the connection drops: every running call ends at once with an error
-      naming the server and how it ended; the client starts it again after a backoff
-      (0.2 s doubling to 30 s) and lists its tools again. Calls made meanwhile wait for it.
-    * A time-out or a cancelled caller sends `notifications/cancelled` for the request.
+  A server is untrusted input. Everything it sends is shape-checked before use
+  (`CMDC.Tool.MCP.Client.Check`) and bounded (`CMDC.Tool.MCP.Client.Limits`, the `:limits`
+  option): a malformed or oversized answer fails the request it answers at once, with a
+  message naming the server and the rule; a bad tool in a listing is left out (`info/1`'s
+  `problems`); a listing over a limit fails (the first one fails `await_ready/2`, a later one
+  keeps the earlier tools).
+
+    * The handshake unanswered after `:init_timeout` ms (default 30 s), or any request the
+      client makes itself unanswered after `request_timeout`: the server is stopped and
+      `await_ready/2` returns an error saying so (and what the server wrote instead, if any).
+    * The server exits or the connection drops (an HTTP server that cannot be reached): every
+      running call ends at once with an error naming the server and how it ended (quoting only
+      stderr written since its last message); the status leaves `:ready`; the client starts it
+      again after a backoff (0.2 s doubling to 30 s) and lists its tools again. Calls made
+      meanwhile wait for it. A failure repeated by retries is logged once.
+    * An HTTP session the server forgot (404): the client connects again and re-sends the
+      calls that were waiting, once.
+    * A server that sends faster than it is read (`max_queue`) is stopped; one that fails
+      `max_restarts` times within `restart_window` is marked `:failed` with its reason
+      (`info/1`) and not retried; its calls fail at once.
+    * A time-out or a cancelled caller sends `notifications/cancelled` for the request (and
+      over HTTP closes its stream).
 
   ## Errors
 
@@ -46,17 +67,19 @@ defmodule CMDC.Tool.MCP.Client do
   in sync with the tools), `:namespace` (`true`, default: names are `server__tool`; `false`:
   the server's names as they are), `:on_change` (a function called with the new module list
   after every listing that changed it), `:gen_name` (a name for the process),
-  `:protocol_version` (the version to ask for; default the newest).
+  `:protocol_version` (a legacy version to ask for: skips the probe), `:era` (`:legacy` skips
+  the probe), `:limits` (see `CMDC.Tool.MCP.Client.Limits`).
   """
 
   use GenServer
   require Logger
 
-  alias CMDC.Tool.MCP.Client.{HTTP, Stdio}
+  alias CMDC.Tool.MCP.Client.{Check, Era, Limits, LogLimit, Transport}
   alias CMDC.Tool.MCP.Protocol
   alias CMDC.Tool.MCP.Remote
 
   @max_backoff 30_000
+  @progress_backlog 1_000
 
   defstruct [
     :name,
@@ -68,6 +91,9 @@ defmodule CMDC.Tool.MCP.Client do
     :last_error,
     :init_timer,
     :opts,
+    :era,
+    :limits,
+    :logs,
     status: :connecting,
     capabilities: %{},
     next_id: 1,
@@ -77,7 +103,12 @@ defmodule CMDC.Tool.MCP.Client do
     tools: [],
     defs: [],
     backoff: 200,
-    restarts: 0
+    restarts: 0,
+    held: %{},
+    problems: [],
+    failures: [],
+    relists: [],
+    relist_again?: false
   ]
 
   @type t :: GenServer.server()
@@ -88,7 +119,7 @@ defmodule CMDC.Tool.MCP.Client do
     CMDC.Tool.Options.check!(
       opts,
       [:name, :transport, :gen_name, :init_timeout, :timeout, :namespace, :registry] ++
-        [:protocol_version, :on_change],
+        [:protocol_version, :on_change, :era, :limits, :probe_timeout],
       "CMDC.Tool.MCP.Client.start_link/1"
     )
 
@@ -124,16 +155,25 @@ defmodule CMDC.Tool.MCP.Client do
   def tools(client), do: GenServer.call(client, :tools)
 
   @doc """
-  What the client knows: `%{name, status, version, server_info, tools, restarts, last_error}`
-  (`status` is `:ready`, `:connecting` or `:down`).
+  What the client knows: `%{name, status, era, version, server_info, tools, restarts,
+  last_error, problems}` (`status` is `:ready`, `:connecting`, `:down` (retrying) or `:failed`
+  (given up); `problems` lists the tools of the last listing that were left out, and why).
   """
   @spec info(t()) :: map()
   def info(client), do: GenServer.call(client, :info)
 
-  @doc "Sends `ping`; `:ok` or `{:error, message}`."
+  @doc "Sends `ping` (`server/discover` to a modern server); `:ok` or `{:error, message}`."
   @spec ping(t(), timeout()) :: :ok | {:error, String.t()}
   def ping(client, timeout \\ 5_000) do
-    with {:ok, _} <- request(client, "ping", %{}, timeout: timeout), do: :ok
+    # The 2026-07-28 revision removed `ping`: a modern server is asked `server/discover`.
+    method = if era(client) == :modern, do: "server/discover", else: "ping"
+    with {:ok, _} <- request(client, method, %{}, timeout: timeout), do: :ok
+  end
+
+  defp era(client) do
+    GenServer.call(client, :era)
+  catch
+    :exit, _ -> nil
   end
 
   @doc """
@@ -221,19 +261,26 @@ defmodule CMDC.Tool.MCP.Client do
   @impl true
   def init(opts) do
     Process.flag(:trap_exit, true)
+    # A flooding server's messages wait outside the heap: no garbage collection copies them.
+    Process.flag(:message_queue_data, :off_heap)
     name = Keyword.fetch!(opts, :name)
-
-    {mod, spec} =
-      case Keyword.fetch!(opts, :transport) do
-        {:stdio, spec} -> {Stdio, Map.new(spec)}
-        {:http, spec} -> {HTTP, Map.new(spec)}
-      end
+    {kind, spec} = Keyword.fetch!(opts, :transport)
+    {:ok, mod} = Transport.fetch(kind)
 
     opts =
       Keyword.merge([init_timeout: 30_000, timeout: 60_000, namespace: true], opts)
       |> Map.new()
 
-    state = %__MODULE__{name: name, spec: spec, transport_mod: mod, opts: opts}
+    state = %__MODULE__{
+      name: name,
+      spec: Map.new(spec),
+      transport_mod: mod,
+      opts: opts,
+      era: opts[:era] || if(opts[:protocol_version] in Protocol.versions(), do: :legacy),
+      limits: Limits.new(opts[:limits]),
+      logs: LogLimit.new(20)
+    }
+
     {:ok, state, {:continue, :connect}}
   end
 
@@ -243,8 +290,8 @@ defmodule CMDC.Tool.MCP.Client do
   @impl true
   def handle_call(:await_ready, _from, %{status: :ready} = state), do: {:reply, :ok, state}
 
-  def handle_call(:await_ready, _from, %{status: :down, last_error: error} = state)
-      when error != nil,
+  def handle_call(:await_ready, _from, %{status: status, last_error: error} = state)
+      when status in [:down, :failed] and error != nil,
       do: {:reply, {:error, error}, state}
 
   def handle_call(:await_ready, from, state),
@@ -252,16 +299,19 @@ defmodule CMDC.Tool.MCP.Client do
 
   def handle_call(:tools, _from, state), do: {:reply, state.tools, state}
   def handle_call(:timeout, _from, state), do: {:reply, state.opts.timeout, state}
+  def handle_call(:era, _from, state), do: {:reply, state.era, state}
 
   def handle_call(:info, _from, state) do
     info = %{
       name: state.name,
       status: state.status,
+      era: state.era,
       version: state.version,
       server_info: state.server_info,
       tools: state.tools,
       restarts: state.restarts,
-      last_error: state.last_error
+      last_error: state.last_error,
+      problems: state.problems
     }
 
     {:reply, info, state}
@@ -269,19 +319,19 @@ defmodule CMDC.Tool.MCP.Client do
 
   @impl true
   def handle_cast({:request, method, params, caller, ref, progress?}, state) do
-    mon = Process.monitor(caller)
-
     call = %{
       caller: caller,
       ref: ref,
-      mon: mon,
+      mon: Process.monitor(caller),
       method: method,
       params: params,
-      progress?: progress?
+      progress?: progress?,
+      resent?: false
     }
 
     case state.status do
       :ready -> {:noreply, send_call(state, call)}
+      :failed -> {:noreply, tap(state, fn _ -> reply(call, {:error, state.last_error}) end)}
       _ -> {:noreply, %{state | queued: state.queued ++ [call]}}
     end
   end
@@ -294,15 +344,29 @@ defmodule CMDC.Tool.MCP.Client do
 
   def handle_info({:init_timeout, attempt}, %{init_timer: {attempt, _}} = state) do
     ms = state.opts.init_timeout
+    what = if state.era == :modern, do: "`server/discover`", else: "`initialize`"
 
     message =
-      "MCP server #{state.name} did not answer `initialize` within #{ms} ms" <>
+      "MCP server #{state.name} did not answer #{what} within #{ms} ms" <>
         state.transport_mod.diagnosis(state.transport)
 
     {:noreply, down(state, message)}
   end
 
   def handle_info({:init_timeout, _}, state), do: {:noreply, state}
+
+  def handle_info({:request_timeout, id, ms}, state) do
+    case state.pending[id] do
+      %{kind: kind} when kind != :call ->
+        {:noreply, fail_request(state, id, "#{label(kind)} unanswered after #{ms} ms")}
+
+      _ ->
+        {:noreply, state}
+    end
+  end
+
+  def handle_info(:relist, %{status: :ready} = state), do: {:noreply, relist(state)}
+  def handle_info(:relist, state), do: {:noreply, state}
 
   def handle_info({:DOWN, _mon, :process, pid, _}, state) do
     # A caller went away (killed by its runner's time-out, say): cancel what it had running.
@@ -315,23 +379,10 @@ defmodule CMDC.Tool.MCP.Client do
 
   def handle_info({:EXIT, _, _}, state), do: {:noreply, state}
 
-  def handle_info(msg, %{transport: transport, transport_mod: mod} = state)
-      when transport != nil do
-    case mod.handle_info(msg, transport) do
-      {:messages, messages, transport} ->
-        {:noreply, Enum.reduce(messages, %{state | transport: transport}, &message/2)}
-
-      {:ok, transport} ->
-        {:noreply, %{state | transport: transport}}
-
-      {:failed, id, reason, transport} ->
-        {:noreply, fail_request(%{state | transport: transport}, id, reason)}
-
-      {:closed, reason, transport} ->
-        {:noreply, down(%{state | transport: transport}, "MCP server #{state.name}: " <> reason)}
-
-      :unknown ->
-        {:noreply, state}
+  def handle_info(msg, %{transport: transport} = state) when transport != nil do
+    case state.transport_mod.handle_info(msg, transport) do
+      :unknown -> {:noreply, state}
+      event -> {:noreply, guarded(state, event)}
     end
   end
 
@@ -340,43 +391,116 @@ defmodule CMDC.Tool.MCP.Client do
   @impl true
   def terminate(_reason, state) do
     if state.transport, do: state.transport_mod.close(state.transport)
-    if state.opts[:registry], do: sync_registry(state.opts.registry, state.tools, [])
+
+    if state.opts[:registry] do
+      old = for m <- state.tools, do: {m, Remote.field(m, :name, nil)}
+      sync_registry(state.opts.registry, old, [])
+    end
+
     Remote.undefine_all(state.tools)
     :ok
+  end
+
+  # --- one server's events, each isolated: a bug or a flood ends this connection only ---
+
+  defp guarded(state, event) do
+    {:message_queue_len, waiting} = Process.info(self(), :message_queue_len)
+
+    if waiting > state.limits.max_queue do
+      down(
+        state,
+        "MCP server #{state.name} sent faster than it could be read (#{waiting} messages " <>
+          "waiting, over max_queue #{state.limits.max_queue}): stopped"
+      )
+    else
+      transport_event(state, event)
+    end
+  rescue
+    error ->
+      down(state, "MCP server #{state.name}: protocol error: " <> Exception.message(error))
+  end
+
+  defp transport_event(state, {:messages, messages, transport}),
+    do: Enum.reduce(messages, %{state | transport: transport}, &checked/2)
+
+  defp transport_event(state, {:ok, transport}), do: %{state | transport: transport}
+
+  defp transport_event(state, {:failed, id, reason, transport}),
+    do: fail_request(%{state | transport: transport}, id, reason)
+
+  defp transport_event(state, {:lost, reason, transport}),
+    do: relink(%{state | transport: transport}, reason)
+
+  defp transport_event(state, {:closed, reason, transport}),
+    do: down(%{state | transport: transport}, "MCP server #{state.name}: " <> reason)
+
+  defp checked(msg, state) do
+    case Check.message(msg) do
+      {:ok, msg} ->
+        message(msg, state)
+
+      {:error, reason} ->
+        protocol_error(state, msg, reason)
+    end
+  end
+
+  # A malformed message: logged for this server; the request it answers (when its id can be
+  # read) fails now rather than at its time-out.
+  defp protocol_error(state, msg, reason) do
+    logs =
+      LogLimit.log(state.logs, :warning, fn -> "mcp #{state.name}: protocol error: #{reason}" end)
+
+    state = %{state | logs: logs}
+
+    case msg do
+      %{"id" => id} when is_map_key(state.pending, id) -> fail_request(state, id, reason)
+      _ -> state
+    end
   end
 
   # --- connecting ---
 
   defp connect(state) do
-    case state.transport_mod.connect(state.spec, state.name) do
+    case state.transport_mod.connect(state.spec, state.name, state.limits) do
       {:ok, transport} ->
         attempt = make_ref()
         timer = Process.send_after(self(), {:init_timeout, attempt}, state.opts.init_timeout)
         state = %{state | transport: transport, status: :connecting, init_timer: {attempt, timer}}
-
-        params = %{
-          "protocolVersion" => state.opts[:protocol_version] || Protocol.latest(),
-          "capabilities" => %{},
-          "clientInfo" => %{"name" => "cmdc_tool", "version" => vsn()}
-        }
-
-        internal(state, "initialize", params, :initialize)
+        handshake(state)
 
       {:error, message} ->
         down(state, "MCP server #{state.name}: #{message}")
     end
   end
 
+  defp handshake(%{era: :legacy} = state) do
+    params = %{
+      "protocolVersion" => state.opts[:protocol_version] || Protocol.latest(),
+      "capabilities" => %{},
+      "clientInfo" => %{"name" => "cmdc_tool", "version" => vsn()}
+    }
+
+    internal(state, "initialize", params, :initialize)
+  end
+
+  defp handshake(state) do
+    # The probe has the handshake's whole time: a slow server that answered late would already
+    # be serving the modern era and refuse `initialize`. One that ignores the probe costs one
+    # slow attempt; the next says `initialize` (see `down/2`).
+    ms = state.opts[:probe_timeout] || state.opts.init_timeout
+    internal(state, "server/discover", %{}, :discover, ms)
+  end
+
   defp vsn, do: to_string(Application.spec(:cmdc_tool, :vsn) || "0.1.0")
 
-  # The connection failed or ended: fail what was running, retry later.
+  # The connection failed or ended: fail what was running, retry later (or give up).
   defp down(state, message) do
-    Logger.warning(message)
-    if state.transport, do: state.transport_mod.close(state.transport)
-    cancel_timer(state.init_timer)
+    # Retries failing the same way say so once (a broken config entry, a missing command): the
+    # same failure again is only a debug line.
+    if message == state.last_error, do: Logger.debug(message), else: Logger.warning(message)
+    state = stop_transport(state)
 
     for {_id, %{kind: :call} = call} <- state.pending, do: reply(call, {:error, message})
-
     for from <- state.waiters, do: GenServer.reply(from, {:error, message})
 
     # Calls made while connecting fail only once the retry fails too; a failed first attempt
@@ -389,20 +513,62 @@ defmodule CMDC.Tool.MCP.Client do
         state.queued
       end
 
-    Process.send_after(self(), :reconnect, state.backoff)
+    # A probe that ended the connection means an older server: the next attempt says initialize.
+    era = if state.era == nil and probing?(state), do: :legacy, else: state.era
+    now = now()
+    failures = Enum.filter([now | state.failures], &(&1 > now - state.limits.restart_window))
 
-    %{
+    state = %{
       state
-      | status: :down,
-        transport: nil,
-        pending: %{},
+      | pending: %{},
         waiters: [],
         queued: queued,
-        init_timer: nil,
+        era: era,
         last_error: message,
-        backoff: min(state.backoff * 2, @max_backoff),
+        failures: failures,
         restarts: state.restarts + 1
     }
+
+    if length(failures) > state.limits.max_restarts,
+      do: give_up(state, message),
+      else: retry(state)
+  end
+
+  defp probing?(state), do: Enum.any?(state.pending, fn {_, p} -> p.kind == :discover end)
+
+  defp retry(state) do
+    Process.send_after(self(), :reconnect, state.backoff)
+    %{state | status: :down, backoff: min(state.backoff * 2, @max_backoff)}
+  end
+
+  defp give_up(state, message) do
+    text =
+      "MCP server #{state.name} failed #{length(state.failures)} times within " <>
+        "#{state.limits.restart_window} ms and is marked failed (restart the client to try " <>
+        "again); last: #{message}"
+
+    Logger.error(text)
+    for c <- state.queued, do: reply(c, {:error, text})
+    %{state | status: :failed, queued: [], last_error: text}
+  end
+
+  defp stop_transport(state) do
+    if state.transport, do: state.transport_mod.close(state.transport)
+    cancel_timer(state.init_timer)
+    for {_, %{timer: t}} <- state.pending, do: Process.cancel_timer(t)
+    %{state | transport: nil, init_timer: nil}
+  end
+
+  # The server forgot this client (an HTTP session gone): connect again at once and re-send,
+  # once, every call it had not answered.
+  defp relink(state, reason) do
+    Logger.info("mcp #{state.name}: #{reason}; connecting again")
+    calls = for {_, %{kind: :call} = c} <- Enum.sort(state.pending), do: c
+    {again, failed} = Enum.split_with(calls, &(not &1.resent?))
+    for c <- failed, do: reply(c, {:error, "MCP server #{state.name}: #{reason} (twice)"})
+    again = Enum.map(again, &%{&1 | resent?: true})
+    state = stop_transport(%{state | pending: %{}})
+    connect(%{state | status: :connecting, queued: again ++ state.queued})
   end
 
   defp cancel_timer({_, timer}), do: Process.cancel_timer(timer)
@@ -410,10 +576,20 @@ defmodule CMDC.Tool.MCP.Client do
 
   # --- sending ---
 
-  defp internal(state, method, params, kind) do
+  # Every request the client makes has a time limit, but the subscription (`:infinity`): its
+  # answer comes only when the server ends the stream.
+  defp internal(state, method, params, kind, ms \\ nil) do
+    ms = ms || state.limits.request_timeout
     {id, state} = next_id(state)
-    state = put_in(state.pending[id], %{kind: kind})
-    write(state, Protocol.request(id, method, params))
+
+    entry =
+      if ms == :infinity,
+        do: %{kind: kind},
+        else: %{kind: kind, timer: Process.send_after(self(), {:request_timeout, id, ms}, ms)}
+
+    state = put_in(state.pending[id], entry)
+    era = if kind == :discover, do: :probe, else: state.era || :legacy
+    write(state, Protocol.request(id, method, Era.params(era, params, vsn())))
   end
 
   defp send_call(state, call) do
@@ -425,7 +601,7 @@ defmodule CMDC.Tool.MCP.Client do
         else: call.params
 
     state = put_in(state.pending[id], Map.put(call, :kind, :call))
-    write(state, Protocol.request(id, call.method, params))
+    write(state, Protocol.request(id, call.method, Era.params(state.era, params, vsn())))
   end
 
   defp next_id(state), do: {state.next_id, %{state | next_id: state.next_id + 1}}
@@ -453,7 +629,11 @@ defmodule CMDC.Tool.MCP.Client do
       {id, call} ->
         Process.demonitor(call.mon, [:flush])
         state = %{state | pending: Map.delete(state.pending, id)}
-        notify(state, "notifications/cancelled", %{"requestId" => id, "reason" => reason})
+        state = notify(state, "notifications/cancelled", %{"requestId" => id, "reason" => reason})
+
+        if state.transport,
+          do: %{state | transport: state.transport_mod.cancel(state.transport, id)},
+          else: state
 
       nil ->
         {gone, queued} = Enum.split_with(state.queued, &(&1.ref == ref))
@@ -464,29 +644,48 @@ defmodule CMDC.Tool.MCP.Client do
 
   defp fail_request(state, id, reason) do
     case Map.pop(state.pending, id) do
-      {%{kind: :call} = call, pending} ->
-        reply(call, {:error, "MCP server #{state.name}: #{reason}"})
-        %{state | pending: pending}
-
-      {%{kind: :initialize}, _} ->
-        down(state, "MCP server #{state.name}: #{reason}")
-
-      {%{kind: _}, pending} ->
-        Logger.warning("mcp #{state.name}: #{reason}")
-        ready(%{state | pending: pending})
-
       {nil, _} ->
+        Logger.warning("mcp #{state.name}: #{reason}")
         state
+
+      {entry, pending} ->
+        if entry[:timer], do: Process.cancel_timer(entry.timer)
+        failed(entry, reason, %{state | pending: pending})
     end
   end
+
+  defp failed(%{kind: :call} = call, reason, state) do
+    reply(call, {:error, "MCP server #{state.name}: #{reason}"})
+    state
+  end
+
+  # No modern answer to the probe: an older server; say `initialize` on the same connection.
+  defp failed(%{kind: :discover}, _reason, state), do: handshake(%{state | era: :legacy})
+
+  defp failed(%{kind: {:list, _, _}}, reason, state), do: list_failed(state, reason)
+
+  defp failed(%{kind: :listen}, reason, state) do
+    Logger.info("mcp #{state.name}: subscriptions/listen ended: #{reason}")
+    state
+  end
+
+  defp failed(%{kind: _}, reason, state), do: down(state, "MCP server #{state.name}: #{reason}")
+
+  defp label(:discover), do: "server/discover"
+  defp label(:initialize), do: "initialize"
+  defp label({:list, _, _}), do: "tools/list"
 
   # --- receiving ---
 
   defp message(%{"id" => id} = msg, state)
        when is_map_key(msg, "result") or is_map_key(msg, "error") do
     case Map.pop(state.pending, id) do
-      {nil, _} -> state
-      {entry, pending} -> response(entry, msg, %{state | pending: pending})
+      {nil, _} ->
+        state
+
+      {entry, pending} ->
+        if entry[:timer], do: Process.cancel_timer(entry.timer)
+        response(entry, msg, %{state | pending: pending})
     end
   end
 
@@ -494,86 +693,153 @@ defmodule CMDC.Tool.MCP.Client do
     do: write(state, Protocol.reply(id, %{}))
 
   defp message(%{"method" => method, "id" => id}, state) do
-    write(
-      state,
+    error =
       Protocol.error(
         id,
         :method_not_found,
         "Method not found: #{method} (cmdc_tool's MCP client)"
       )
-    )
+
+    write(state, error)
   end
 
   defp message(%{"method" => "notifications/progress", "params" => params}, state) do
-    case state.pending[params["progressToken"]] do
-      %{kind: :call, caller: caller, ref: ref} ->
-        send(caller, {:cmdc_mcp, ref, {:progress, params}})
-
-      _ ->
-        :ok
+    with {:ok, params} <- Check.progress(params),
+         %{kind: :call, progress?: true} = call <- state.pending[params["progressToken"]] do
+      progress(state, params["progressToken"], call, params)
+    else
+      {:error, reason} -> protocol_error(state, %{}, reason)
+      _ -> state
     end
-
-    state
   end
 
   defp message(%{"method" => "notifications/tools/list_changed"}, %{status: :ready} = state),
-    do: list_tools(state, nil, [])
+    do: relist(state)
 
   defp message(%{"method" => "notifications/message", "params" => params}, state) do
-    Logger.info("mcp #{state.name} log: #{inspect(params["data"])}")
-    state
+    text = fn -> "mcp #{state.name} log: #{Check.show(params["data"])}" end
+    %{state | logs: LogLimit.log(state.logs, :info, text)}
   end
 
   defp message(_other, state), do: state
 
-  defp response(%{kind: :initialize}, %{"result" => result}, state) do
-    cancel_timer(state.init_timer)
-    version = result["protocolVersion"]
+  # Progress is advice: while the caller has a backlog, more of it is dropped, so a server's
+  # flood of progress never piles up in the caller's mailbox.
+  defp progress(state, _id, call, params) do
+    case Process.info(call.caller, :message_queue_len) do
+      {:message_queue_len, n} when n < @progress_backlog ->
+        send(call.caller, {:cmdc_mcp, call.ref, {:progress, params}})
 
-    if version in Protocol.versions() do
+      _ ->
+        :dropped
+    end
+
+    state
+  end
+
+  defp response(%{kind: :discover}, %{"result" => result}, state) do
+    with {:ok, result} <- Check.discover(result), true <- Era.modern?(result) do
+      cancel_timer(state.init_timer)
+
       state = %{
         state
-        | version: version,
+        | era: :modern,
+          version: Era.modern(),
           server_info: result["serverInfo"],
-          capabilities: result["capabilities"] || %{},
+          capabilities: result["capabilities"],
           init_timer: nil
       }
 
-      state = notify(state, "notifications/initialized")
-      state = %{state | transport: ready_transport(state)}
+      state = %{
+        state
+        | transport: state.transport_mod.ready(state.transport, :modern, Era.modern())
+      }
 
-      if Map.has_key?(state.capabilities, "tools"),
-        do: list_tools(state, nil, []),
-        else: ready(%{state | defs: []})
+      listed(listen(state))
     else
-      down(
-        state,
-        "MCP server #{state.name} speaks protocol version #{inspect(version)}; this client " <>
-          "speaks #{Enum.join(Protocol.versions(), " and ")}"
-      )
+      _not_modern -> handshake(%{state | era: :legacy})
     end
   end
 
+  defp response(%{kind: :discover}, %{"error" => _}, state),
+    do: handshake(%{state | era: :legacy})
+
+  defp response(%{kind: :initialize}, %{"result" => result}, state) do
+    cancel_timer(state.init_timer)
+    state = %{state | init_timer: nil}
+
+    with {:ok, result} <- Check.initialize(result),
+         version when is_binary(version) <- result["protocolVersion"],
+         true <- version in Protocol.versions() do
+      state = %{
+        state
+        | era: :legacy,
+          version: version,
+          server_info: result["serverInfo"],
+          capabilities: result["capabilities"]
+      }
+
+      state = notify(state, "notifications/initialized")
+      listed(%{state | transport: state.transport_mod.ready(state.transport, :legacy, version)})
+    else
+      {:error, reason} ->
+        down(state, "MCP server #{state.name}: protocol error: #{reason}")
+
+      _ ->
+        down(
+          state,
+          "MCP server #{state.name} speaks protocol version " <>
+            "#{Check.show(result["protocolVersion"])}; this client speaks " <>
+            Enum.join([Era.modern() | Protocol.versions()], ", ")
+        )
+    end
+  end
+
+  # A refused `initialize` proves nothing about the era (a modern server that saw the probe
+  # refuses it): unless the caller chose the era, the next attempt probes again.
   defp response(%{kind: :initialize}, %{"error" => error}, state) do
-    down(state, "MCP server #{state.name} refused `initialize`: #{error_text(error)}")
+    era = if state.opts[:era] || state.opts[:protocol_version], do: state.era
+
+    down(
+      %{state | era: era},
+      "MCP server #{state.name} refused `initialize`: #{error_text(error)}"
+    )
   end
 
-  defp response(%{kind: {:list, acc}}, %{"result" => result}, state) do
-    acc = acc ++ List.wrap(result["tools"])
-
-    case result["nextCursor"] do
-      cursor when is_binary(cursor) and cursor != "" -> list_tools(state, cursor, acc)
-      _ -> ready(%{state | defs: acc})
+  defp response(%{kind: {:list, acc, pages}}, %{"result" => result}, state) do
+    with :ok <- complete(result, "tools/list"),
+         {:ok, {tools, cursor}} <- Check.tools_page(result),
+         acc = acc ++ tools,
+         :ok <-
+           within(length(acc) <= state.limits.max_tools, "max_tools", state.limits.max_tools),
+         :ok <-
+           within(
+             cursor == nil or pages < state.limits.max_pages,
+             "max_pages",
+             state.limits.max_pages
+           ) do
+      if cursor, do: list_tools(state, cursor, acc, pages + 1), else: ready(state, acc)
+    else
+      {:error, reason} -> list_failed(state, reason)
     end
   end
 
-  defp response(%{kind: {:list, _}}, %{"error" => error}, state) do
-    Logger.warning("mcp #{state.name}: tools/list failed: #{error_text(error)}")
-    ready(%{state | last_error: "tools/list failed: " <> error_text(error)})
-  end
+  defp response(%{kind: {:list, _, _}}, %{"error" => error}, state),
+    do: list_failed(state, "tools/list failed: " <> error_text(error))
+
+  # The server ended its notification stream (shutting down, say): nothing to do.
+  defp response(%{kind: :listen}, _msg, state), do: state
 
   defp response(%{kind: :call} = call, %{"result" => result}, state) do
-    reply(call, {:result, result})
+    answer =
+      with :ok <- complete(result, call.method),
+           {:ok, result} <- call_result(call.method, result) do
+        {:result, result}
+      else
+        {:error, reason} -> {:error, "MCP server #{state.name}: #{reason}"}
+      end
+
+    reply(call, answer)
     state
   end
 
@@ -582,48 +848,133 @@ defmodule CMDC.Tool.MCP.Client do
     state
   end
 
+  defp call_result("tools/call", result), do: Check.call_result(result)
+  defp call_result(_method, result), do: {:ok, result}
+
+  # A modern result may ask for more input (multi round-trip requests), which no caller here
+  # can give: say so rather than hand over a result without content.
+  defp complete(%{"resultType" => type}, method) when type not in ["complete", nil],
+    do:
+      {:error,
+       "#{method}: the server answered resultType #{Check.show(type)}, which this client does not handle"}
+
+  defp complete(_result, _method), do: :ok
+
+  defp within(true, _limit, _max), do: :ok
+
+  defp within(false, limit, max),
+    do:
+      {:error,
+       "tools/list: over #{limit} (#{max}); raise it in the client's limits if this server is trusted"}
+
   defp reply(call, answer) do
     Process.demonitor(call.mon, [:flush])
     send(call.caller, {:cmdc_mcp, call.ref, answer})
   end
 
   defp error_text(%{"message" => message, "code" => code}), do: "#{message} (#{code})"
-  defp error_text(other), do: inspect(other)
+  defp error_text(other), do: Check.show(other)
 
-  defp ready_transport(%{transport_mod: HTTP} = state),
-    do: HTTP.ready(state.transport, state.version)
+  # --- listing ---
 
-  defp ready_transport(state), do: state.transport
-
-  defp list_tools(state, cursor, acc) do
-    params = if cursor, do: %{"cursor" => cursor}, else: %{}
-    internal(state, "tools/list", params, {:list, acc})
+  # Modern servers send `list_changed` only on a `subscriptions/listen` stream asked for it.
+  defp listen(%{capabilities: %{"tools" => %{"listChanged" => true}}} = state) do
+    params = %{"notifications" => %{"toolsListChanged" => true}}
+    internal(state, "subscriptions/listen", params, :listen, :infinity)
   end
 
-  defp ready(state) do
-    {modules, problems} =
-      Remote.define(state.name, self(), state.defs,
-        namespace: state.opts.namespace,
-        timeout: state.opts.timeout
-      )
+  defp listen(state), do: state
 
-    for p <- problems, do: Logger.warning("mcp #{state.name}: #{p}")
-    if state.opts[:registry], do: sync_registry(state.opts.registry, state.tools, modules)
-    Remote.undefine_all(state.tools -- modules)
+  defp listed(state) do
+    if Map.has_key?(state.capabilities || %{}, "tools"),
+      do: list_tools(state, nil, [], 1),
+      else: ready(state, [])
+  end
+
+  defp list_tools(state, cursor, acc, pages) do
+    params = if cursor, do: %{"cursor" => cursor}, else: %{}
+    internal(state, "tools/list", params, {:list, acc, pages})
+  end
+
+  # `list_changed`: read the list again, at most `max_relists_per_minute` times a minute; a
+  # notification past that is served when the window allows (one read covers many).
+  defp relist(state) do
+    now = now()
+    recent = Enum.filter(state.relists, &(&1 > now - 60_000))
+
+    cond do
+      Enum.any?(state.pending, fn {_, p} -> match?({:list, _, _}, p.kind) end) ->
+        %{state | relists: recent, relist_again?: true}
+
+      length(recent) >= state.limits.max_relists_per_minute ->
+        unless state.relist_again?,
+          do: Process.send_after(self(), :relist, List.last(recent) + 60_000 - now + 1)
+
+        %{state | relists: recent, relist_again?: true}
+
+      true ->
+        list_tools(%{state | relists: [now | recent], relist_again?: false}, nil, [], 1)
+    end
+  end
+
+  defp list_failed(%{status: :connecting} = state, reason),
+    do: down(state, "MCP server #{state.name}: #{reason}")
+
+  defp list_failed(state, reason) do
+    Logger.warning("mcp #{state.name}: #{reason} (its earlier tools stay)")
+    %{state | last_error: reason}
+  end
+
+  defp ready(state, defs) do
+    {defs, problems} = check_tools(defs, state.limits)
+
+    # The names the old modules had, read before their slots change or are freed.
+    old = for m <- state.tools, do: {m, Remote.field(m, :name, nil)}
+
+    case Remote.define(state.name, self(), defs, state.held, define_opts(state)) do
+      {:ok, held, modules, more} ->
+        problems = problems ++ more
+        for p <- problems, do: Logger.warning("mcp #{state.name}: #{p}")
+        now_ready(%{state | held: held, problems: problems}, old, modules)
+
+      {:error, reason} ->
+        list_failed(state, reason)
+    end
+  end
+
+  defp define_opts(state) do
+    [
+      namespace: state.opts.namespace,
+      timeout: state.opts.timeout,
+      max_total_tools: state.limits.max_total_tools
+    ]
+  end
+
+  defp check_tools(defs, limits) do
+    Enum.reduce(Enum.reverse(defs), {[], []}, fn tool, {ok, problems} ->
+      case Check.tool(tool, limits) do
+        {:ok, tool} -> {[tool | ok], problems}
+        {:error, reason} -> {ok, ["left out: " <> reason | problems]}
+      end
+    end)
+  end
+
+  defp now_ready(state, old, modules) do
+    if state.opts[:registry], do: sync_registry(state.opts.registry, old, modules)
 
     if modules != state.tools and is_function(state.opts[:on_change], 1),
       do: state.opts.on_change.(modules)
 
     for from <- state.waiters, do: GenServer.reply(from, :ok)
     state = %{state | status: :ready, tools: modules, waiters: [], backoff: 200}
+    state = if state.relist_again?, do: relist(%{state | relist_again?: false}), else: state
     queued = state.queued
     Enum.reduce(queued, %{state | queued: []}, &send_call(&2, &1))
   end
 
   # Names already held by another module stay theirs (first wins), with a warning.
   defp sync_registry(registry, old, new) do
-    for m <- old,
-        name = Remote.field(m, :name, nil),
+    for {m, name} <- old,
         CMDC.Tool.Registry.find(registry, name) == {:ok, m},
         do: CMDC.Tool.Registry.unregister(registry, name)
 

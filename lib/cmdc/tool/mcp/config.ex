@@ -27,6 +27,7 @@ defmodule CMDC.Tool.MCP.Config do
   """
 
   alias CMDC.Tool.JSON
+  alias CMDC.Tool.MCP.Client.Transport
 
   @type server :: %{
           name: String.t(),
@@ -97,14 +98,15 @@ defmodule CMDC.Tool.MCP.Config do
   defp server(name, %{} = entry, path, env) do
     type = entry["type"] || if(entry["url"], do: "http", else: "stdio")
 
-    with {:ok, transport} <- transport(type, entry, path, env) do
+    with {:ok, transport} <- transport(Transport.lookup(type), type, entry, path, env) do
       {:ok, %{name: name, transport: transport, path: path}}
     end
   end
 
   defp server(_name, _entry, _path, _env), do: {:error, "expected an object"}
 
-  defp transport("stdio", entry, path, env) do
+  # The config keys of each transport of `CMDC.Tool.MCP.Client.Transport`'s registry.
+  defp transport({:ok, :stdio}, _type, entry, path, env) do
     with {:ok, command} <- required(entry, "command", "a stdio server needs one"),
          {:ok, command} <- expand(command, env),
          {:ok, args} <- strings(entry, "args", env),
@@ -113,7 +115,7 @@ defmodule CMDC.Tool.MCP.Config do
     end
   end
 
-  defp transport(type, entry, _path, env) when type in ["http", "streamable-http"] do
+  defp transport({:ok, :http}, _type, entry, _path, env) do
     with {:ok, url} <- required(entry, "url", "an http server needs one"),
          {:ok, url} <- expand(url, env),
          :ok <- check_url(url),
@@ -122,13 +124,11 @@ defmodule CMDC.Tool.MCP.Config do
     end
   end
 
-  defp transport("sse", _entry, _path, _env),
-    do:
-      {:error,
-       "unknown transport \"sse\" (supported: stdio, http; the old HTTP+SSE transport is not)"}
-
-  defp transport(type, _entry, _path, _env),
-    do: {:error, "unknown transport #{inspect(type)} (supported: stdio, http)"}
+  defp transport(:error, type, _entry, _path, _env) do
+    supported = Enum.join(Enum.map(Transport.names(), &Atom.to_string/1), ", ")
+    legacy = if type == "sse", do: "; the old HTTP+SSE transport is not", else: ""
+    {:error, "unknown transport #{inspect(type)} (supported: #{supported}#{legacy})"}
+  end
 
   defp required(entry, key, why) do
     case entry[key] do

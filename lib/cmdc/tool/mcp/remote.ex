@@ -2,9 +2,9 @@ defmodule CMDC.Tool.MCP.Remote do
   @moduledoc """
   The tools of MCP servers as `CMDC.Tool` modules.
 
-  `CMDC.Tool.MCP.Client` defines one module per listed tool, generated as script tools are
-  (`CMDC.Tool.Script.Gen`: a template BEAM with its atoms renamed, no compiler), so they work
-  wherever a tool module does: `CMDC.Tool.find/2`, `to_schema/3`, the runner, the CLI, our own
+  `CMDC.Tool.MCP.Client` puts each listed tool in a slot of `CMDC.Tool.MCP.Slots` (a reused
+  module made from the script-tool template, its data in ETS), so they work wherever a tool
+  module does: `CMDC.Tool.find/2`, `to_schema/3`, the runner, the CLI, our own
   MCP server (which makes it a proxy) and the cluster.
 
     * `name/0` - `server__tool` (`CMDC.Tool.MCP.Client.tool_name/2`), or the server's own name
@@ -22,47 +22,63 @@ defmodule CMDC.Tool.MCP.Remote do
       results are `{:error, text}`, and `text/1` describes every content item.
   """
 
-  alias CMDC.Tool.MCP.Client
-  alias CMDC.Tool.Script.Gen
+  alias CMDC.Tool.MCP.{Client, Slots}
+  alias CMDC.Tool.Native
 
   @doc false
-  # Defines the modules of one server's tool list: `{modules, problems}` (a tool whose schema
-  # does not compile, or whose name repeats, is left out with a problem saying why).
-  def define(server, client, defs, opts) do
-    {entries, problems} =
-      Enum.reduce(defs, {[], []}, fn tool, {entries, problems} ->
+  # Puts one server's checked tool list in slots (`CMDC.Tool.MCP.Slots`): a tool keeps the slot
+  # it had (`held`: remote name => module), a new one takes a free slot, and slots of tools
+  # no longer listed are freed. `{:ok, held, modules, problems}` (a tool whose schema does not
+  # compile, or whose name repeats, is left out with a problem saying why) or `{:error, message}`
+  # (over `max_total_tools`: the server keeps its old slots).
+  def define(server, client, defs, held, opts) do
+    {entries, problems} = entries(server, client, defs, opts)
+    pairs = Enum.map(entries, fn {remote, data, _} -> {Map.get(held, remote), data} end)
+
+    with {:ok, modules} <- Slots.assign(pairs, opts[:max_total_tools] || 20_000, __MODULE__) do
+      Enum.zip(modules, entries)
+      |> Enum.each(fn {module, {_, _, compiled}} -> put_schema(module, compiled) end)
+
+      now = Map.new(Enum.zip(Enum.map(entries, &elem(&1, 0)), modules))
+      Slots.release(for {remote, m} <- held, not Map.has_key?(now, remote), do: m)
+      {:ok, now, modules, problems}
+    end
+  end
+
+  defp entries(server, client, defs, opts) do
+    {entries, problems, _seen} =
+      Enum.reduce(defs, {[], [], %{}}, fn tool, {entries, problems, seen} ->
         case entry(server, client, tool, opts) do
-          {:ok, entry} -> {[entry | entries], problems}
-          {:error, problem} -> {entries, [problem | problems]}
+          {:ok, {remote, _, _}} when is_map_key(seen, remote) ->
+            {entries, ["the server lists tool #{remote} twice: the first is kept" | problems],
+             seen}
+
+          {:ok, {remote, _, _} = entry} ->
+            {[entry | entries], problems, Map.put(seen, remote, true)}
+
+          {:error, problem} ->
+            {entries, [problem | problems], seen}
         end
       end)
 
-    {entries, dupes} =
-      entries
-      |> Enum.reverse()
-      |> Enum.reduce({[], %{}}, fn {_module, data} = e, {acc, seen} ->
-        if Map.has_key?(seen, data.name),
-          do: {acc, Map.update!(seen, data.name, &(&1 + 1))},
-          else: {[e | acc], Map.put(seen, data.name, 1)}
-      end)
-
-    problems =
-      Enum.reverse(problems) ++
-        for {name, n} <- dupes,
-            n > 1,
-            do: "the server lists #{n} tools named #{name}: the first is kept"
-
-    :ok = Gen.define_many(Enum.reverse(entries), __MODULE__)
-    {Enum.map(Enum.reverse(entries), &elem(&1, 0)), problems}
+    {Enum.reverse(entries), Enum.reverse(problems)}
   end
 
-  defp entry(server, client, %{"name" => remote} = tool, opts) when is_binary(remote) do
+  # The validator `CMDC.Tool.Schema.for_module/1` would compile, stored for the slot's current
+  # version now: a reused slot's module (and so its MD5) stays the same while its tool changes.
+  # The store keeps the first schema put for a version, so a reused slot's entry is first
+  # replaced under a version no module has, then under the slot's own.
+  defp put_schema(module, compiled) do
+    md5 = :erlang.get_module_info(module, :md5)
+    {:ok, _} = Native.module_schema_put(module, :parameters, <<>>, {:ok, compiled})
+    {:ok, _} = Native.module_schema_put(module, :parameters, md5, {:ok, compiled})
+  end
+
+  defp entry(server, client, %{"name" => remote} = tool, opts) do
     name = if opts[:namespace] == false, do: remote, else: Client.tool_name(server, remote)
-    schema = Map.get(tool, "inputSchema", %{"type" => "object"})
+    schema = tool["inputSchema"]
 
-    with :ok <- check_schema(schema, remote) do
-      module = Module.concat([CMDC.Tool.MCP.Tools, "S" <> hash(server), "T" <> hash(remote)])
-
+    with {:ok, compiled} <- compile(schema, remote) do
       settings =
         if tool["outputSchema"],
           do: %{server: server, remote_name: remote, output_schema: tool["outputSchema"]},
@@ -85,41 +101,43 @@ defmodule CMDC.Tool.MCP.Remote do
         timeout: opts[:timeout]
       }
 
-      {:ok, {module, data}}
+      {:ok, {remote, data, compiled}}
     end
   end
 
-  defp entry(_server, _client, tool, _opts),
-    do: {:error, "a listed tool has no name: #{inspect(tool, limit: 5)}"}
-
-  defp check_schema(schema, remote) when is_map(schema) do
+  defp compile(schema, remote) do
     case CMDC.Tool.Schema.compile(schema) do
-      {:ok, _} ->
-        :ok
+      {:ok, compiled} ->
+        {:ok, compiled}
 
       {:error, message} ->
         {:error, "tool #{remote} left out: its inputSchema does not compile: #{message}"}
     end
   end
 
-  defp check_schema(_schema, remote),
-    do: {:error, "tool #{remote} left out: its inputSchema is not an object"}
-
-  defp hash(text), do: Integer.to_string(:erlang.phash2(text, 4_294_967_296), 36)
+  @doc false
+  def undefine_all(modules), do: Slots.release(modules)
 
   @doc false
-  def undefine_all(modules), do: Enum.each(modules, &Gen.undefine(&1, __MODULE__))
+  # The slot modules' data (`CMDC.Tool.MCP.Slots`); a freed slot raises, naming the module.
+  def __field__(module, key), do: Map.fetch!(data!(module), key)
 
   @doc false
-  # The generated modules' data.
-  def __field__(module, key), do: Map.fetch!(:persistent_term.get({__MODULE__, module}), key)
+  def __optional__(module, key), do: field(module, key, nil)
 
   @doc false
   def field(module, key, default) do
-    case :persistent_term.get({__MODULE__, module}, nil) do
+    case Slots.lookup(module) do
       nil -> default
       data -> Map.get(data, key, default)
     end
+  end
+
+  defp data!(module) do
+    Slots.lookup(module) ||
+      raise ArgumentError,
+            "#{inspect(module)} no longer holds an MCP tool (its server stopped or stopped " <>
+              "listing it): look tools up by name"
   end
 
   @doc false
@@ -129,9 +147,8 @@ defmodule CMDC.Tool.MCP.Remote do
   @doc false
   # The generated modules' execute/2.
   def execute(module, args, context) do
-    data = :persistent_term.get({__MODULE__, module})
-
-    with {:ok, args} <- validate(module, args) do
+    with {:ok, data} <- live(module),
+         {:ok, args} <- validate(module, args) do
       opts = [on_progress: &progress(context, &1)]
       opts = if data.timeout, do: Keyword.put(opts, :timeout, data.timeout), else: opts
 
@@ -145,6 +162,13 @@ defmodule CMDC.Tool.MCP.Remote do
         {:error, message} ->
           {:error, message}
       end
+    end
+  end
+
+  defp live(module) do
+    case Slots.lookup(module) do
+      nil -> {:error, "this MCP tool is gone (its server stopped or no longer lists it)"}
+      data -> {:ok, data}
     end
   end
 

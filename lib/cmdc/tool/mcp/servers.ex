@@ -22,7 +22,11 @@ defmodule CMDC.Tool.MCP.Servers do
 
   One broken server (a config error, a command that does not start, a server that never
   answers) is an entry in `:errors` naming the file and the server; the others load. A server
-  that failed keeps being retried in the background (with backoff), so it can come up later.
+  that failed keeps being retried in the background (with backoff), so it can come up later,
+  until it fails `max_restarts` times within `restart_window` (`CMDC.Tool.MCP.Client.Limits`):
+  it is then marked `:failed` with its reason (`CMDC.Tool.MCP.Client.info/1`). Each client runs
+  under its own supervisor (`CMDC.Tool.MCP.Client.Supervisor`), so a client crashing in a loop
+  ends alone and never takes another server's tools down.
 
   ## Options
 
@@ -188,7 +192,14 @@ defmodule CMDC.Tool.MCP.Servers do
       |> put_opt(:timeout, opts[:timeout])
       |> put_opt(:registry, opts[:registry])
 
-    DynamicSupervisor.start_child(supervisor(), {Client, client_opts})
+    # One supervisor per server: a client crashing in a loop ends alone.
+    with {:ok, sup} <-
+           DynamicSupervisor.start_child(supervisor(), {Client.Supervisor, client_opts}) do
+      case Client.Supervisor.client(sup) do
+        nil -> {:error, "its client did not start"}
+        pid -> {:ok, pid}
+      end
+    end
   end
 
   defp put_opt(opts, _key, nil), do: opts

@@ -114,9 +114,15 @@ defmodule CMDC.Tool.Script.Gen do
   def optional(owner, module, key) do
     case :persistent_term.get({owner, module}, nil) do
       %{} = data -> Map.get(data, key)
-      nil -> nil
+      nil -> if function_exported?(owner, :__optional__, 2), do: owner.__optional__(module, key)
     end
   end
+
+  @doc false
+  # Loads copies of the template that keep no data under `{owner, module}`: their owner keeps
+  # it elsewhere and exports `__optional__/2` for the optional callbacks (the reusable slots of
+  # `CMDC.Tool.MCP.Slots`). One code-loading commit for the list.
+  def load_bare(modules, owner), do: load_all(Enum.map(modules, &{&1, :cmdc_stamp_bare}), owner)
 
   @doc false
   def undefine(module, owner \\ @owner) do

@@ -43,7 +43,8 @@ defmodule CMDC.Tool.MCPClientTest do
       client = start_client("py", python_stdio())
       assert :ok = Client.await_ready(client)
       info = Client.info(client)
-      assert info.version == "2025-11-25"
+      # The SDK answers the server/discover probe: the modern era, no handshake.
+      assert {info.era, info.version} == {:modern, "2026-07-28"}
       assert info.server_info["name"] == "py-sdk-server"
 
       names = Enum.map(info.tools, & &1.name())
@@ -68,6 +69,7 @@ defmodule CMDC.Tool.MCPClientTest do
       client = start_client("old", python_stdio(), protocol_version: "2025-06-18")
       assert :ok = Client.await_ready(client)
       assert Client.info(client).version == "2025-06-18"
+      assert :ok = Client.ping(client)
 
       assert {:ok, "3"} = tool(client, "old__add").execute(%{"a" => 1, "b" => 2}, context())
     end
@@ -235,7 +237,7 @@ defmodule CMDC.Tool.MCPClientTest do
       {:ok, url, _server} = MCPServers.python_http()
       client = start_client("web", {:http, %{url: url, headers: %{"X-Test" => "1"}}})
       assert :ok = Client.await_ready(client)
-      assert Client.info(client).version == "2025-11-25"
+      assert Client.info(client).version == "2026-07-28"
 
       assert {:ok, "3"} = tool(client, "web__add").execute(%{"a" => 1, "b" => 2}, context())
 

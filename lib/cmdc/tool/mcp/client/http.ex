@@ -1,6 +1,11 @@
 defmodule CMDC.Tool.MCP.Client.HTTP do
   @moduledoc """
-  The Streamable HTTP transport of `CMDC.Tool.MCP.Client` (MCP 2025-06-18 and 2025-11-25).
+  The Streamable HTTP transport of `CMDC.Tool.MCP.Client` (MCP 2026-07-28, 2025-11-25 and
+  2025-06-18; see `CMDC.Tool.MCP.Client.Era`).
+
+  A modern request (one whose `_meta` names the protocol version) carries the headers
+  `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` (the tool's name for `tools/call`) and
+  has no session. A legacy server gets the flow below.
 
   Every client message is a `POST` to the server's one endpoint (`Accept: application/json,
   text/event-stream`); the answer is either one JSON body or an SSE stream carrying
@@ -10,8 +15,13 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   not) carries server-initiated messages such as `notifications/tools/list_changed`.
   Resumption: an SSE stream that breaks before its response arrived is resumed with a `GET`
   carrying `Last-Event-ID` when the server numbered its events. A `404` on a request that
-  carried the session id means the session expired: the transport closes and the client
-  initializes again.
+  carried the session id means the session expired: the client initializes again and re-sends
+  the calls that were waiting, once. A server that cannot be reached closes the transport (the
+  client's status leaves `:ready` and it reconnects with backoff).
+
+  Bodies are bounded: a JSON body or one SSE event over `max_response_bytes` fails its request
+  and the stream is closed; a request that times out or whose caller goes away has its stream
+  closed too (`cancel/2`), so nothing keeps reading for it.
 
   The HTTP client is OTP's `:httpc` (no dependency, TLS through `:ssl`): responses stream into
   the client process as messages (`stream: {:self, :once}`), one chunk at a time, so a slow
@@ -20,6 +30,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   machines, a larger attack surface) for no measurable gain: a tool call's cost is the
   server's work and the network, not the parsing of one response.
   """
+
+  @behaviour CMDC.Tool.MCP.Client.Transport
 
   require Logger
 
@@ -31,6 +43,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   defstruct [
     :url,
     :name,
+    max_body: 16_777_216,
     headers: [],
     session: nil,
     version: nil,
@@ -43,11 +56,18 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   @type t :: %__MODULE__{}
 
   @doc "Prepares the transport for `spec` (`:url`, `:headers` map). Nothing is sent yet."
-  @spec connect(map(), String.t()) :: {:ok, t()} | {:error, String.t()}
-  def connect(spec, name) do
+  @impl true
+  def connect(spec, name, limits) do
     with :ok <- start_httpc(spec.url) do
       headers = Enum.map(Map.get(spec, :headers, %{}), fn {k, v} -> {to_string(k), v} end)
-      {:ok, %__MODULE__{url: spec.url, name: name, headers: headers}}
+
+      {:ok,
+       %__MODULE__{
+         url: spec.url,
+         name: name,
+         headers: headers,
+         max_body: limits.max_response_bytes
+       }}
     end
   end
 
@@ -79,15 +99,34 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     end
   end
 
-  @doc "Records the negotiated version and opens the server's event stream (a `GET`)."
-  @spec ready(t(), String.t()) :: t()
-  def ready(t, version), do: open_get(%{t | version: version})
+  @doc """
+  Records the era and version; a legacy session also opens the server's event stream (a `GET`).
+  """
+  @impl true
+  def ready(t, :legacy, version), do: open_get(%{t | version: version})
+  def ready(t, :modern, _version), do: t
+
+  @doc "Closes the stream of request `id` (it timed out or its caller went away)."
+  @impl true
+  def cancel(t, id) do
+    case Enum.find(t.requests, fn {_, e} -> e.kind == :post and e[:id] == id end) do
+      {ref, _} ->
+        :httpc.cancel_request(ref, @profile)
+        %{t | requests: Map.delete(t.requests, ref)}
+
+      nil ->
+        t
+    end
+  end
 
   @doc "POSTs one message; its answer arrives as messages to `handle_info/2`."
-  @spec send_message(t(), map()) :: {:ok, t()} | {:error, String.t()}
+  @impl true
   def send_message(%__MODULE__{} = t, message) do
     with {:ok, json} <- JSON.encode(message) do
-      headers = [{~c"accept", ~c"application/json, text/event-stream"} | headers(t)]
+      headers =
+        [{~c"accept", ~c"application/json, text/event-stream"} | modern_headers(message)] ++
+          headers(t)
+
       request = {String.to_charlist(t.url), headers, ~c"application/json", json}
 
       case :httpc.request(
@@ -108,6 +147,20 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   defp opts, do: [sync: false, stream: {:self, :once}, body_format: :binary]
+
+  # A modern request names its version, method and tool in headers (the server may route on
+  # them without reading the body); a legacy one has none of them.
+  defp modern_headers(%{"method" => method, "params" => %{"_meta" => meta} = params})
+       when is_map_key(meta, "io.modelcontextprotocol/protocolVersion") do
+    version = meta["io.modelcontextprotocol/protocolVersion"]
+    name = if method == "tools/call", do: params["name"]
+
+    [{"mcp-protocol-version", version}, {"mcp-method", method}, {"mcp-name", name}]
+    |> Enum.reject(fn {_, v} -> not is_binary(v) end)
+    |> Enum.map(fn {k, v} -> {String.to_charlist(k), String.to_charlist(v)} end)
+  end
+
+  defp modern_headers(_message), do: []
 
   defp headers(t) do
     [
@@ -154,12 +207,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   `{:failed, id, reason, t}` (a request's answer will never come), `{:closed, reason, t}`
   (the session is gone), or `:unknown`.
   """
-  @spec handle_info(term(), t()) ::
-          {:messages, [map()], t()}
-          | {:ok, t()}
-          | {:failed, term(), String.t(), t()}
-          | {:closed, String.t(), t()}
-          | :unknown
+  @impl true
   def handle_info({:http, reply}, %__MODULE__{requests: requests} = t)
       when is_map_key(requests, elem(reply, 0)) do
     ref = elem(reply, 0)
@@ -191,18 +239,23 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   defp event({:stream, chunk}, ref, %{sse: nil} = entry, t) do
-    :httpc.stream_next(entry.pid)
-    {:ok, put_in(t.requests[ref], %{entry | body: [entry.body | chunk]})}
+    size = Map.get(entry, :size, 0) + byte_size(chunk)
+
+    if size > t.max_body do
+      too_big(ref, entry, t)
+    else
+      :httpc.stream_next(entry.pid)
+      entry = entry |> Map.put(:body, [entry.body | chunk]) |> Map.put(:size, size)
+      {:ok, put_in(t.requests[ref], entry)}
+    end
   end
 
   defp event({:stream, chunk}, ref, entry, t) do
-    :httpc.stream_next(entry.pid)
     {events, sse} = SSE.parse(entry.sse, chunk)
-    last_id = Enum.find_value(Enum.reverse(events), & &1.id) || t.last_event_id
-    messages = Enum.flat_map(events, &decode_event/1)
-    answered? = Map.get(entry, :answered?, false) or Enum.any?(messages, &answers?(&1, entry))
-    entry = %{entry | sse: sse} |> Map.put(:answered?, answered?)
-    {:messages, messages, %{put_in(t.requests[ref], entry) | last_event_id: last_id}}
+
+    if SSE.pending_bytes(sse) > t.max_body,
+      do: too_big(ref, entry, t),
+      else: sse_events(events, sse, ref, entry, t)
   end
 
   defp event({:stream_end, _headers}, ref, %{kind: :get}, t) do
@@ -248,9 +301,37 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   defp event({:error, reason}, ref, entry, t) do
     t = %{t | requests: Map.delete(t.requests, ref)}
 
+    case {entry.kind, reason} do
+      {:get, _} ->
+        {:ok, %{t | get: nil}}
+
+      {:post, {:failed_connect, _}} ->
+        {:closed, "cannot reach #{t.url}: #{inspect(reason)}", t}
+
+      {:post, _} ->
+        failed(entry, "HTTP request to #{t.url} failed: #{inspect(reason)}", t)
+    end
+  end
+
+  defp sse_events(events, sse, ref, entry, t) do
+    :httpc.stream_next(entry.pid)
+
+    last_id = Enum.find_value(Enum.reverse(events), & &1.id) || t.last_event_id
+    messages = Enum.flat_map(events, &decode_event/1)
+    answered? = Map.get(entry, :answered?, false) or Enum.any?(messages, &answers?(&1, entry))
+    entry = %{entry | sse: sse} |> Map.put(:answered?, answered?)
+    {:messages, messages, %{put_in(t.requests[ref], entry) | last_event_id: last_id}}
+  end
+
+  # Over max_body: the stream is closed now (httpc drops what it holds) and the request fails.
+  defp too_big(ref, entry, t) do
+    :httpc.cancel_request(ref, @profile)
+    t = %{t | requests: Map.delete(t.requests, ref)}
+    reason = "an answer over #{t.max_body} bytes (max_response_bytes); its stream was closed"
+
     case entry.kind do
       :get -> {:ok, %{t | get: nil}}
-      :post -> failed(entry, "HTTP request to #{t.url} failed: #{inspect(reason)}", t)
+      :post -> failed(entry, reason, t)
     end
   end
 
@@ -260,7 +341,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     do: {:ok, %{t | get: nil}}
 
   defp http_status(404, _body, %{kind: :post}, %{session: session} = t) when session != nil,
-    do: {:closed, "the server ended the session (HTTP 404)", %{t | session: nil}}
+    do: {:lost, "the server ended the session (HTTP 404)", %{t | session: nil}}
 
   defp http_status(status, body, entry, t) do
     text = body |> to_string() |> String.slice(0, 300)
@@ -312,7 +393,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   @doc "Ends the session (`DELETE`, when there is one) and drops every open request."
-  @spec close(t()) :: :ok
+  @impl true
   def close(t) do
     Enum.each(Map.keys(t.requests), &:httpc.cancel_request(&1, @profile))
 
@@ -332,6 +413,6 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   @doc "What a time-out message adds about this transport."
-  @spec diagnosis(t()) :: String.t()
+  @impl true
   def diagnosis(_t), do: ""
 end

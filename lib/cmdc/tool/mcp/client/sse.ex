@@ -30,6 +30,14 @@ defmodule CMDC.Tool.MCP.Client.SSE do
     {Enum.reverse(events), sse}
   end
 
+  @doc """
+  The bytes held for events not complete yet (the unfinished line and data lines): what a
+  stream that never ends an event makes the parser keep.
+  """
+  @spec pending_bytes(t()) :: non_neg_integer()
+  def pending_bytes(%__MODULE__{buffer: buffer, data: data}),
+    do: byte_size(buffer) + Enum.reduce(data, 0, &(byte_size(&1) + &2))
+
   # A trailing "\r" may be the first half of "\r\n": keep it for the next chunk.
   defp split_lines(text) do
     parts = String.split(text, ~r/\r\n|\r(?!$)|\n/)

@@ -6,21 +6,29 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   stdout. Its stderr lines go to the log (`Logger.debug`), and the last few are kept so an error
   can say why the server stopped.
 
-  A transport is plain data owned by the client process: `connect/2` starts the server,
-  `send_message/2` writes one message, `handle_info/2` turns the exec messages into decoded
-  messages or a `:closed` event.
+  A transport (`CMDC.Tool.MCP.Client.Transport`) is plain data owned by the client process:
+  `connect/3` starts the server, `send_message/2` writes one message, `handle_info/2` turns the
+  exec messages into decoded messages or a `:closed` event.
+
+  What a server writes is bounded: a line over `max_response_bytes` fails the request it answers
+  (its id read from the line's head) and is skipped; a line that starts like JSON but does not
+  decode (invalid UTF-8, say) fails its request the same way; stderr reaches the log at most
+  `stderr_lines_per_second` lines a second (`CMDC.Tool.MCP.Client.Limits`). A failure message
+  quotes only the stderr written since the server's last message or the last call sent, never
+  an earlier call's.
   """
+
+  @behaviour CMDC.Tool.MCP.Client.Transport
 
   require Logger
 
   alias CMDC.Tool.{Exec, JSON}
+  alias CMDC.Tool.MCP.Client.LogLimit
   alias CMDC.Tool.MCP.Protocol
 
   @stderr_kept 20
-  # A server's line is one JSON-RPC message: a tools/list of thousands of tools is megabytes.
-  @max_line 64 * 1024 * 1024
 
-  defstruct [:exec, :name, :command, stderr: [], garbage: nil]
+  defstruct [:exec, :name, :command, :max_line, :logs, stderr: [], garbage: nil, skipping?: false]
 
   @type t :: %__MODULE__{}
 
@@ -28,14 +36,15 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   Starts the server. `spec` holds `:command` (program), `:args`, `:env` (a map; added to the
   VM's environment) and `:cwd`.
   """
-  @spec connect(map(), String.t()) :: {:ok, t()} | {:error, String.t()}
-  def connect(spec, name) do
+  @impl true
+  def connect(spec, name, limits) do
     opts = [
       stdin: :pipe,
       stream_lines: true,
       stream_stderr: true,
       max_output: 0,
-      max_line: @max_line,
+      # A longer line arrives in pieces of this size: the first piece is how one is noticed.
+      max_line: limits.max_response_bytes,
       env: Map.get(spec, :env, %{}),
       kill_after: 1_000
     ]
@@ -44,46 +53,68 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
     command = spec.command
 
     case Exec.start(command, Map.get(spec, :args, []), opts) do
-      {:ok, exec} -> {:ok, %__MODULE__{exec: exec, name: name, command: command}}
-      {:error, message} -> {:error, "cannot start `#{command}`: #{message}"}
+      {:ok, exec} ->
+        {:ok,
+         %__MODULE__{
+           exec: exec,
+           name: name,
+           command: command,
+           max_line: limits.max_response_bytes,
+           logs: LogLimit.new(limits.stderr_lines_per_second)
+         }}
+
+      {:error, message} ->
+        {:error, "cannot start `#{command}`: #{message}"}
     end
   end
 
-  @doc "Writes one message (a map) as a line."
-  @spec send_message(t(), map()) :: {:ok, t()} | {:error, String.t()}
+  @impl true
+  def ready(t, _era, _version), do: t
+
+  @impl true
+  def cancel(t, _id), do: t
+
+  @impl true
   def send_message(%__MODULE__{exec: exec} = t, message) do
     # A program that has ended (or never started) refuses the write; its final exec message
     # follows and says why, as a `:closed` event.
     _ = Exec.write(exec, Protocol.encode_frame(message))
-    {:ok, t}
+    # A new call starts a new story: what stderr said before belongs to an earlier one.
+    if message["method"] == "tools/call", do: {:ok, %{t | stderr: []}}, else: {:ok, t}
   end
 
-  @doc """
-  Handles a message the client process received: `{:messages, [decoded], t}` for a stdout line,
-  `{:closed, reason, t}` when the server ended, `{:ok, t}` for other events of this server,
-  `:unknown` for anything else.
-  """
-  @spec handle_info(term(), t()) ::
-          {:messages, [map()], t()} | {:ok, t()} | {:closed, String.t(), t()} | :unknown
+  @impl true
   def handle_info({:cmdc_exec, id, event}, %__MODULE__{exec: %{id: id}} = t), do: event(event, t)
   def handle_info(_msg, _t), do: :unknown
+
+  # The rest of a line over the limit: skipped up to its end (its last piece is shorter).
+  defp event({:line, piece}, %{skipping?: true} = t),
+    do: {:ok, %{t | skipping?: byte_size(piece) == t.max_line}}
+
+  defp event({:line, line}, t) when byte_size(line) >= t.max_line do
+    t = %{t | skipping?: true, stderr: []}
+    reason = "a message over #{t.max_line} bytes (max_response_bytes) was skipped"
+    {:failed, head_id(line), reason, t}
+  end
 
   defp event({:line, line}, t) do
     case JSON.decode(line) do
       {:ok, message} when is_map(message) or is_list(message) ->
-        {:messages, List.wrap(message), t}
+        {:messages, List.wrap(message), %{t | stderr: []}}
 
-      _ ->
-        # stdout is the protocol channel: anything else there is the server's bug. Say so
-        # once in a while, and keep reading: the next line may be a real message.
-        Logger.warning("mcp #{t.name}: ignored a stdout line that is not JSON-RPC: " <> cut(line))
-        {:ok, %{t | garbage: cut(line)}}
+      {:error, reason} ->
+        undecodable(line, reason, t)
+
+      {:ok, _scalar} ->
+        undecodable(line, "not an object", t)
     end
   end
 
   defp event({:stderr_line, line}, t) do
-    Logger.debug("mcp #{t.name} stderr: " <> line)
-    {:ok, %{t | stderr: Enum.take([line | t.stderr], @stderr_kept)}}
+    logs = LogLimit.log(t.logs, :debug, fn -> "mcp #{t.name} stderr: " <> cut(line) end)
+    # Kept as a bounded raw head (cheap per line under a flood); made readable when quoted.
+    head = binary_part(line, 0, min(byte_size(line), 400))
+    {:ok, %{t | logs: logs, stderr: [head | Enum.take(t.stderr, @stderr_kept - 1)]}}
   end
 
   defp event({:started, _os_pid}, t), do: {:ok, t}
@@ -101,21 +132,50 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
 
   defp event({:error, message}, t), do: {:closed, message, t}
 
+  # stdout is the protocol channel. A line that looks like a message but does not decode fails
+  # the request it names; anything else there is the server's bug: logged (within the budget),
+  # and reading goes on, as the next line may be a real message.
+  defp undecodable(line, reason, t) do
+    case {line, head_id(line)} do
+      {"{" <> _, id} when id != nil ->
+        {:failed, id, "an answer that does not decode (#{cut(to_string(reason))})", t}
+
+      _ ->
+        text = fn ->
+          "mcp #{t.name}: ignored a stdout line that is not JSON-RPC: " <> cut(line)
+        end
+
+        {:ok, %{t | garbage: cut(line), logs: LogLimit.log(t.logs, :warning, text)}}
+    end
+  end
+
+  @doc false
+  # The id of a message from its first bytes, when they can be read without decoding it all.
+  def head_id(text) do
+    head = binary_part(text, 0, min(byte_size(text), 4096))
+
+    case Regex.run(~r/"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,200}")/, head) do
+      [_, "\"" <> quoted] -> String.trim_trailing(quoted, "\"")
+      [_, digits] -> String.to_integer(digits)
+      nil -> nil
+    end
+  end
+
   defp last_words(%{stderr: [], garbage: nil}), do: ""
   defp last_words(%{stderr: [], garbage: g}), do: "; it wrote non-JSON to stdout: " <> g
 
   defp last_words(%{stderr: lines}),
-    do: "; its stderr ended with: " <> cut(Enum.join(Enum.reverse(Enum.take(lines, 5)), "\n"))
+    do:
+      "; its stderr ended with: " <>
+        (lines |> Enum.take(5) |> Enum.reverse() |> Enum.map_join("\n", &cut/1) |> cut())
 
-  @doc "Stops the server (its whole process group)."
-  @spec close(t()) :: :ok
+  @impl true
   def close(%__MODULE__{exec: exec}) do
     Exec.close_stdin(exec)
     Exec.cancel(exec)
   end
 
-  @doc "What a time-out message adds about this transport (e.g. garbage seen on stdout)."
-  @spec diagnosis(t()) :: String.t()
+  @impl true
   def diagnosis(t), do: last_words(t)
 
   defp cut(text) do

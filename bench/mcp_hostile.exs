@@ -1,0 +1,91 @@
+# Hostile MCP servers (issue 23, issue 28 item 3): what one costs the VM, beside its target.
+#
+#   * a 10 s stderr flood and a 10 s notification flood: peak VM memory growth and the worst
+#     lateness of a process sleeping 10 ms (target: < 100 MB growth);
+#   * 40,000 tools: refused (max_tools) and nothing aborts (reference: the VM aborted with
+#     "no more index entries in export_list" before slots);
+#   * 2,000 tools: time to list them, then to stop the client (target < 1 s; reference: 11-12 s
+#     and 1,081 modules left loaded when every tool was its own module).
+#
+# Run: MIX_ENV=bench mix run bench/mcp_hostile.exs   (python3 on PATH; stdlib only)
+Logger.configure(level: :error)
+alias CMDC.Tool.MCP.{Client, Slots}
+alias CMDC.Tool.LoadProbe
+
+python = System.find_executable("python3") || raise "python3 is needed"
+script = Path.expand("../test/support/mcp_hostile.py", __DIR__)
+mb = fn bytes -> Float.round(bytes / 1_048_576, 1) end
+
+start = fn name, mode, extra ->
+  {:ok, pid} =
+    Client.start_link(
+      [name: name, transport: {:stdio, %{command: python, args: [script, mode]}}] ++ extra
+    )
+
+  Process.unlink(pid)
+  pid
+end
+
+IO.puts(
+  "flood (10 s)        peak growth   worst lateness   outcome                        target"
+)
+
+# Control: the same lateness probe with no server at all (the machine's own noise).
+late = LoadProbe.lateness()
+Process.sleep(3_000)
+control = LoadProbe.stop(late)
+IO.puts(String.pad_trailing("control (3 s)", 35) <> "#{control} ms")
+
+for mode <- ["stderr_flood", "notify_flood"] do
+  :erlang.garbage_collect()
+  before = :erlang.memory(:total)
+  late = LoadProbe.lateness()
+  client = start.(mode, mode, [])
+
+  peak = LoadProbe.peak_memory(before, 10_000)
+  worst = LoadProbe.stop(late)
+  info = Client.info(client)
+  outcome = "#{info.status}, #{info.restarts} restarts"
+
+  IO.puts(
+    String.pad_trailing(mode, 21) <>
+      String.pad_trailing("#{mb.(peak - before)} MB", 14) <>
+      String.pad_trailing("#{worst} ms", 17) <> String.pad_trailing(outcome, 31) <> "< 100 MB"
+  )
+
+  Client.stop(client)
+end
+
+modules = fn -> length(:code.all_loaded()) end
+loaded = modules.()
+
+{:ok, big} =
+  Client.start_link(
+    name: "big",
+    transport: {:stdio, %{command: python, args: [script, "many", "40000"]}}
+  )
+
+{us, result} = :timer.tc(fn -> Client.await_ready(big, 120_000) end)
+
+IO.puts(
+  "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{modules.() - loaded}"
+)
+
+Client.stop(big)
+
+{:ok, two} =
+  Client.start_link(
+    name: "two",
+    transport: {:stdio, %{command: python, args: [script, "many", "2000"]}}
+  )
+
+{us, :ok} = :timer.tc(fn -> Client.await_ready(two, 120_000) end)
+held = Slots.stats()
+{stop_us, :ok} = :timer.tc(fn -> Client.stop(two) end)
+after_stop = Slots.stats()
+
+IO.puts("""
+2,000 tools: listed in #{div(us, 1000)} ms (slots in use #{held.in_use}, made #{held.made})
+             stopped in #{Float.round(stop_us / 1000, 1)} ms   (target < 1,000 ms; reference 11,000-12,000 ms)
+             slots in use after stop: #{after_stop.in_use}; slot modules made: #{after_stop.made} (reused, never purged)
+""")

@@ -1,0 +1,69 @@
+defmodule CMDC.Tool.MCP.Client.Limits do
+  @moduledoc """
+  What one MCP server may send a `CMDC.Tool.MCP.Client`, and how long it may take. Going over
+  a limit is an error for that server only (its request fails, or its listing is refused, with a
+  message naming the limit), never a VM abort or stall.
+
+  | limit | default | what it bounds |
+  |---|---|---|
+  | `max_tools` | 5_000 | tools one server may list |
+  | `max_total_tools` | 20_000 | remote tools of every server together (each holds one tool module) |
+  | `max_name_bytes` | 256 | a tool name as the server sends it |
+  | `max_schema_bytes` | 1_048_576 | one tool's `inputSchema` (external term size) |
+  | `max_schema_depth` | 64 | nesting of one tool's `inputSchema` |
+  | `max_response_bytes` | 16_777_216 | one message: a stdout line, an HTTP body, an SSE event |
+  | `max_pages` | 100 | pages of one `tools/list` (an endless `nextCursor` stops there) |
+  | `max_relists_per_minute` | 6 | `tools/list` re-reads on `list_changed` (more are deferred) |
+  | `request_timeout` | 30_000 | ms for a request the client makes itself (`tools/list`, the probe) |
+  | `max_queue` | 2_000 | messages waiting in the client process (a flood stops the server) |
+  | `stderr_lines_per_second` | 20 | stderr lines logged (the rest are counted, then summarized) |
+  | `max_restarts` / `restart_window` | 10 / 60_000 | failures within the window before the server is marked `:failed` (backoff doubling from 0.2 s keeps an unreachable server under it; a server that crashes right after each start is not) |
+
+  Set them per client (`limits:` option of `CMDC.Tool.MCP.Client.start_link/1`) or for every
+  client (`config :cmdc_tool, :mcp_limits, max_tools: 5_000`); the option wins.
+
+      iex> limits = CMDC.Tool.MCP.Client.Limits.new(max_tools: 10)
+      iex> {limits.max_tools, limits.max_pages}
+      {10, 100}
+  """
+
+  defstruct max_tools: 5_000,
+            max_total_tools: 20_000,
+            max_name_bytes: 256,
+            max_schema_bytes: 1_048_576,
+            max_schema_depth: 64,
+            max_response_bytes: 16_777_216,
+            max_pages: 100,
+            max_relists_per_minute: 6,
+            request_timeout: 30_000,
+            max_queue: 2_000,
+            stderr_lines_per_second: 20,
+            max_restarts: 10,
+            restart_window: 60_000
+
+  @type t :: %__MODULE__{}
+
+  @doc """
+  The limits: `overrides` (a keyword list or map) over the application's `:mcp_limits` over the
+  defaults. An unknown key or a value that is not a positive integer raises `ArgumentError`.
+  """
+  @spec new(keyword() | map() | nil) :: t()
+  def new(overrides \\ []) do
+    app = Application.get_env(:cmdc_tool, :mcp_limits, [])
+
+    Enum.reduce(Enum.to_list(app) ++ Enum.to_list(overrides || []), %__MODULE__{}, &put/2)
+  end
+
+  defp put({key, value}, limits) when is_integer(value) and value > 0 do
+    if Map.has_key?(limits, key) and key != :__struct__,
+      do: Map.put(limits, key, value),
+      else: raise(ArgumentError, "unknown MCP client limit #{inspect(key)}")
+  end
+
+  defp put({key, value}, _limits),
+    do:
+      raise(
+        ArgumentError,
+        "MCP client limit #{inspect(key)} must be a positive integer, got #{inspect(value)}"
+      )
+end

@@ -1,0 +1,92 @@
+defmodule CMDC.Tool.MCP.Client.Transport do
+  @moduledoc """
+  The contract of a `CMDC.Tool.MCP.Client` transport, and the one registry of transport names
+  that `CMDC.Tool.MCP.Config` and the client both read.
+
+  A transport is plain data owned by the client process. The client calls `connect/3`, then
+  `send_message/2` for each message, hands every message its process receives to
+  `handle_info/2`, calls `ready/3` once the server's era and version are known, `cancel/2` when
+  a request ends early (time-out, cancelled caller: the transport frees what it holds for it),
+  and `close/1` when it stops. `handle_info/2` answers:
+
+    * `{:messages, [map], t}` - decoded messages from the server (checked by the client);
+    * `{:ok, t}` - an event of this transport with nothing for the client;
+    * `{:failed, id, reason, t}` - the request `id` will never be answered;
+    * `{:lost, reason, t}` - the server forgot this client (HTTP 404 on a session): the client
+      connects again and re-sends what was pending, once;
+    * `{:closed, reason, t}` - the server or the connection is gone;
+    * `:unknown` - not this transport's message.
+
+  Adding a transport: a module implementing these callbacks, a row in `@transports`, and the
+  config keys it reads in `CMDC.Tool.MCP.Config`.
+
+      iex> CMDC.Tool.MCP.Client.Transport.fetch(:stdio)
+      {:ok, CMDC.Tool.MCP.Client.Stdio}
+      iex> CMDC.Tool.MCP.Client.Transport.lookup("streamable-http")
+      {:ok, :http}
+  """
+
+  alias CMDC.Tool.MCP.Client.{HTTP, Limits, Stdio}
+
+  @type t :: term()
+  @type event ::
+          {:messages, [map()], t()}
+          | {:ok, t()}
+          | {:failed, term(), String.t(), t()}
+          | {:lost, String.t(), t()}
+          | {:closed, String.t(), t()}
+          | :unknown
+
+  @doc "Prepares the connection (starts a program, checks a URL). Nothing is sent yet."
+  @callback connect(spec :: map(), server :: String.t(), limits :: Limits.t()) ::
+              {:ok, t()} | {:error, String.t()}
+
+  @doc "Sends one JSON-RPC message (a map)."
+  @callback send_message(t(), map()) :: {:ok, t()} | {:error, String.t()}
+
+  @doc "Turns a message of the client process into an event (see the module doc)."
+  @callback handle_info(term(), t()) :: event()
+
+  @doc "The handshake is done: `era` is `:modern` or `:legacy`, `version` the protocol version."
+  @callback ready(t(), era :: :modern | :legacy, version :: String.t()) :: t()
+
+  @doc "Request `id` ended early: free what the transport holds for it (an open stream)."
+  @callback cancel(t(), id :: term()) :: t()
+
+  @doc "Closes the connection (stops the program, ends the session)."
+  @callback close(t()) :: :ok
+
+  @doc "What a failure message adds about this transport (the server's last words)."
+  @callback diagnosis(t()) :: String.t()
+
+  # name: {module, the type strings configs use for it}, in the order messages list them
+  @transports [
+    stdio: {Stdio, ["stdio"]},
+    http: {HTTP, ["http", "streamable-http"]}
+  ]
+
+  @doc "The transport names."
+  @spec names() :: [atom()]
+  def names, do: Keyword.keys(@transports)
+
+  @doc "The module of a transport name."
+  @spec fetch(atom()) :: {:ok, module()} | {:error, String.t()}
+  def fetch(name) do
+    case List.keyfind(@transports, name, 0) do
+      {_, {module, _}} -> {:ok, module}
+      nil -> {:error, "unknown MCP transport #{inspect(name)} (known: #{inspect(names())})"}
+    end
+  end
+
+  @doc "The transport name of a config's `type` string (`:error` when none)."
+  @spec lookup(String.t()) :: {:ok, atom()} | :error
+  def lookup(type) do
+    Enum.find_value(@transports, :error, fn {name, {_, types}} ->
+      if type in types, do: {:ok, name}
+    end)
+  end
+
+  @doc "The type strings configs may use, for an error message."
+  @spec types() :: [String.t()]
+  def types, do: Enum.flat_map(@transports, fn {_, {_, types}} -> types end)
+end

@@ -1,0 +1,184 @@
+defmodule CMDC.Tool.MCP.Client.HTTPTest do
+  # The Streamable HTTP transport against the official Python SDK's server (stateless and
+  # stateful, both eras) and against hostile HTTP servers (test/support/mcp_hostile.py).
+  use ExUnit.Case, async: false
+
+  alias CMDC.Tool.MCP.Client
+  alias CMDC.Tool.MCPServers
+
+  import CMDC.Tool.LoadProbe, only: [timed: 1]
+
+  @moduletag timeout: 180_000
+  @moduletag :capture_log
+  @script Path.expand("../../../../support/mcp_hostile.py", __DIR__)
+
+  defp start_client(name, url, opts \\ []) do
+    opts =
+      Keyword.merge([name: name, transport: {:http, %{url: url}}, init_timeout: 30_000], opts)
+
+    start_supervised!({Client, opts}, id: name)
+  end
+
+  defp sdk_server(mode, port \\ nil) do
+    case MCPServers.python_http(mode, port) do
+      {:ok, url, exec} -> {url, exec}
+      {:error, reason} -> flunk("the Python SDK's HTTP server did not start: #{reason}")
+    end
+  end
+
+  defp add(client), do: Client.call_tool(client, "add", %{"a" => 2, "b" => 3})
+
+  test "stateless SDK server: the modern era, headers and all" do
+    {url, _exec} = sdk_server("http-stateless")
+    client = start_client("stateless", url)
+    assert :ok = Client.await_ready(client)
+    info = Client.info(client)
+    assert {info.era, info.version, info.status} == {:modern, "2026-07-28", :ready}
+    assert {:ok, %{"content" => [%{"text" => "5"}]}} = add(client)
+    assert :ok = Client.ping(client)
+  end
+
+  test "stateful SDK server, legacy era: a restarted server (404, session gone) is " <>
+         "re-established and the call re-sent once, transparently" do
+    {url, exec} = sdk_server("http")
+    port = URI.parse(url).port
+    client = start_client("stateful", url, era: :legacy)
+    assert :ok = Client.await_ready(client)
+    assert {:legacy, "2025-11-25"} == {Client.info(client).era, Client.info(client).version}
+    assert {:ok, _} = add(client)
+
+    CMDC.Tool.Exec.cancel(exec)
+    wait_down(port)
+    {_url, _exec} = sdk_server("http", port)
+
+    # The new server has never heard of the session: 404, then initialize again, re-send.
+    assert {:ok, %{"content" => [%{"text" => "5"}]}} = add(client)
+    assert Client.info(client).status == :ready
+  end
+
+  test "an unreachable server: the status leaves :ready, and comes back with the server" do
+    {url, exec} = sdk_server("http-stateless")
+    port = URI.parse(url).port
+    client = start_client("gone", url)
+    assert :ok = Client.await_ready(client)
+
+    CMDC.Tool.Exec.cancel(exec)
+    wait_down(port)
+    assert {:error, message} = add(client)
+    assert message =~ "cannot reach"
+    assert Client.info(client).status in [:down, :connecting]
+
+    {_url, _exec} = sdk_server("http-stateless", port)
+    assert :ok = wait_ready(client, 60_000)
+    assert {:ok, _} = add(client)
+  end
+
+  describe "hostile HTTP servers" do
+    setup do
+      case System.find_executable("python3") do
+        nil -> {:ok, skip: true}
+        python -> {:ok, python: python}
+      end
+    end
+
+    defp hostile(python, mode) do
+      port = MCPServers.free_port()
+      {:ok, exec} = CMDC.Tool.Exec.start(python, [@script, "http", mode, "#{port}"])
+      on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
+      wait_up(port, 100)
+      "http://127.0.0.1:#{port}/mcp"
+    end
+
+    test "a 2025 server answers the modern probe with a 400: initialize, then a session", ctx do
+      url = hostile(ctx.python, "legacy_only")
+      client = start_client("legacy", url)
+      assert :ok = Client.await_ready(client)
+      info = Client.info(client)
+      assert {info.era, info.version} == {:legacy, "2025-11-25"}
+
+      assert {:ok, %{"content" => [%{"text" => "legacy"}]}} =
+               Client.call_tool(client, "call", %{})
+
+      # Only the probe carried the modern headers.
+      {:ok, %{"headers" => ["server/discover" | rest]}} = stats(url)
+      assert Enum.all?(rest, &is_nil/1)
+    end
+
+    test "an SSE stream that never ends: the timed-out call closes it; memory bounded", ctx do
+      url = hostile(ctx.python, "endless_sse")
+      client = start_client("endless", url)
+      assert :ok = Client.await_ready(client)
+      before = :erlang.memory(:total)
+      {result, ms} = timed(fn -> Client.call_tool(client, "call", %{}, timeout: 2_000) end)
+      assert {:error, message} = result
+      assert message =~ "timed out after 2000 ms"
+      Process.sleep(1_000)
+      growth = div(:erlang.memory(:total) - before, 1_048_576)
+      {:ok, %{"closed" => closed}} = stats(url)
+
+      IO.puts(
+        "\nendless SSE: failed after #{ms} ms, memory +#{growth} MB, streams closed: #{closed}"
+      )
+
+      assert closed >= 1
+      assert growth < 100
+    end
+
+    test "a 300 MB body fails its call once over max_response_bytes, and is dropped", ctx do
+      url = hostile(ctx.python, "huge_body")
+      client = start_client("huge", url)
+      assert :ok = Client.await_ready(client)
+      before = :erlang.memory(:total)
+      {result, ms} = timed(fn -> Client.call_tool(client, "call", %{}, timeout: 60_000) end)
+      assert {:error, message} = result
+      assert message =~ "over 16777216 bytes"
+      growth = div(:erlang.memory(:total) - before, 1_048_576)
+      IO.puts("\n300 MB body: failed after #{ms} ms, memory +#{growth} MB after")
+      assert ms < 30_000
+      assert growth < 100
+    end
+  end
+
+  defp stats(url) do
+    {:ok, {{_, 200, _}, _, body}} =
+      :httpc.request(
+        :get,
+        {String.to_charlist(String.replace(url, "/mcp", "/stats")), []},
+        [],
+        []
+      )
+
+    CMDC.Tool.JSON.decode(to_string(body))
+  end
+
+  defp wait_ready(client, ms) do
+    cond do
+      Client.info(client).status == :ready -> :ok
+      ms <= 0 -> {:error, Client.info(client)}
+      true -> Process.sleep(100) && wait_ready(client, ms - 100)
+    end
+  end
+
+  defp wait_up(port, tries) do
+    case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
+      {:ok, s} ->
+        :gen_tcp.close(s)
+
+      _ when tries > 0 ->
+        Process.sleep(50)
+        wait_up(port, tries - 1)
+    end
+  end
+
+  defp wait_down(port) do
+    case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
+      {:ok, s} ->
+        :gen_tcp.close(s)
+        Process.sleep(50)
+        wait_down(port)
+
+      _ ->
+        :ok
+    end
+  end
+end

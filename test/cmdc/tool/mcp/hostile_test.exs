@@ -1,0 +1,301 @@
+defmodule CMDC.Tool.MCPHostileTest do
+  # Issue 23 items 1-4: hostile MCP servers (test/support/mcp_hostile.py, one mode per case).
+  # Each test runs a well-behaved server beside the hostile one and checks that it keeps
+  # answering, that the hostile server's pending request fails promptly with a clear error,
+  # and (for floods) that memory and scheduler lateness stay bounded; figures are printed.
+  use ExUnit.Case, async: false
+
+  alias CMDC.Tool.MCP.{Client, Slots}
+
+  import CMDC.Tool.LoadProbe, only: [timed: 1]
+  alias CMDC.Tool.LoadProbe
+
+  @moduletag timeout: 180_000
+  @moduletag :capture_log
+  @script Path.expand("../../../support/mcp_hostile.py", __DIR__)
+
+  setup_all do
+    case System.find_executable("python3") do
+      nil -> {:ok, skip: "python3 is not installed"}
+      python -> {:ok, python: python}
+    end
+  end
+
+  defp hostile(ctx, mode, opts \\ []) do
+    args = [@script, mode | Enum.map(List.wrap(opts[:n]), &to_string/1)]
+    name = opts[:name] || mode
+
+    client_opts =
+      [name: name, transport: {:stdio, %{command: ctx.python, args: args}}, init_timeout: 20_000]
+      |> Keyword.merge(Keyword.drop(opts, [:n, :name]))
+
+    start_supervised!({Client, client_opts}, id: name)
+  end
+
+  defp good(ctx), do: hostile(ctx, "good", name: "good")
+
+  defp echo(client) do
+    :ok = Client.await_ready(client)
+    [tool] = Client.tools(client)
+    tool.execute(%{"text" => "still here"}, CMDC.Context.new())
+  end
+
+  describe "malformed messages are protocol errors of their server (item 1)" do
+    for {mode, expected} <- [
+          {"list_array", "a response's result is not an object: []"},
+          {"init_array", "a response's result is not an object"},
+          {"caps_array", "capabilities is not an object"}
+        ] do
+      test "#{mode}: fails its request at once, the other server answers", ctx do
+        good = good(ctx)
+        bad = hostile(ctx, unquote(mode))
+        {result, ms} = timed(fn -> Client.await_ready(bad, 20_000) end)
+        assert {:error, message} = result
+        assert message =~ unquote(expected)
+        assert message =~ "MCP server #{unquote(mode)}"
+        assert ms < 5_000, "failed after #{ms} ms"
+        assert :ok = Client.await_ready(good)
+        assert {:ok, "still here"} = echo(good)
+        assert Process.alive?(bad)
+      end
+    end
+
+    test "progress with array params and an array result: the call fails, nothing crashes",
+         ctx do
+      good = good(ctx)
+      bad = hostile(ctx, "progress_list")
+      :ok = Client.await_ready(bad)
+
+      {result, ms} =
+        timed(fn -> Client.call_tool(bad, "echo", %{}, on_progress: fn _ -> :ok end) end)
+
+      assert {:error, message} = result
+      assert message =~ "result is not an object"
+      assert ms < 5_000
+      assert Client.info(bad).status == :ready
+      assert {:ok, "still here"} = echo(good)
+    end
+  end
+
+  describe "undecodable answers fail their request promptly (item 4)" do
+    for {mode, expected} <- [
+          {"bad_utf8", "does not decode"},
+          {"huge_line", "over 16777216 bytes"},
+          {"endless_cursor", "max_pages"},
+          {"silent_list", "tools/list unanswered after 3000 ms"}
+        ] do
+      test "#{mode}", ctx do
+        good = good(ctx)
+        bad = hostile(ctx, unquote(mode), limits: [request_timeout: 3_000])
+        {result, ms} = timed(fn -> Client.await_ready(bad, 30_000) end)
+        IO.puts("\n#{unquote(mode)}: failed after #{ms} ms")
+        assert {:error, message} = result
+        assert message =~ unquote(expected)
+        assert ms < 10_000
+        assert {:ok, "still here"} = echo(good)
+      end
+    end
+
+    test "a 5,000-deep inputSchema: the tool is left out with the reason", ctx do
+      bad = hostile(ctx, "deep")
+      {result, ms} = timed(fn -> Client.await_ready(bad, 30_000) end)
+      IO.puts("\ndeep schema: settled after #{ms} ms: #{inspect(result)}")
+      assert ms < 10_000
+
+      case result do
+        :ok ->
+          assert Client.tools(bad) == []
+          assert [problem] = Client.info(bad).problems
+          assert problem =~ "nests deeper than 64"
+
+        {:error, message} ->
+          assert message =~ "does not decode"
+      end
+    end
+  end
+
+  describe "isolation (item 2)" do
+    test "a server crashing in a loop is marked failed with its reason; others answer", ctx do
+      good = good(ctx)
+
+      bad = hostile(ctx, "crash_loop", limits: [max_restarts: 2, restart_window: 60_000])
+
+      assert {:error, _} = Client.await_ready(bad, 20_000)
+      info = wait_until(fn -> Client.info(bad) end, &(&1.status == :failed), 20_000)
+      assert info.last_error =~ "marked failed"
+      assert info.last_error =~ "exited with status 7"
+      assert {:error, message} = Client.call_tool(bad, "echo", %{})
+      assert message =~ "marked failed"
+      assert {:ok, "still here"} = echo(good)
+    end
+
+    test "a server that cannot start is logged once, not at every retry" do
+      log =
+        ExUnit.CaptureLog.capture_log([level: :warning], fn ->
+          client =
+            start_supervised!(
+              {Client, name: "ghost", transport: {:stdio, %{command: "no-such-mcp-cmdc-x"}}},
+              id: "ghost"
+            )
+
+          Process.sleep(2_000)
+          assert Client.info(client).restarts >= 3
+        end)
+
+      assert length(String.split(log, "no-such-mcp-cmdc-x")) - 1 == 1
+    end
+
+    test "a crash message never quotes stderr written during an earlier call", ctx do
+      client = hostile(ctx, "good", name: "stale")
+      :ok = Client.await_ready(client)
+      assert {:ok, _} = Client.call_tool(client, "echo", %{"text" => "noisy"})
+      Process.sleep(300)
+      assert {:error, message} = Client.call_tool(client, "echo", %{"text" => "die"})
+      assert message =~ "exited with status 9"
+      refute message =~ "something odd"
+    end
+
+    test "a client killed outright (no terminate/2) still frees its tool slots", ctx do
+      good = good(ctx)
+      :ok = Client.await_ready(good)
+      [tool] = Client.tools(good)
+      held = Slots.stats().in_use
+      Process.unlink(good)
+      Process.exit(good, :kill)
+      wait_until(fn -> Slots.stats().in_use end, &(&1 == held - 1), 5_000)
+      assert Slots.lookup(tool) == nil
+    end
+
+    test "Servers: a client process that crashes in a loop takes no other server down", ctx do
+      home = Path.join(System.tmp_dir!(), "cmdc-hostile-#{System.unique_integer([:positive])}")
+      File.mkdir_p!(home)
+
+      File.write!(
+        Path.join(home, ".mcp.json"),
+        CMDC.Tool.JSON.encode!(%{
+          "mcpServers" => %{
+            "good" => %{"command" => ctx.python, "args" => [@script, "good"]},
+            "loop" => %{"command" => ctx.python, "args" => [@script, "good"]}
+          }
+        })
+      )
+
+      report =
+        CMDC.Tool.MCP.Servers.load(cwd: home, home: home, cmdc_home: nil, trust_project: true)
+
+      on_exit(fn -> CMDC.Tool.MCP.Servers.stop(report) end)
+      clients = Map.new(report.clients)
+
+      # Kill the "loop" client over and over (as a crashing bug would): its own supervisor
+      # restarts it, then gives up; the shared supervisor and the other client never move.
+      shared = Process.whereis(CMDC.Tool.MCP.ClientSupervisor)
+
+      for _ <- 1..6 do
+        case client_named("loop") do
+          nil -> :ok
+          pid -> Process.exit(pid, :kill)
+        end
+
+        Process.sleep(100)
+      end
+
+      assert client_named("loop") == nil
+      assert Process.whereis(CMDC.Tool.MCP.ClientSupervisor) == shared
+
+      assert Process.alive?(clients["good"])
+      assert {:ok, "still here"} = echo(clients["good"])
+    end
+  end
+
+  describe "limits and remote tools at scale (items 2-3)" do
+    test "40,000 tools: refused by max_tools, the VM untouched; 2,000 tools stop in < 1 s",
+         ctx do
+      atoms = :erlang.system_info(:atom_count)
+      big = hostile(ctx, "many", n: 40_000, name: "big", limits: [max_tools: 1_000])
+      {result, ms} = timed(fn -> Client.await_ready(big, 60_000) end)
+      assert {:error, message} = result
+      assert message =~ "max_tools (1000)"
+      IO.puts("\n40,000 tools: refused after #{ms} ms: #{message}")
+
+      big = hostile(ctx, "many", n: 40_000, name: "big2", limits: [max_tools: 50_000])
+      assert {:error, message} = Client.await_ready(big, 60_000)
+      assert message =~ "max_total_tools (20000)"
+
+      two = hostile(ctx, "many", n: 2_000, name: "two")
+      {result, ready_ms} = timed(fn -> Client.await_ready(two, 60_000) end)
+      assert result == :ok
+      assert length(Client.tools(two)) == 2_000
+      [first | _] = Client.tools(two)
+      assert first.name() =~ "two__tool_0_"
+      in_use = Slots.stats().in_use
+      {stopped, stop_ms} = timed(fn -> stop_supervised("two") end)
+      assert stopped == :ok
+      IO.puts("2,000 tools: ready in #{ready_ms} ms, stopped in #{stop_ms} ms")
+      assert stop_ms < 1_000
+      assert Slots.stats().in_use <= in_use - 2_000
+      assert_raise ArgumentError, ~r/no longer holds an MCP tool/, fn -> first.name() end
+      IO.puts("atoms grew #{:erlang.system_info(:atom_count) - atoms} over 82,000 listed tools")
+    end
+
+    test "list_changed after every listing with 3,000 new names: relists are rate-limited",
+         ctx do
+      atoms = :erlang.system_info(:atom_count)
+      relist = hostile(ctx, "relist_loop", n: 3_000, limits: [max_relists_per_minute: 3])
+      :ok = Client.await_ready(relist, 60_000)
+      Process.sleep(3_000)
+      grown = :erlang.system_info(:atom_count) - atoms
+      IO.puts("\nrelist loop: atoms grew #{grown} in 3 s")
+      assert grown < 10_000
+      assert Client.info(relist).status == :ready
+      # Tool names carry the listing's round: 1 first listing + at most 3 relists a minute.
+      [tool | _] = Client.tools(relist)
+      [_, round] = Regex.run(~r/tool_(\d+)_/, tool.name())
+      IO.puts("relist loop: #{String.to_integer(round) + 1} listings in 3 s (max 1 + 3)")
+      assert String.to_integer(round) <= 3
+    end
+  end
+
+  describe "floods (item 3)" do
+    for mode <- ["stderr_flood", "notify_flood"] do
+      test "#{mode}: memory and lateness stay bounded; the other server answers", ctx do
+        good = good(ctx)
+        :ok = Client.await_ready(good)
+        before = :erlang.memory(:total)
+        late = LoadProbe.lateness()
+        bad = hostile(ctx, unquote(mode))
+        peak = LoadProbe.peak_memory(before, 10_000)
+        worst = LoadProbe.stop(late)
+        growth = div(peak - before, 1_048_576)
+        info = Client.info(bad)
+
+        IO.puts(
+          "\n#{unquote(mode)} (10 s): memory growth peak #{growth} MB, worst scheduler " <>
+            "lateness #{worst} ms; the flooder: #{info.status}, #{info.restarts} restarts, " <>
+            inspect(info.last_error)
+        )
+
+        assert growth < 100
+        assert {:ok, "still here"} = echo(good)
+        # Either it keeps up (stderr is only counted) or the flooder is stopped, saying why.
+        assert info.status == :ready or info.last_error =~ "sent faster than it could be read"
+      end
+    end
+  end
+
+  defp client_named(name) do
+    CMDC.Tool.MCP.ClientSupervisor
+    |> DynamicSupervisor.which_children()
+    |> Enum.map(fn {_, sup, _, _} -> CMDC.Tool.MCP.Client.Supervisor.client(sup) end)
+    |> Enum.find(&(is_pid(&1) and Client.info(&1).name == name))
+  end
+
+  defp wait_until(fun, ok?, ms) do
+    value = fun.()
+
+    cond do
+      ok?.(value) -> value
+      ms <= 0 -> flunk("condition not met: #{inspect(value)}")
+      true -> Process.sleep(100) && wait_until(fun, ok?, ms - 100)
+    end
+  end
+end
