@@ -1,10 +1,12 @@
 defmodule Mix.Tasks.Cmdc.Mcp do
-  @shortdoc "Serves the project's tools to MCP clients over stdio"
+  @shortdoc "Serves the project's tools to MCP clients over stdio or Streamable HTTP"
   @moduledoc """
-  Serves the project's tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout).
+  Serves the project's tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout, or
+  Streamable HTTP with `--http PORT`).
 
       mix cmdc.mcp [--cwd DIR] [--trust] [--allow NAME]... [--no-mcp] [--examples]
                    [--watch MS] [--page-size N] [PATH...]
+      mix cmdc.mcp --http 8765 [--host ADDRESS] [--token-file PATH] [--oauth-introspect URL] [PATH...]
 
   The same command as `bin/cmdc-mcp` (`CMDC.Tool.MCP.Main`; `--help` lists the options), inside
   Mix: it serves the tools your application declares (`config :cmdc_tool, tools: [...]`) and

@@ -22,7 +22,8 @@ mod keys {
         r#type = "type", reason, unchanged,
         explicit, project, user, plugin_source = "plugin", elixir, script,
         unsupported, hidden, duplicate, untrusted, metadata, no_manifest, plugin_disabled,
-        not_found, unreadable, bad_metadata, bad_manifest, bad_trust_list,
+        not_found, unreadable, bad_metadata, bad_manifest, bad_trust_list, bad_home,
+        outside_plugin,
     }
 }
 
@@ -56,6 +57,8 @@ fn note_atom(kind: NoteKind) -> rustler::Atom {
         NoteKind::BadMetadata => keys::bad_metadata(),
         NoteKind::BadManifest => keys::bad_manifest(),
         NoteKind::BadTrustList => keys::bad_trust_list(),
+        NoteKind::BadHome => keys::bad_home(),
+        NoteKind::OutsidePlugin => keys::outside_plugin(),
     }
 }
 
@@ -87,7 +90,8 @@ impl From<ScanOpts> for Config {
         Config {
             cwd: PathBuf::from(opts.cwd),
             home: PathBuf::from(opts.home),
-            cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
+            // An empty one is passed on: the scan reports it as not absolute.
+            cmdc_home: opts.cmdc_home.map(PathBuf::from),
             paths: opts.paths,
             explicit: opts.explicit,
             project: opts.project,

@@ -1,6 +1,7 @@
 defmodule CMDC.Tool.MCP.Main do
   @moduledoc """
-  The `cmdc-mcp` command: serves the project's tools to MCP clients over stdio.
+  The `cmdc-mcp` command: serves the project's tools to MCP clients over stdio, or over
+  Streamable HTTP with `--http PORT` (`CMDC.Tool.MCP.HTTP`).
 
   `bin/cmdc-mcp` starts it without Mix when the build is current (`mix compile` runs only after
   a source file changed), and `mix cmdc.mcp` runs the same code inside Mix.
@@ -9,17 +10,18 @@ defmodule CMDC.Tool.MCP.Main do
   require Logger
 
   alias CMDC.Tool.CLI
-  alias CMDC.Tool.MCP.{Server, Stdio}
+  alias CMDC.Tool.MCP.{HTTP, SelfGuard, Server, Stdio}
 
   @usage """
   Usage: cmdc-mcp [--cwd DIR] [--trust] [--allow NAME]... [--no-mcp] [--examples]
-                  [--watch MS] [--page-size N] [PATH...]
+                  [--watch MS] [--page-size N] [--http PORT [HTTP OPTIONS]] [PATH...]
 
   Serves the tools of the project in DIR (default: the working directory) over the Model
-  Context Protocol (JSON-RPC 2.0 on stdin/stdout): the tools the application declares
-  (`config :cmdc_tool, tools: [...]`), the project's tool folders (.cmdc/tools, … once
-  trusted), the user's tool folders and plugins, the files or folders given as PATH (Elixir,
-  Python and PowerShell tools), and the tools of configured MCP servers.
+  Context Protocol (JSON-RPC 2.0 on stdin/stdout, or Streamable HTTP): the tools the
+  application declares (`config :cmdc_tool, tools: [...]`), the project's tool folders
+  (.cmdc/tools, … once trusted), the user's tool folders and plugins, the files or folders
+  given as PATH (Elixir, Python and PowerShell tools), and the tools of configured MCP servers.
+  Both protocol eras: 2026-07-28 (stateless) and 2025-11-25 / 2025-06-18 (initialize).
 
     --cwd DIR       the project to serve (MCP clients often start servers elsewhere)
     --trust         trust the project for this run (`mix cmdc.tools trust` records it)
@@ -31,11 +33,27 @@ defmodule CMDC.Tool.MCP.Main do
     --page-size N   tools per tools/list page (default 50)
     -h, --help      print this help and exit
 
-  stdout carries protocol messages only; everything else goes to stderr, starting with the
-  tool files that failed to load. The server exits when the client closes stdin. Exit status:
-  0 done, 2 usage error. MCP client configuration (.mcp.json, Claude Desktop):
+  HTTP (one endpoint, http://HOST:PORT/mcp):
+    --http PORT          serve over Streamable HTTP instead of stdio (0: any free port)
+    --host ADDRESS       address to bind (default 127.0.0.1; others need a token or OAuth)
+    --token-file PATH    require Authorization: Bearer <the file's content>
+                         (or set CMDC_MCP_TOKEN)
+    --allow-origin URL   also accept requests from this Origin (repeatable)
+    --oauth-introspect URL   act as an OAuth 2.1 resource server: check tokens at this RFC
+                         7662 endpoint (client credentials from CMDC_MCP_OAUTH_CLIENT_ID /
+                         CMDC_MCP_OAUTH_CLIENT_SECRET)
+    --oauth-issuer URL   the authorization server named in the RFC 9728 metadata
+    --resource URL       the audience tokens must carry (default: the endpoint's URL)
 
-      {"mcpServers": {"my_agent": {"command": "/path/to/my_agent/deps/cmdc_tool/bin/cmdc-mcp",
+  On stdio, stdout carries protocol messages only; everything else goes to stderr, and the
+  server exits when the client closes stdin. It also serves the tools of the MCP servers in
+  .mcp.json, ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself: never started from
+  inside cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it
+  set exits with status 3). Tool files that failed to load are listed on stderr at start and
+  whenever a rescan changes them. Exit status: 0 done, 2 usage error, 3 nested. MCP client
+  configuration (.mcp.json, Claude Desktop):
+
+      {"mcpServers": {"my_agent": {"command": "/path/to/cmdc_tool/bin/cmdc-mcp",
                                    "args": ["--cwd", "/path/to/my_agent"]}}}
   """
 
@@ -72,7 +90,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   @doc """
   Runs the command: `:ok` when the client went away (or help was printed), `{:error, status}`
-  for a usage error.
+  for a usage error (2), or when started by another `cmdc-mcp` (3: `CMDC.Tool.MCP.SelfGuard`).
   """
   @spec run([String.t()]) :: :ok | {:error, pos_integer()}
   def run(argv) do
@@ -86,8 +104,21 @@ defmodule CMDC.Tool.MCP.Main do
         {:error, 2}
 
       {:ok, opts, paths} ->
-        serve(opts, paths)
+        if SelfGuard.marked?(), do: refuse_nested(), else: serve(opts, paths)
     end
+  end
+
+  # Started, directly or through any other program, by a serving cmdc-mcp: serving here would
+  # start the same servers (and itself) again. Refused before anything starts.
+  defp refuse_nested do
+    IO.write(
+      :stderr,
+      "cmdc-mcp: started by another cmdc-mcp (#{SelfGuard.marker()}=" <>
+        "#{System.get_env(SelfGuard.marker())}); not serving: an MCP config it reads runs " <>
+        "cmdc-mcp again, which would start itself at every depth\n"
+    )
+
+    {:error, 3}
   end
 
   @doc false
@@ -96,6 +127,13 @@ defmodule CMDC.Tool.MCP.Main do
       page_size: :integer,
       watch: :integer,
       help: :boolean,
+      http: :integer,
+      host: :string,
+      token_file: :string,
+      allow_origin: :keep,
+      oauth_introspect: :string,
+      oauth_issuer: :string,
+      resource: :string,
       cwd: :string,
       trust: :boolean,
       allow: :keep,
@@ -114,6 +152,9 @@ defmodule CMDC.Tool.MCP.Main do
 
           Keyword.get(opts, :page_size, 1) < 1 ->
             {:error, "--page-size needs a positive number"}
+
+          Keyword.get(opts, :http, 0) not in 0..65_535 ->
+            {:error, "--http needs a port number"}
 
           opts[:cwd] && not File.dir?(opts[:cwd]) ->
             {:error, "--cwd #{opts[:cwd]}: no such folder"}
@@ -139,6 +180,14 @@ defmodule CMDC.Tool.MCP.Main do
   end
 
   defp serve(opts, paths) do
+    # Every program this server starts carries the marker (SelfGuard), in both modes.
+    SelfGuard.mark()
+    if opts[:cwd], do: File.cd!(opts[:cwd])
+    CMDC.Tool.Project.load_config()
+    if opts[:http], do: serve_http(opts, paths), else: serve_stdio(opts, paths)
+  end
+
+  defp serve_stdio(opts, paths) do
     output =
       case Stdio.open() do
         {:ok, port} ->
@@ -150,16 +199,14 @@ defmodule CMDC.Tool.MCP.Main do
       end
 
     Logger.configure_backend(:console, device: :standard_error)
-    if opts[:cwd], do: File.cd!(opts[:cwd])
-    CMDC.Tool.Project.load_config()
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
     watch = opts[:watch]
-    load_opts = Keyword.take(opts, [:trust, :mcp, :examples])
-    {report, state} = CLI.watch(paths, load_opts)
+    {report, state} = CLI.watch(paths, load_opts(opts))
     report_problems(report, nil)
     server = self()
     # Rescans run in their own process: the server answers requests meanwhile.
-    if watch, do: spawn_link(fn -> watch_loop(server, {state, report}, watch) end)
+    refresh = &Server.refresh(server, &1)
+    if watch, do: spawn_link(fn -> watch_loop(refresh, {state, report}, watch) end)
 
     Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
@@ -169,32 +216,24 @@ defmodule CMDC.Tool.MCP.Main do
     )
   end
 
+  defp load_opts(opts), do: Keyword.take(opts, [:trust, :mcp, :examples])
+
   # Over MCP no one can approve: the approver allows the tools named with --allow; for the
   # others it has no answer (nil), so the runner refuses them as headless, saying how to allow
   # each (the flag, and the setting in the tool's own file).
   defp context(allowed) do
     approver = fn %{tool: name} -> if name in allowed, do: :allow end
-
-    CMDC.Context.new(
-      session_id: "mcp-#{System.unique_integer([:positive])}",
-      working_dir: File.cwd!(),
-      private: %{approver: approver}
-    )
+    %{CMDC.Tool.MCP.Calls.context() | private: %{approver: approver}}
   end
 
   # Load failures go to stderr at start and whenever a refresh changes them: an MCP client
   # shows the server's stderr in its log, the one place a user of a client looks.
   defp report_problems(report, previous) do
-    problems =
-      report.errors ++ Enum.map(report.conflicts, &%{path: &1.refused, reason: &1.reason})
-
-    before =
-      if previous,
-        do:
-          previous.errors ++ Enum.map(previous.conflicts, &%{path: &1.refused, reason: &1.reason})
+    problems = problems(report)
+    before = if previous, do: problems(previous), else: []
 
     cond do
-      problems == (before || []) ->
+      problems == before ->
         :ok
 
       problems == [] ->
@@ -203,7 +242,8 @@ defmodule CMDC.Tool.MCP.Main do
       true ->
         IO.puts(
           :stderr,
-          "cmdc-mcp: #{length(problems)} tool file(s) failed to load; serving the other #{length(report.tools)} tools:"
+          "cmdc-mcp: #{length(problems)} tool file(s) failed to load; serving the other " <>
+            "#{length(report.tools)} tools:"
         )
 
         Enum.each(problems, &IO.puts(:stderr, "  - #{&1.path}: #{&1.reason}"))
@@ -216,9 +256,101 @@ defmodule CMDC.Tool.MCP.Main do
     :ok
   end
 
+  defp problems(report),
+    do: report.errors ++ Enum.map(report.conflicts, &%{path: &1.refused, reason: &1.reason})
+
+  # Serves until the VM is stopped (SIGTERM, or the supervisor above).
+  defp serve_http(opts, paths) do
+    # No protocol channel on stdio in this mode; tools must not think there is one.
+    System.delete_env("CMDC_MCP_FD")
+    Logger.configure_backend(:console, device: :standard_error)
+    {:ok, _} = Application.ensure_all_started(:cmdc_tool)
+
+    with {:ok, http_opts} <- http_options(opts) do
+      {report, state} = CLI.watch(paths, load_opts(opts))
+      report_problems(report, nil)
+      http_opts = [tools: report.tools, list_changed: opts[:watch] != nil] ++ http_opts
+      # A port in use is a message and a status, not a crash of the caller.
+      Process.flag(:trap_exit, true)
+
+      case HTTP.start_link(http_opts) do
+        {:ok, server} ->
+          IO.write(:stderr, "cmdc-mcp: serving MCP on #{HTTP.url(server)}\n")
+          refresh = &HTTP.refresh(server, &1)
+
+          if opts[:watch],
+            do: spawn_link(fn -> watch_loop(refresh, {state, report}, opts[:watch]) end)
+
+          Process.sleep(:infinity)
+
+        {:error, reason} ->
+          IO.write(:stderr, "cmdc-mcp: #{reason}\n")
+          {:error, 1}
+      end
+    end
+  end
+
+  @doc false
+  def http_options(opts) do
+    with {:ok, ip} <- parse_ip(Keyword.get(opts, :host, "127.0.0.1")),
+         {:ok, auth} <- auth(opts),
+         :ok <- exposed(ip, auth) do
+      {:ok,
+       [
+         port: opts[:http],
+         ip: ip,
+         auth: auth,
+         page_size: Keyword.get(opts, :page_size, 50),
+         allowed_origins: Keyword.get_values(opts, :allow_origin)
+       ]}
+    else
+      {:error, message} ->
+        IO.write(:stderr, "cmdc-mcp: #{message}\n")
+        {:error, 2}
+    end
+  end
+
+  # Off loopback, anyone on the network could run the tools: not without credentials.
+  defp exposed({127, _, _, _}, _auth), do: :ok
+  defp exposed({0, 0, 0, 0, 0, 0, 0, 1}, _auth), do: :ok
+
+  defp exposed(_ip, nil),
+    do: {:error, "--host off loopback needs --token-file, CMDC_MCP_TOKEN or --oauth-introspect"}
+
+  defp exposed(_ip, _auth), do: :ok
+
+  defp parse_ip(text) do
+    case :inet.parse_address(String.to_charlist(text)) do
+      {:ok, ip} -> {:ok, ip}
+      {:error, _} -> {:error, "--host #{text} is not an IP address"}
+    end
+  end
+
+  defp auth(opts) do
+    cond do
+      url = opts[:oauth_introspect] ->
+        {:ok,
+         {:oauth,
+          introspection_url: url,
+          authorization_servers: List.wrap(opts[:oauth_issuer]),
+          resource: opts[:resource],
+          client_id: System.get_env("CMDC_MCP_OAUTH_CLIENT_ID"),
+          client_secret: System.get_env("CMDC_MCP_OAUTH_CLIENT_SECRET")}}
+
+      path = opts[:token_file] ->
+        {:ok, {:bearer_file, path}}
+
+      token = System.get_env("CMDC_MCP_TOKEN") ->
+        {:ok, {:bearer, token}}
+
+      true ->
+        {:ok, nil}
+    end
+  end
+
   # Each tick stats the tool files (one native scan); files are compiled or read again only when
   # they changed, and the server hears only of changes.
-  defp watch_loop(server, {state, last}, interval) do
+  defp watch_loop(refresh, {state, last}, interval) do
     Process.sleep(interval)
 
     acc =
@@ -230,7 +362,7 @@ defmodule CMDC.Tool.MCP.Main do
           {:changed, report, state} ->
             report_problems(report, last)
             # The server stops using the old modules before they are deleted.
-            Server.refresh(server, report.tools)
+            refresh.(report.tools)
             {CLI.forget_stale(state), report}
         end
       rescue
@@ -239,6 +371,6 @@ defmodule CMDC.Tool.MCP.Main do
           {state, last}
       end
 
-    watch_loop(server, acc, interval)
+    watch_loop(refresh, acc, interval)
   end
 end

@@ -190,6 +190,10 @@ pub enum NoteKind {
     BadMetadata,
     BadManifest,
     BadTrustList,
+    /// `$CMDC_HOME` or the home folder is not an absolute path: not used.
+    BadHome,
+    /// A plugin's file or folder resolves (through a symlink) outside the plugin.
+    OutsidePlugin,
 }
 
 impl NoteKind {
@@ -207,6 +211,8 @@ impl NoteKind {
             NoteKind::BadMetadata => "bad_metadata",
             NoteKind::BadManifest => "bad_manifest",
             NoteKind::BadTrustList => "bad_trust_list",
+            NoteKind::BadHome => "bad_home",
+            NoteKind::OutsidePlugin => "outside_plugin",
         }
     }
 }
@@ -259,6 +265,8 @@ impl Ctx {
                 | NoteKind::BadMetadata
                 | NoteKind::BadManifest
                 | NoteKind::BadTrustList
+                | NoteKind::BadHome
+                | NoteKind::OutsidePlugin
         ) {
             self.scan.errors.push(note);
         } else {

@@ -56,6 +56,7 @@ pub fn scan(config: &Config) -> Scan {
     };
     let cwd = expand(&config.cwd.to_string_lossy(), Path::new("/"), &config.home);
     let home = config.home.clone();
+    check_homes(&mut cx, config, &home);
 
     if config.explicit {
         for p in &config.paths {
@@ -65,7 +66,9 @@ pub fn scan(config: &Config) -> Scan {
         }
     }
 
-    if config.project {
+    // Run from the home folder, the project folders are the user's own (`~/.cmdc/tools`, …):
+    // the user pass loads them as user files, not as an untrusted project.
+    if config.project && !(config.user && is_home(&cwd, &home)) {
         cx.enter(Source::Project, "project", &cwd, None);
         let trusted = project_trusted(&mut cx, config, &cwd, &home);
         cx.scan.project_trusted = trusted;
@@ -105,29 +108,73 @@ pub fn scan(config: &Config) -> Scan {
     cx.scan
 }
 
+/// Whether `cwd` is the home folder (compared as real paths when they exist).
+fn is_home(cwd: &Path, home: &Path) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    home.is_absolute() && real(cwd) == real(home)
+}
+
+/// Notes a `$CMDC_HOME` or home folder that is not used (see [`cmdc_home`]).
+fn check_homes(cx: &mut Ctx, config: &Config, home: &Path) {
+    cx.enter(Source::User, "cmdc", home, None);
+    if !home.is_absolute() {
+        let reason = format!(
+            "the home folder {} is not an absolute path: user folders, plugins and the trust \
+             list are not read (set HOME to an absolute path)",
+            json_string(&home.to_string_lossy())
+        );
+        cx.note(home, NoteKind::BadHome, reason);
+    }
+    if let Err(reason) = cmdc_home(config, home) {
+        let raw = config.cmdc_home.clone().unwrap_or_default();
+        cx.note(&raw, NoteKind::BadHome, reason);
+    }
+}
+
+/// `$CMDC_HOME` as an absolute path: `Ok(None)` when unset, an error when it is neither
+/// absolute nor `~/…`. A relative one would be read from whatever folder the agent runs in,
+/// making a cloned repository's `trusted.json`, `mcp.json`, tools and plugins the user's; it is
+/// ignored (the default `~/.cmdc` still applies).
+pub fn cmdc_home(config: &Config, home: &Path) -> Result<Option<PathBuf>, String> {
+    let Some(raw) = &config.cmdc_home else {
+        return Ok(None);
+    };
+    let text = raw.to_string_lossy();
+    let tilde = text == "~" || text.starts_with("~/");
+    if raw.is_absolute() || (tilde && home.is_absolute()) {
+        return Ok(Some(expand(&text, Path::new("/"), home)));
+    }
+    Err(format!(
+        "CMDC_HOME is {}, not an absolute path: ignored (a relative one would be read from the \
+         project folder, making a repository's files the user's). Set it to an absolute path \
+         or unset it",
+        json_string(&text)
+    ))
+}
+
 /// The user tool folders, in precedence order: `$CMDC_HOME/tools`, `~/.cmdc/tools`,
 /// `~/.claude/tools`, `~/.codex/tools`.
 pub fn user_dirs(config: &Config, home: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut dirs = Vec::new();
-    if let Some(ch) = &config.cmdc_home {
-        dirs.push((
-            "cmdc",
-            expand(&ch.to_string_lossy(), &config.cwd, home).join("tools"),
-        ));
+    if let Ok(Some(ch)) = cmdc_home(config, home) {
+        dirs.push(("cmdc", ch.join("tools")));
     }
-    for (provider, dir) in PROVIDER_DIRS {
-        dirs.push((provider, home.join(dir)));
+    if home.is_absolute() {
+        for (provider, dir) in PROVIDER_DIRS {
+            dirs.push((provider, home.join(dir)));
+        }
     }
     dirs
 }
 
+/// `$CMDC_HOME` (when valid) and `~/.cmdc` (when the home folder is absolute).
 pub(super) fn cmdc_homes(config: &Config, home: &Path) -> Vec<PathBuf> {
     let mut homes = Vec::new();
-    if let Some(ch) = &config.cmdc_home {
-        homes.push(expand(&ch.to_string_lossy(), &config.cwd, home));
+    if let Ok(Some(ch)) = cmdc_home(config, home) {
+        homes.push(ch);
     }
     let default = home.join(".cmdc");
-    if !homes.contains(&default) {
+    if home.is_absolute() && !homes.contains(&default) {
         homes.push(default);
     }
     homes

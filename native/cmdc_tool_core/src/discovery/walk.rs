@@ -75,6 +75,9 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
     if !visited.insert(real_dir.clone()) {
         return; // a symlink cycle, or a folder reached twice under the same root
     }
+    if let Some(reason) = leaves_plugin(cx, dir, &real_dir) {
+        return cx.note(dir, NoteKind::OutsidePlugin, reason);
+    }
     let read = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -124,7 +127,10 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
                 Ok(md) if md.is_dir() => subdirs.push(path),
                 Ok(md) => {
                     let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                    visit_classified(cx, &path, real, &md, Some((&names, &real_dir)));
+                    match leaves_plugin(cx, &path, &real) {
+                        Some(reason) => cx.note(&path, NoteKind::OutsidePlugin, reason),
+                        None => visit_classified(cx, &path, real, &md, Some((&names, &real_dir))),
+                    }
                 }
                 Err(_) => cx.note(
                     &path,
@@ -166,6 +172,24 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
         }
         walk_dir(cx, &sub, depth + 1, visited);
     }
+}
+
+/// Inside a plugin, every folder and file must resolve inside the plugin's folder: a symlink to
+/// a file or folder elsewhere would load code the plugin does not hold (and that its manifest's
+/// checks never saw). The reason it is refused, when it leaves.
+fn leaves_plugin(cx: &Ctx, path: &Path, real: &Path) -> Option<String> {
+    let plugin = cx.plugin.as_ref()?;
+    let real_dir = fs::canonicalize(&plugin.dir).unwrap_or_else(|_| plugin.dir.clone());
+    if real.starts_with(&real_dir) {
+        return None;
+    }
+    Some(format!(
+        "plugin {}: {} resolves to {}, outside the plugin folder {}; refused",
+        plugin.name,
+        path.display(),
+        real.display(),
+        plugin.dir.display()
+    ))
 }
 
 fn visit_file(cx: &mut Ctx, path: &Path, md: &fs::Metadata) {
