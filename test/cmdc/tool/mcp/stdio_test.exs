@@ -141,7 +141,11 @@ defmodule CMDC.Tool.MCPStdioTest do
     on_exit(fn -> File.rm_rf(dir) end)
     marker = Path.join(dir, "acknowledged")
     client = Path.join(@root, "test/support/mcp_http_client.py")
-    args = [client, "2026-07-28", "stdio", "--marker", marker, @server, "--watch", "100", dir]
+
+    args =
+      [client, "2026-07-28", "stdio", "--marker", marker, @server, "--examples"] ++
+        ["--watch", "100", dir]
+
     run = Task.async(fn -> System.cmd(python(), args, env: @env) end)
     wait_for(marker, 120_000)
 
