@@ -82,6 +82,22 @@ defmodule CMDC.Tool.Exec do
         }
   defstruct [:id, :handle, :owner, :on_line, :on_stderr_line]
 
+  @options [
+    :stdin,
+    :cwd,
+    :env,
+    :clear_env,
+    :timeout,
+    :kill_after,
+    :max_output,
+    :on_line,
+    :context,
+    :max_line,
+    :stream_lines,
+    :stream_stderr,
+    :on_stderr_line
+  ]
+
   @doc """
   Runs a program to its end and returns `{:ok, %CMDC.Tool.Exec.Result{}}` (whatever its exit
   status), or `{:error, message}` when it could not be started (missing executable, missing
@@ -104,6 +120,8 @@ defmodule CMDC.Tool.Exec do
     * `:context` - a `t:CMDC.Context.t/0`: each stdout line becomes a streamed partial result
       through `CMDC.Context.update/2`, and its `working_dir` is the default `:cwd`.
     * `:max_line` - longer stdout lines are streamed in pieces of this many bytes (default 16384).
+    * `:stream_lines` - `true` sends each stdout line to the owner as
+      `{:cmdc_exec, id, {:line, binary}}` (implied by `:on_line` and `:context`).
     * `:stream_stderr` - `true` sends each stderr line to the owner as
       `{:cmdc_exec, id, {:stderr_line, binary}}` (`await/1` hands them to `:on_stderr_line`).
     * `:on_stderr_line` - a function called with each stderr line in `await/1` (implies
@@ -135,6 +153,7 @@ defmodule CMDC.Tool.Exec do
   """
   @spec start(String.t(), [String.Chars.t()], keyword()) :: {:ok, t()} | {:error, String.t()}
   def start(cmd, args, opts \\ []) when is_binary(cmd) and is_list(args) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Exec.start/3 (and run/3)")
     context = Keyword.get(opts, :context)
     cwd = Keyword.get_lazy(opts, :cwd, fn -> context && context.working_dir end)
 

@@ -249,6 +249,12 @@ defmodule CMDC.Tool.Providers do
   end
 
   defp options(opts) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:format, :strict],
+      "CMDC.Tool.to_schema/3 (and to_schema_json/3, Providers.convert/3, Providers.to_json/3)"
+    )
+
     format = Keyword.get(opts, :format, :openai)
     strict = Keyword.get(opts, :strict, false)
 

@@ -78,6 +78,8 @@ defmodule CMDC.Tool.Schema do
   end
 
   def compile(schema, opts) do
+    CMDC.Tool.Options.check!(opts, [:draft, :documents, :dirs], "CMDC.Tool.Schema.compile/2")
+
     native_opts = %{
       draft: opts[:draft] && to_string(opts[:draft]),
       documents: Map.new(Keyword.get(opts, :documents, %{})),

@@ -116,6 +116,13 @@ defmodule CMDC.Tool.MCP.Client do
   @doc "Starts a client (and its server); see the module doc for the options."
   @spec start_link(keyword()) :: GenServer.on_start()
   def start_link(opts) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:name, :transport, :gen_name, :init_timeout, :timeout, :namespace, :registry] ++
+        [:protocol_version, :on_change, :era, :limits, :probe_timeout],
+      "CMDC.Tool.MCP.Client.start_link/1"
+    )
+
     gen_opts = if opts[:gen_name], do: [name: opts[:gen_name]], else: []
     GenServer.start_link(__MODULE__, opts, gen_opts)
   end
@@ -187,6 +194,7 @@ defmodule CMDC.Tool.MCP.Client do
   """
   @spec request(t(), String.t(), map(), keyword()) :: {:ok, term()} | {:error, String.t()}
   def request(client, method, params, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:timeout, :on_progress], "CMDC.Tool.MCP.Client.request/4")
     pid = GenServer.whereis(client)
     ref = make_ref()
     on_progress = opts[:on_progress]
