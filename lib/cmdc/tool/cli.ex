@@ -326,10 +326,10 @@ defmodule CMDC.Tool.CLI do
 
   # The one name rule (native/cmdc_tool_core/src/names.rs), and the names providers are given.
   defp name_problem(name) do
-    with {:ok, _} <- CMDC.Tool.Native.tool_name_check(name) do
+    with {:ok, _} <- CMDC.Tool.RoundTrip.check_name(name) do
       mapped =
         for format <- [:openai, :gemini],
-            {:ok, given} = CMDC.Tool.Native.tool_name_for(name, format),
+            given = CMDC.Tool.RoundTrip.name_for(name, format),
             given != name,
             do: "given to #{format} as #{given} (the runner maps calls back)"
 

@@ -10,8 +10,8 @@ defmodule CMDC.Tool.Result do
       against it (`CMDC.Tool.Structured`); `:content` then holds the same value as JSON text.
     * `:reason` - with `is_error`, how the call failed, as an atom: `:unknown_tool`,
       `:invalid`, `:denied`, `:timeout`, `:cancelled`, `:crashed`, `:invalid_output`,
-      `:withheld`, `:aborted`, `:node_down` (`CMDC.Tool.Cluster`), or `:error` (the tool
-      returned `{:error, text}`); `nil` otherwise.
+      `:withheld`, `:aborted`, `:node_down` (`CMDC.Tool.Cluster`), `:tool_error` (the tool
+      returned `{:error, text}`), or `:error` (`error/2`'s default); `nil` otherwise.
     * `:effect` - the term of an `{:effect, term}` result, passed through untouched.
     * `:abort` - the tool asked to abort the whole turn (`CMDC.Context.abort/2`), with a reason.
     * `:duration_us` - wall time of the call in microseconds.

@@ -2,45 +2,13 @@
 //! trusted), user folders, plugins; and how a path as the user wrote it is expanded.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
+use super::model::{json_string, Config, Ctx, NoteKind, Scan, Source, PROVIDER_DIRS, TRUST_FILE};
 use super::plugins::scan_plugins;
 use super::trust::project_trusted;
 use super::walk::visit_root;
-use super::{Config, Ctx, NoteKind, Scan, Source, PROVIDER_DIRS, TRUST_FILE};
-
-/// Expands `~` (alone or followed by `/`) to `home` and makes relative paths absolute under
-/// `cwd`; `.` and `..` components are resolved lexically, as `Path.expand/1` does (the real
-/// path, which identifies the file, follows symlinks).
-pub fn expand(path: &str, cwd: &Path, home: &Path) -> PathBuf {
-    let joined = if path == "~" {
-        home.to_path_buf()
-    } else if let Some(rest) = path.strip_prefix("~/") {
-        home.join(rest)
-    } else {
-        let p = Path::new(path);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            cwd.join(p)
-        }
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() && !out.has_root() {
-                    out.push(c);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+use crate::fs::expand;
 
 /// Scans every enabled source in precedence order: explicit paths, project folders (when
 /// trusted), user folders, plugins.
@@ -120,25 +88,10 @@ pub fn user_dirs(config: &Config, home: &Path) -> Vec<(&'static str, PathBuf)> {
     dirs
 }
 
-pub(super) fn cmdc_homes(config: &Config, home: &Path) -> Vec<PathBuf> {
-    let mut homes = Vec::new();
-    if let Some(ch) = &config.cmdc_home {
-        homes.push(expand(&ch.to_string_lossy(), &config.cwd, home));
-    }
-    let default = home.join(".cmdc");
-    if !homes.contains(&default) {
-        homes.push(default);
-    }
-    homes
-}
-
 fn plugin_homes(config: &Config, home: &Path) -> Vec<PathBuf> {
-    cmdc_homes(config, home)
+    config
+        .cmdc_homes(home)
         .into_iter()
         .map(|h| h.join("plugins"))
         .collect()
-}
-
-pub(super) fn json_string(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
 }

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::interpreter::Kind;
-use crate::discovery::mtime_ns;
+use super::interpreter::Language;
 use crate::error::{Error, Result};
+use crate::fs::mtime_ns;
 
 /// The error for a script that cannot be read (missing, unreadable).
 pub(super) fn unreadable(script: &Path, e: &std::io::Error) -> Error {
@@ -65,7 +65,7 @@ pub enum Cached {
 /// re-read). A cache without that field (written by another tool, e.g. sy-f-misc) is current
 /// while the file is not older than the script.
 pub fn read_cache(script: &Path) -> Result<Cached> {
-    let kind = Kind::of(script)?;
+    let kind = Language::of(script)?;
     let script_meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
     let cache = cache_path(script);
     let cache_meta = match fs::metadata(&cache) {
@@ -107,7 +107,7 @@ pub fn read_cache(script: &Path) -> Result<Cached> {
 
 /// Checks that a document has the shape a script description must have: an [`Error::Json`]
 /// says what is missing (the reason a cache is rebuilt).
-pub fn check_document(doc: &Value, kind: Kind) -> Result<()> {
+pub fn check_document(doc: &Value, kind: Language) -> Result<()> {
     let bad = |why: String| Error::Json(why);
     let obj = doc
         .as_object()
@@ -155,7 +155,7 @@ pub fn check_document(doc: &Value, kind: Kind) -> Result<()> {
 /// script's modification time and its path relative to the cache (the file name). Returns the
 /// document as written. The write goes through a temporary file and a rename.
 pub fn write_cache(script: &Path, description: &[u8]) -> Result<String> {
-    let kind = Kind::of(script)?;
+    let kind = Language::of(script)?;
     let mut doc: Value = serde_json::from_slice(description).map_err(|e| {
         Error::Json(format!(
             "the description of {} is not JSON: {e}",

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use super::cache::{self, Cached};
-use super::interpreter::{self, Kind};
+use super::interpreter::{self, Language};
 use super::powershell;
 use super::protocol::{self, read_frame};
 use super::worker::{spawn_python, Worker};
@@ -196,7 +196,7 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
     let mut python = Vec::new();
     for (i, p) in paths.iter().enumerate() {
         let path = PathBuf::from(p);
-        let kind = match Kind::of(&path) {
+        let kind = match Language::of(&path) {
             Ok(k) => k,
             Err(e) => {
                 results[i] = Some(Loaded::Err(e));
@@ -216,8 +216,8 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
             }
         };
         match kind {
-            Kind::Python => python.push((i, path, status)),
-            Kind::PowerShell => {
+            Language::Python => python.push((i, path, status)),
+            Language::PowerShell => {
                 results[i] = Some(match std::fs::read(&path) {
                     Ok(bytes) => {
                         let source = String::from_utf8_lossy(&bytes);
