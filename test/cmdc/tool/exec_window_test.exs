@@ -26,8 +26,7 @@ defmodule CMDC.Tool.ExecWindowTest do
   end
 
   test "an owner that does not acknowledge holds a fast writer at the window; acks resume it" do
-    {:ok, exec} =
-      Exec.start("yes", ["0123456789"], stdin: :pipe, stream_lines: true, window: 32)
+    {:ok, exec} = Exec.start("yes", ["0123456789"], stdin: :pipe, stream_lines: true, window: 32)
 
     id = exec.id
     assert_receive {:cmdc_exec, ^id, {:started, os_pid}}
@@ -66,7 +65,11 @@ defmodule CMDC.Tool.ExecWindowTest do
     opts = [stdin: :pipe, stream_lines: true, stream_stderr: true, window: 8]
     {:ok, exec} = Exec.start("sh", ["-c", script], opts)
     {out, err, dropped} = consume(exec, [], [], 0)
-    IO.puts("\nstderr flood of 100,001 lines, window 8: #{length(err)} delivered, #{dropped} dropped")
+
+    IO.puts(
+      "\nstderr flood of 100,001 lines, window 8: #{length(err)} delivered, #{dropped} dropped"
+    )
+
     assert out == ["done"]
     assert dropped > 0
     assert length(err) + dropped == 100_001
@@ -113,7 +116,10 @@ defmodule CMDC.Tool.ExecWindowTest do
     end
 
     {:ok, plain} = Exec.start("true", [])
-    assert {:error, "exec_ack: this program was not started with a window" <> _} = Exec.ack(plain, 1)
+
+    assert {:error, "exec_ack: this program was not started with a window" <> _} =
+             Exec.ack(plain, 1)
+
     {:ok, exec} = Exec.start("cat", [], stdin: :pipe, window: 2)
     assert {:error, "exec_ack: expected a non-negative integer" <> _} = Exec.ack(exec, -1)
     assert :ok = Exec.ack(exec, 1_000)
