@@ -3,7 +3,7 @@
 rustler::atoms! {
     ok,
     error,
-    r#yield,
+    r#yield = "yield",
     nil,
     true_atom = "true",
     false_atom = "false",
@@ -66,7 +66,7 @@ rustler::atoms! {
     disabled,
     settings,
     tools,
-    r#type,
+    r#type = "type",
     reason,
     unchanged,
     explicit,
