@@ -153,7 +153,7 @@ defmodule CMDC.Tool.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger, :inets, :ssl], mod: {CMDC.Tool.Application, []}]
+    [extra_applications: [:logger, :crypto, :inets, :ssl], mod: {CMDC.Tool.Application, []}]
   end
 
   # Benchmarks use the test helpers (tool factories, MCP servers) and the testing NIFs.

@@ -56,6 +56,12 @@ defmodule CMDC.Tool do
 
   alias CMDC.Tool.{Registry, Schema}
 
+  # Caps of format_errors/2's text (a model reads it; a 20,000-property schema gave 430 kB).
+  @max_error_lines 20
+  @max_message 300
+  @max_params 50
+  @max_enum 20
+
   @typedoc "A tool's execution result."
   @type result :: {:ok, String.t()} | {:error, String.t()} | {:effect, term()}
 
@@ -331,19 +337,36 @@ defmodule CMDC.Tool do
         ~s{- at the root: "path" is a required property (required)},
         "Accepted parameters: limit (integer), path (string, required)."
       ]
+
+  The text stays small whatever the call and the schema (a model reads it, and it costs
+  tokens): at most #{@max_error_lines} errors, each message cut at #{@max_message} characters, at
+  most #{@max_params} accepted parameters (required ones first) and #{@max_enum} values per
+  enum; each cut says how many were left out.
   """
   @spec format_errors([Schema.error()], module() | map() | nil) :: String.t()
   def format_errors(errors, tool_or_schema \\ nil) when is_list(errors) do
+    sorted = Enum.sort_by(errors, &{&1.path == "", &1.path})
+    {shown, rest} = Enum.split(sorted, @max_error_lines)
+
     lines =
-      errors
-      |> Enum.sort_by(&{&1.path == "", &1.path})
-      |> Enum.map(fn e -> "- #{where(e.path)}: #{e.message} (#{e.keyword})" end)
+      Enum.map(shown, fn e -> cut("- #{where(e.path)}: #{e.message} (#{e.keyword})") end) ++
+        more(length(rest), "error", "errors")
 
     Enum.join(["Invalid arguments:" | lines] ++ accepted(tool_or_schema), "\n")
   end
 
   defp where(""), do: "at the root"
   defp where(path), do: "at " <> path
+
+  defp cut(text) do
+    if String.length(text) > @max_message,
+      do: String.slice(text, 0, @max_message) <> "… (cut)",
+      else: text
+  end
+
+  defp more(0, _one, _many), do: []
+  defp more(1, one, _many), do: ["- … and 1 more #{one}"]
+  defp more(n, _one, many), do: ["- … and #{n} more #{many}"]
 
   defp accepted(nil), do: []
 
@@ -354,23 +377,32 @@ defmodule CMDC.Tool do
   end
 
   defp accepted(%{"properties" => props} = schema) when is_map(props) and props != %{} do
-    required = Map.get(schema, "required", [])
+    required = List.wrap(Map.get(schema, "required", []))
+
+    {shown, rest} =
+      props
+      |> Enum.sort_by(fn {name, _} -> {name not in required, name} end)
+      |> Enum.split(@max_params)
 
     params =
-      props
+      shown
       |> Enum.sort_by(&elem(&1, 0))
       |> Enum.map(fn {name, sub} ->
         facts = Enum.reject([type_of(sub), name in required && "required"], &(&1 in [nil, false]))
-        if facts == [], do: name, else: "#{name} (#{Enum.join(facts, ", ")})"
+        cut(if facts == [], do: name, else: "#{name} (#{Enum.join(facts, ", ")})")
       end)
 
-    ["Accepted parameters: #{Enum.join(params, ", ")}."]
+    left_out = if rest == [], do: "", else: " (and #{length(rest)} more, not listed)"
+    ["Accepted parameters: #{Enum.join(params, ", ")}#{left_out}."]
   end
 
   defp accepted(_), do: []
 
-  defp type_of(%{"enum" => values}) when is_list(values),
-    do: "one of: " <> Enum.map_join(values, ", ", &inspect/1)
+  defp type_of(%{"enum" => values}) when is_list(values) do
+    {shown, rest} = Enum.split(values, @max_enum)
+    more = if rest == [], do: "", else: " (and #{length(rest)} more)"
+    "one of: " <> Enum.map_join(shown, ", ", &inspect/1) <> more
+  end
 
   defp type_of(%{"type" => type}) when is_binary(type), do: type
   defp type_of(%{"type" => types}) when is_list(types), do: Enum.join(types, " or ")

@@ -1049,6 +1049,20 @@ def import_script(path):
     return module
 
 
+def adopt_orphans():
+    """Makes this worker the subreaper of everything its calls start (Linux): a daemon that
+    double-forks to leave is re-parented here instead of to init, so it stays in the worker's
+    process tree, which a time-out, a cancel or the end of the worker kills whole."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        PR_SET_CHILD_SUBREAPER = 36
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except Exception:
+        pass
+
+
 def run_serve(chan, path):
     import asyncio
     import inspect
@@ -1056,6 +1070,7 @@ def run_serve(chan, path):
     import types as pytypes
     import typing
 
+    adopt_orphans()
     out = Capture("<stdout>")
     sys.stdout = out
     sys.stderr = out
@@ -1108,7 +1123,9 @@ def run_serve(chan, path):
         fname = req.get("fn", "")
         args = req.get("args") or {}
         fn = getattr(module, fname, None)
-        if fname.startswith("_") or not callable(fn):
+        # Only the tools the script itself declares (its describe spec): never a name it
+        # imported (`from os import system`) that a tampered cache might offer.
+        if fname.startswith("_") or fname not in null_defaults or not callable(fn):
             chan.send(b"E", {"kind": "unknown_function", "message": "the script has no public function %r" % fname, "log": out.take()})
             continue
         original = dict(args)

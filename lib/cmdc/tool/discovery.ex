@@ -18,7 +18,9 @@ defmodule CMDC.Tool.Discovery do
     4. `:plugins` - each folder of `~/.cmdc/plugins/` (and `$CMDC_HOME/plugins/`) with a
        `cmdc-plugin.json` manifest: `{"name": "x", "version": "1.0.0", "tools": ["tools"]}`
        (tool paths relative to the plugin folder, `["tools"]` when omitted; a path leaving the
-       folder is refused; `"disabled": true` skips the plugin).
+       folder is refused, and so is a file or folder under it that resolves outside the plugin
+       through a symlink: an `:outside_plugin` entry in `:errors`; `"disabled": true` skips the
+       plugin).
 
   Each source can be switched off with `sources: [...]`. Within a source, folders come in the
   order above, files in path order (folders are walked recursively, hidden entries skipped).
@@ -121,8 +123,11 @@ defmodule CMDC.Tool.Discovery do
   ## Options
 
     * `:cwd` - the project folder, also the base of relative paths (default: `File.cwd!/0`).
-    * `:home` - the folder `~` stands for (default: `System.user_home!/0`).
-    * `:cmdc_home` - `$CMDC_HOME` (default: the environment variable; `nil` for none).
+    * `:home` - the folder `~` stands for (default: `System.user_home/0`).
+    * `:cmdc_home` - `$CMDC_HOME` (default: the environment variable; `nil` for none). Both
+      must be absolute (`$CMDC_HOME` may be `~/…`): an empty or relative one is ignored, with a
+      logged warning and a `:bad_home` entry in `:errors` (see `CMDC.Tool.Home`). Run from the
+      home folder, its tool folders load as user files, not as an untrusted project.
     * `:paths` - explicit files or folders (default `[]`).
     * `:sources` - the sources to scan (default `[:explicit, :project, :user, :plugins]`).
     * `:trust_project` - `true`, `false`, or `nil` to consult the trust list (default).
@@ -184,7 +189,7 @@ defmodule CMDC.Tool.Discovery do
   """
 
   alias CMDC.Tool.Discovery.{Compiler, Conflicts, Loader}
-  alias CMDC.Tool.Native
+  alias CMDC.Tool.{Home, Native}
 
   @sources [:explicit, :project, :user, :plugins]
 
@@ -529,8 +534,19 @@ defmodule CMDC.Tool.Discovery do
 
   defp scan!(opts, previous) do
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
-    home = Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
     sources = Keyword.get(opts, :sources, @sources)
+    # A relative or empty home or CMDC_HOME is passed on as given: the scan reports it
+    # (`:bad_home`) and reads nothing from it; Home logs the warning.
+    raw_home = Keyword.get_lazy(opts, :home, &System.user_home/0)
+
+    home =
+      case Home.user_home(opts) do
+        {:ok, home} -> home
+        {:error, _} -> raw_home || ""
+      end
+
+    cmdc_home = Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end)
+    Home.cmdc_home(opts)
 
     unknown = sources -- @sources
 
@@ -542,7 +558,7 @@ defmodule CMDC.Tool.Discovery do
     native = %{
       cwd: cwd,
       home: home,
-      cmdc_home: Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end),
+      cmdc_home: cmdc_home,
       paths: Enum.map(Keyword.get(opts, :paths, []), &to_string/1),
       explicit: :explicit in sources,
       project: :project in sources,

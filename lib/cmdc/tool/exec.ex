@@ -98,7 +98,8 @@ defmodule CMDC.Tool.Exec do
   Options:
     * `:cwd` - working directory (default: the `:context`'s `working_dir`, else the VM's).
     * `:env` - a map or list of `{name, value}`; a `nil` value removes the variable.
-    * `:clear_env` - start from an empty environment (default `false`).
+    * `:clear_env` - start from an empty environment (default `false`). Inside `cmdc-mcp`,
+      `CMDC_MCP_SERVER` is always set (`CMDC.Tool.MCP.SelfGuard`).
     * `:stdin` - binary written to the program's stdin, then closed (default: `/dev/null`);
       `:pipe` (with `start/3`) keeps it open for `write/2` and `close_stdin/1`: a long-lived
       conversation such as a protocol server, whose stdout lines then stream past `:max_output`.
@@ -329,7 +330,19 @@ defmodule CMDC.Tool.Exec do
   end
 
   defp env(env) when is_map(env) or is_list(env) do
-    Enum.map(env, fn {k, v} -> {to_string(k), v && to_string(v)} end)
+    Enum.map(env, fn {k, v} -> {to_string(k), v && to_string(v)} end) ++ marker()
+  end
+
+  # A serving cmdc-mcp marks every program it starts (CMDC.Tool.MCP.SelfGuard), last so that
+  # no `:env` or `:clear_env` drops it. Given explicitly: System.put_env/2 changes the VM's
+  # view of its environment, not the one native spawns inherit.
+  defp marker do
+    name = CMDC.Tool.MCP.SelfGuard.marker()
+
+    case System.get_env(name) do
+      value when value in [nil, ""] -> []
+      value -> [{name, value}]
+    end
   end
 
   defp timeout(:infinity), do: nil

@@ -1,15 +1,32 @@
 defmodule CMDC.Tool.MCP do
   @moduledoc """
   The Model Context Protocol, server side, as pure functions: one JSON-RPC message in, the
-  replies and effects out. `CMDC.Tool.MCP.Server` runs it over stdio.
+  replies and effects out. Transports run it: `CMDC.Tool.MCP.Server` over stdio,
+  `CMDC.Tool.MCP.HTTP` over Streamable HTTP; both run the effects (tool calls, cancellations,
+  subscriptions) the same way.
 
-  Protocol versions `2025-06-18` and `2025-11-25` are negotiated at `initialize` (a client asking
-  for another version gets the newest one, as the specification says; see
-  `CMDC.Tool.MCP.Protocol`). Supported: `initialize`, `ping`, `tools/list` (cursor pagination),
-  `tools/call`, `notifications/initialized`, `notifications/cancelled`; the server sends
-  `notifications/progress`, and `notifications/tools/list_changed` when started with
-  `list_changed: true` (only then is `listChanged` advertised). Requests other than `ping` before
-  `initialize` get an Invalid Request error (-32600) saying so.
+  ## Two eras, one server
+
+  * **`2026-07-28`** (modern, stateless): every request carries its protocol version and client
+    capabilities in `params._meta` (checked by `CMDC.Tool.MCP.Envelope`, which also checks the
+    HTTP headers against the body). Served: `server/discover`, `tools/list`, `tools/call`,
+    `subscriptions/listen`. Every result has `resultType: "complete"` and the server's identity
+    in `_meta`; `tools/list` and `server/discover` say how long they may be cached (`ttlMs`,
+    `cacheScope`). `ping` is gone in that revision (Method not found).
+  * **`2025-11-25` and `2025-06-18`** (handshake era): negotiated at `initialize` (a client
+    asking for another version gets the newest one; see `CMDC.Tool.MCP.Protocol`); then
+    `ping`, `tools/list`, `tools/call`, `notifications/initialized`, `notifications/cancelled`.
+    Requests other than `ping` before `initialize` get an Invalid Request error (-32600).
+
+  A server answers both eras at once: modern requests never touch the session state.
+
+  `tools/list` comes in tool-name order, pages with an opaque cursor. The one place the list
+  is read is `tools/1`: a server whose tool list varies per session changes it there.
+
+  The server sends `notifications/progress` for partial results when the request has a
+  `progressToken`, and `notifications/tools/list_changed` when started with
+  `list_changed: true` (only then is `listChanged` advertised): to an `initialize` session, and
+  on each `subscriptions/listen` stream that asked for `toolsListChanged`.
 
   Tools list their optional `title`, `annotations` and `outputSchema` (see
   `CMDC.Tool.Structured`); a tool with an output schema answers with `structuredContent` (checked
@@ -25,62 +42,98 @@ defmodule CMDC.Tool.MCP do
       %{"jsonrpc" => "2.0", "id" => 1, "result" => %{}}
   """
 
-  alias CMDC.Tool.MCP.Protocol
+  alias CMDC.Tool.MCP.{Envelope, Protocol}
 
   defstruct tools: [],
             page_size: 50,
             initialized?: false,
             version: nil,
             server_name: "cmdc_tool",
-            list_changed: false
+            list_changed: false,
+            list_ttl_ms: 60_000
 
   @type t :: %__MODULE__{}
 
   @typedoc """
-  What `handle/2` asks the server to do besides replying: start a tool call (the server runs it,
-  streams progress and replies when it ends) or cancel one.
+  A tool call to run: `modern` says which era's result to build (`call_reply/3`).
+  """
+  @type call :: %{
+          id: String.t() | integer(),
+          module: module(),
+          arguments: map(),
+          progress_token: term() | nil,
+          modern: boolean()
+        }
+
+  @typedoc """
+  What `handle/3` asks the transport to do besides replying: run a tool call (the transport
+  streams its progress and replies with `call_reply/3` when it ends), cancel a call or a
+  subscription, or keep a `subscriptions/listen` stream open (`filter` is what the server
+  acknowledged).
   """
   @type effect ::
-          {:call, id :: term(), module(), args :: map(), progress_token :: term() | nil}
+          {:call, call()}
           | {:cancel, id :: term()}
+          | {:listen, id :: term(), filter :: map()}
 
   @doc """
   A protocol state serving `tools` (a list of tool modules). Options: `:page_size`,
-  `:server_name`, `:list_changed` (the server will send `notifications/tools/list_changed`).
+  `:server_name`, `:list_changed` (the server will send `notifications/tools/list_changed`),
+  `:list_ttl_ms` (how long a modern client may cache `tools/list`; default 60,000).
   """
   @spec new([module()], keyword()) :: t()
   def new(tools, opts \\ []) do
-    struct!(__MODULE__, Keyword.put(opts, :tools, tools))
+    __MODULE__ |> struct!(opts) |> put_tools(tools)
   end
 
-  @doc "The protocol versions this server speaks, newest first."
+  @doc "Serves a new tool list (kept in tool-name order: `tools/list` is deterministic)."
+  @spec put_tools(t(), [module()]) :: t()
+  def put_tools(state, tools), do: %{state | tools: Enum.sort_by(tools, & &1.name())}
+
+  @doc """
+  The tools this state serves. The single place the list is read, so that a server whose list
+  varies per session (a catalog with a search tool) has one function to change.
+  """
+  @spec tools(t()) :: [module()]
+  def tools(%__MODULE__{tools: tools}), do: tools
+
+  @doc "The handshake-era protocol versions this server speaks, newest first."
   defdelegate versions, to: Protocol
 
   @doc """
   Handles one decoded message. Returns `{outgoing, state}` where `outgoing` holds JSON-RPC
-  messages to write and effects (`t:effect/0`) for the server.
+  messages to write and effects (`t:effect/0`) for the transport. `headers` (lower-case names)
+  are the HTTP request's, checked against the body on modern requests; `nil` off HTTP.
   """
-  @spec handle(term(), t()) :: {[map() | effect()], t()}
-  def handle(%{"jsonrpc" => "2.0", "method" => method} = msg, state) when is_binary(method) do
+  @spec handle(term(), t(), Envelope.headers()) :: {[map() | effect()], t()}
+  def handle(msg, state, headers \\ nil)
+
+  def handle(%{"jsonrpc" => "2.0", "method" => method} = msg, state, headers)
+      when is_binary(method) do
     case Map.fetch(msg, "id") do
-      {:ok, id} when is_binary(id) or is_integer(id) -> request(method, id, params(msg), state)
-      {:ok, id} -> {[error(id, :invalid_request, "id must be a string or an integer")], state}
-      :error -> notification(method, params(msg), state)
+      {:ok, id} when is_binary(id) or is_integer(id) ->
+        request(method, id, params(msg), state, headers)
+
+      {:ok, id} ->
+        {[error(id, :invalid_request, "id must be a string or an integer")], state}
+
+      :error ->
+        notification(method, params(msg), state)
     end
   end
 
-  def handle(%{"jsonrpc" => "2.0", "id" => _id} = msg, state)
+  def handle(%{"jsonrpc" => "2.0", "id" => _id} = msg, state, _headers)
       when is_map_key(msg, "result") or is_map_key(msg, "error") do
     # Replies to requests this server never sends: ignore.
     {[], state}
   end
 
-  def handle(list, state) when is_list(list) do
+  def handle(list, state, _headers) when is_list(list) do
     {[error(nil, :invalid_request, "batches are not supported (removed in MCP 2025-06-18)")],
      state}
   end
 
-  def handle(msg, state) do
+  def handle(msg, state, _headers) do
     {[error(id_of(msg), :invalid_request, "not a JSON-RPC 2.0 request")], state}
   end
 
@@ -97,73 +150,187 @@ defmodule CMDC.Tool.MCP do
   defp id_of(%{"id" => id}) when is_binary(id) or is_integer(id), do: id
   defp id_of(_), do: nil
 
+  defp request(method, id, params, state, headers) do
+    case Envelope.era(method, params, headers) do
+      :legacy ->
+        legacy(method, id, params, state)
+
+      :modern ->
+        case Envelope.check(method, params, headers) do
+          {:ok, _envelope} -> {modern(method, id, params, state, headers), state}
+          {:error, code, message, data} -> {[error(id, code, message, data)], state}
+        end
+    end
+  end
+
+  # --- 2026-07-28: stateless, every answer from the request alone -------------------------
+
+  defp modern("server/discover", id, _params, state, _headers) do
+    # The server's identity travels in `_meta` (complete/2), as on every modern result.
+    result = %{
+      "supportedVersions" => Protocol.modern_versions(),
+      "capabilities" => capabilities(state)
+    }
+
+    [reply(id, result |> complete(state) |> cacheable(state))]
+  end
+
+  defp modern("tools/list", id, params, state, _headers) do
+    case list(params, state) do
+      {:ok, result} -> [reply(id, result |> complete(state) |> cacheable(state))]
+      :error -> [error(id, :invalid_params, "invalid cursor")]
+    end
+  end
+
+  defp modern("tools/call", id, params, state, headers) do
+    case call(id, params, state, true, headers) do
+      {:ok, call} -> [{:call, call}]
+      {:error, reply} -> [reply]
+    end
+  end
+
+  defp modern("subscriptions/listen", id, params, state, _headers) do
+    asked = if is_map(params["notifications"]), do: params["notifications"], else: %{}
+
+    honored =
+      if state.list_changed and asked["toolsListChanged"] == true,
+        do: %{"toolsListChanged" => true},
+        else: %{}
+
+    ack =
+      Protocol.notification("notifications/subscriptions/acknowledged", %{
+        "_meta" => %{Protocol.meta_key(:subscription_id) => id},
+        "notifications" => honored
+      })
+
+    [ack, {:listen, id, honored}]
+  end
+
+  defp modern(method, id, _params, _state, _headers) do
+    [error(id, :method_not_found, "Method not found: #{method} (MCP 2026-07-28)")]
+  end
+
+  defp complete(result, state) do
+    Map.merge(result, %{
+      "resultType" => "complete",
+      "_meta" => %{Protocol.meta_key(:server_info) => server_info(state)}
+    })
+  end
+
+  # The list may differ per server process (--watch, other tool folders): private to the
+  # client; under --watch a subscription announces changes, so the TTL still holds.
+  defp cacheable(result, state),
+    do: Map.merge(result, %{"ttlMs" => state.list_ttl_ms, "cacheScope" => "private"})
+
+  defp server_info(state), do: %{"name" => state.server_name, "version" => version()}
+
+  defp capabilities(state) do
+    tools = if state.list_changed, do: %{"listChanged" => true}, else: %{}
+    %{"tools" => tools}
+  end
+
+  # --- 2025-11-25 / 2025-06-18: the initialize session ------------------------------------
+
   @methods ~w(initialize ping tools/list tools/call)
 
-  defp request("initialize", id, params, state) do
+  defp legacy("initialize", id, params, state) do
     version = Protocol.negotiate(params["protocolVersion"])
-    tools = if state.list_changed, do: %{"listChanged" => true}, else: %{}
 
     result = %{
       "protocolVersion" => version,
-      "capabilities" => %{"tools" => tools},
-      "serverInfo" => %{"name" => state.server_name, "version" => version()}
+      "capabilities" => capabilities(state),
+      "serverInfo" => server_info(state)
     }
 
     {[reply(id, result)], %{state | version: version}}
   end
 
-  defp request("ping", id, _params, state), do: {[reply(id, %{})], state}
+  defp legacy("ping", id, _params, state), do: {[reply(id, %{})], state}
 
   # Known methods wait for initialize; unknown ones stay "not found" (clients probe with them).
-  defp request(method, id, _params, %{version: nil} = state) when method in @methods do
-    message = "Server not initialized: send initialize before #{method}"
+  defp legacy(method, id, _params, %{version: nil} = state) when method in @methods do
+    message =
+      "Server not initialized: send initialize before #{method}, " <>
+        "or put the MCP 2026-07-28 fields in params._meta"
+
     {[error(id, :invalid_request, message)], state}
   end
 
-  defp request("tools/list", id, params, state) do
-    tools = state.tools
+  defp legacy("tools/list", id, params, state) do
+    case list(params, state) do
+      {:ok, result} -> {[reply(id, result)], state}
+      :error -> {[error(id, :invalid_params, "invalid cursor")], state}
+    end
+  end
+
+  defp legacy("tools/call", id, params, state) do
+    case call(id, params, state, false) do
+      {:ok, call} -> {[{:call, call}], state}
+      {:error, reply} -> {[reply], state}
+    end
+  end
+
+  defp legacy(method, id, _params, state) do
+    {[error(id, :method_not_found, "Method not found: #{method}")], state}
+  end
+
+  # --- what both eras share --------------------------------------------------------------
+
+  defp list(params, state) do
+    tools = tools(state)
 
     with {:ok, offset} <- decode_cursor(params["cursor"], length(tools)) do
       page = tools |> Enum.drop(offset) |> Enum.take(state.page_size)
       next = offset + length(page)
 
-      result =
-        %{"tools" => Enum.map(page, &describe/1)}
-        |> put_if(next < length(tools), "nextCursor", encode_cursor(next))
-
-      {[reply(id, result)], state}
-    else
-      :error -> {[error(id, :invalid_params, "invalid cursor")], state}
+      {:ok,
+       %{"tools" => Enum.map(page, &describe/1)}
+       |> put_if(next < length(tools), "nextCursor", encode_cursor(next))}
     end
   end
 
-  defp request("tools/call", id, params, state) do
+  defp call(id, params, state, modern, headers \\ nil) do
     name = params["name"]
     args = Map.get(params, "arguments", %{})
-    token = get_in(params, ["_meta", "progressToken"])
 
     cond do
       not is_binary(name) ->
-        {[error(id, :invalid_params, "tools/call needs a tool name")], state}
+        {:error, error(id, :invalid_params, "tools/call needs a tool name")}
 
       not is_map(args) ->
-        {[error(id, :invalid_params, "arguments must be an object")], state}
+        {:error, error(id, :invalid_params, "arguments must be an object")}
 
       true ->
-        case CMDC.Tool.find(state.tools, name) do
+        case CMDC.Tool.find(tools(state), name) do
           {:ok, module} ->
-            {[{:call, id, module, args, token}], state}
+            token = get_in(params, ["_meta", "progressToken"])
+
+            call = %{
+              id: id,
+              module: module,
+              arguments: args,
+              progress_token: token,
+              modern: modern
+            }
+
+            param_headers(call, headers)
 
           {:error, :not_found} ->
-            {[error(id, :invalid_params, CMDC.Tool.unknown_tool_message(state.tools, name))],
-             state}
+            message = CMDC.Tool.unknown_tool_message(tools(state), name)
+            {:error, error(id, :invalid_params, message)}
         end
     end
   end
 
-  defp request(method, id, _params, state) do
-    {[error(id, :method_not_found, "Method not found: #{method}")], state}
+  # Modern HTTP requests mirror x-mcp-header arguments into Mcp-Param-* headers.
+  defp param_headers(%{modern: true} = call, headers) when is_map(headers) do
+    case Envelope.check_params(call.module.parameters(), call.arguments, headers) do
+      :ok -> {:ok, call}
+      {:error, code, message, data} -> {:error, error(call.id, code, message, data)}
+    end
   end
+
+  defp param_headers(call, _headers), do: {:ok, call}
 
   defp notification("notifications/initialized", _params, state),
     do: {[], %{state | initialized?: true}}
@@ -183,6 +350,16 @@ defmodule CMDC.Tool.MCP do
     }
     |> Map.merge(CMDC.Tool.Structured.mcp_fields(module))
   end
+
+  @doc """
+  The response to a finished call: its result in the call's era (modern results carry
+  `resultType` and the server's identity).
+  """
+  @spec call_reply(t(), call(), CMDC.Tool.Result.t() | CMDC.Tool.result()) :: map()
+  def call_reply(state, %{id: id, modern: true}, result),
+    do: reply(id, complete(call_result(result), state))
+
+  def call_reply(_state, %{id: id}, result), do: reply(id, call_result(result))
 
   @doc "A `tools/call` result from a `CMDC.Tool.Result` (or a tool's own result tuple)."
   @spec call_result(CMDC.Tool.Result.t() | CMDC.Tool.result() | {:invalid, String.t()}) :: map()
@@ -219,14 +396,25 @@ defmodule CMDC.Tool.MCP do
     })
   end
 
-  @doc "The `notifications/tools/list_changed` message."
-  def list_changed, do: Protocol.notification("notifications/tools/list_changed")
+  @doc """
+  The `notifications/tools/list_changed` message: for an `initialize` session, or (with the
+  `subscriptions/listen` request's id) on that subscription's stream.
+  """
+  @spec list_changed(term()) :: map()
+  def list_changed(subscription \\ nil)
+  def list_changed(nil), do: Protocol.notification("notifications/tools/list_changed")
+
+  def list_changed(subscription) do
+    Protocol.notification("notifications/tools/list_changed", %{
+      "_meta" => %{Protocol.meta_key(:subscription_id) => subscription}
+    })
+  end
 
   @doc false
   defdelegate reply(id, result), to: Protocol
 
   @doc false
-  defdelegate error(id, code, message), to: Protocol
+  defdelegate error(id, code, message, data \\ nil), to: Protocol
 
   defp encode_cursor(offset), do: Base.url_encode64("o:#{offset}", padding: false)
 
@@ -246,5 +434,8 @@ defmodule CMDC.Tool.MCP do
   defp put_if(map, true, key, value), do: Map.put(map, key, value)
   defp put_if(map, false, _key, _value), do: map
 
-  defp version, do: to_string(Application.spec(:cmdc_tool, :vsn) || "0.1.0")
+  # Read once at compile time: every modern result carries it, and Application.spec/2 asks the
+  # application controller's table each time (~7 µs).
+  @version Mix.Project.config()[:version] || "0.1.0"
+  defp version, do: @version
 end

@@ -34,10 +34,25 @@ defmodule CMDC.Tool.Script do
   `*args`/`**kwargs` are not parameters. PowerShell scripts are read natively (comment-based help
   and the `param()` block), without `pwsh`.
 
+  ## The description cache
+
   The description is cached next to the script as `{name}.tool.json` (the seeds' format: `type`,
-  `name`, `scriptPath`, `tools` as OpenAI function specs, `rulePrompt`, `defaultPermissions`);
-  it is used as is while the script is unchanged, so a warm start-up runs no interpreter. A
-  broken cache is rebuilt.
+  `name`, `scriptPath`, `tools` as OpenAI function specs, `rulePrompt`, `defaultPermissions`),
+  so a warm start-up runs no interpreter. A cache can never grant more than the script
+  declares:
+
+    * It is used only when it is *stamped* by this user: `scriptStamp` is the SHA-256 of the
+      script's bytes when it was read, and `cacheTag` an HMAC-SHA256 over the whole description
+      under the user's key (`CMDC.Tool.Script.CacheKey`, never in a repository). File times
+      play no part (a `git clone` gives a script and its cache the same mtime). Any edit of
+      the script, or of the cache, makes it stale.
+    * Any other cache (written by sy-f-misc, shipped with a cloned repository, edited by hand,
+      a tag made with another key) is **not** the script's word: the script is read again
+      (status `:rebuilt`). That cache may only make a tool stricter (the stricter policy and
+      result approval of the two win, never its looser one); a tool it lists that the script
+      does not define is never offered. Both are reported in the group's `:warnings`.
+    * A broken cache is rebuilt. The worker also calls only functions the script itself
+      defines (not names it imported, such as `from os import system`).
 
   ## Settings each tool exposes
 
@@ -54,7 +69,8 @@ defmodule CMDC.Tool.Script do
   Every spelling goes through one fail-safe normalizer (`docs/PERMISSIONS.md` lists them all):
   settings that disagree resolve to the stricter, an unknown value to the strictest, with a
   warning naming the file, the function and the setting (logged, and in the group's
-  `:warnings`). A `.tool.json` written by sy-f-misc keeps its per-tool permissions.
+  `:warnings`). A `.tool.json` written by sy-f-misc keeps its per-tool permissions where they are
+  stricter than the script's.
     * `:format` - whether the function has a `format(result, args) -> str` attribute, which the
       worker applies to make the text the model sees.
 
@@ -83,6 +99,14 @@ defmodule CMDC.Tool.Script do
   Progress: a script may `import cmdc_tool` (a module the worker provides) and call
   `cmdc_tool.progress(value)`; each value reaches `:on_progress` (a `fun/1` given to `call/3`,
   or stored as `context.private.on_progress`) as a partial result.
+
+  Programs a call starts end with its worker: a time-out or a cancel kills the worker's whole
+  process tree (children, children that called `setsid`, and daemons that double-forked: on
+  Linux the worker is their subreaper, so they are re-parented to it instead of to init); a
+  call that returns leaves them to the warm worker, which takes them along when it stops (idle
+  time-out, `stop/1`, the VM's exit). A tool that must leave a program running past that hands
+  it to a service manager (`systemd-run --user …`, a supervisor of its own) instead of forking
+  it. (Daemons that exit stay as zombies of the worker until it stops.)
 
   ## Plugging in: discovery, registry, runner
 
@@ -126,6 +150,7 @@ defmodule CMDC.Tool.Script do
       by the script's first call.
     * `:describe_timeout` - milliseconds to read one script (default 10_000).
     * `:cache` - read and write `{name}.tool.json` (default `true`).
+    * `:cache_key` - the key of the caches' tags (default: the user's, `CMDC.Tool.Script.CacheKey`).
     * `:namespace` - the prefix of generated module names (default `CMDC.Tool.Script.Tools`).
 
       iex> {:ok, doc} = CMDC.Tool.Script.describe_powershell(\"\"\"
@@ -145,7 +170,7 @@ defmodule CMDC.Tool.Script do
   require Logger
 
   alias CMDC.Tool.{JSON, Native}
-  alias CMDC.Tool.Script.Gen
+  alias CMDC.Tool.Script.{CacheKey, Gen}
 
   @typedoc "A loaded script: its tool group."
   @type group :: %{
@@ -203,6 +228,7 @@ defmodule CMDC.Tool.Script do
       python: opts[:python],
       describe_timeout_ms: opts[:describe_timeout],
       cache: opts[:cache],
+      cache_key: opts[:cache_key] || CacheKey.get(),
       path_env: System.get_env("PATH")
     }
 
@@ -225,8 +251,11 @@ defmodule CMDC.Tool.Script do
       paths
       |> Enum.zip(results)
       |> Enum.map(fn
-        {path, {_abs, {:error, message}}} -> {path, {:error, message}}
-        {path, {abs, {:ok, {status, json, language}}}} -> {path, build(abs, status, json, language, opts)}
+        {path, {_abs, {:error, message}}} ->
+          {path, {:error, message}}
+
+        {path, {abs, {:ok, {status, json, language}}}} ->
+          {path, build(abs, status, json, language, opts)}
       end)
 
     # one code-loading commit for every tool module of every script

@@ -1,9 +1,11 @@
 defmodule Mix.Tasks.Cmdc.Mcp do
-  @shortdoc "Serves the project's tools to MCP clients over stdio"
+  @shortdoc "Serves the project's tools to MCP clients over stdio or Streamable HTTP"
   @moduledoc """
-  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout).
+  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout, or Streamable
+  HTTP with `--http PORT`).
 
       mix cmdc.mcp [--watch MS] [--page-size N] [PATH...]
+      mix cmdc.mcp --http 8765 [--host ADDRESS] [--token-file PATH] [--oauth-introspect URL] [PATH...]
 
   The same command as `bin/cmdc-mcp` (see `CMDC.Tool.MCP.Main` and `--help`), inside Mix.
   MCP clients should start `bin/cmdc-mcp`: it skips Mix entirely when the build is current.

@@ -2,7 +2,7 @@
 //!
 //! * [`protocol`]: the worker's frames and payloads.
 //! * [`interpreter`]: which program runs a script.
-//! * [`cache`]: the `{name}.tool.json` description cache.
+//! * [`cache`]: the `{name}.tool.json` description cache, trusted only under a valid [`stamp`].
 //! * [`worker`]: one worker process (its tree killed when dropped).
 //! * [`pool`]: calls through warm workers per script (and one `pwsh` per PowerShell call).
 //! * [`load`]: reading descriptions (cache, Python describer, [`powershell`] reader).
@@ -16,9 +16,12 @@ pub mod load;
 pub mod pool;
 pub mod powershell;
 pub mod protocol;
+pub mod stamp;
 pub mod worker;
 
-pub use cache::{cache_path, check_document, read_cache, stamp, with_paths, write_cache, Cached};
+pub use cache::{
+    cache_path, check_document, file_version, read_cache, tighten, with_paths, write_cache, Cached,
+};
 pub use interpreter::{find_python, which, Language, PWSH_MISSING, VENV_PYTHONS};
 pub use protocol::{call_payload, encode_frame, error_from_payload, frame_len, MAX_FRAME};
 

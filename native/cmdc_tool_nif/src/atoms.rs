@@ -85,6 +85,8 @@ rustler::atoms! {
     bad_metadata,
     bad_manifest,
     bad_trust_list,
+    bad_home,
+    outside_plugin,
     cmdc_script,
     progress,
     loaded,

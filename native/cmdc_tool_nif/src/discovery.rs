@@ -44,6 +44,8 @@ fn note_atom(kind: NoteKind) -> rustler::Atom {
         NoteKind::BadMetadata => atoms::bad_metadata(),
         NoteKind::BadManifest => atoms::bad_manifest(),
         NoteKind::BadTrustList => atoms::bad_trust_list(),
+        NoteKind::BadHome => atoms::bad_home(),
+        NoteKind::OutsidePlugin => atoms::outside_plugin(),
     }
 }
 
@@ -75,7 +77,8 @@ impl From<ScanOpts> for Config {
         Config {
             cwd: PathBuf::from(opts.cwd),
             home: PathBuf::from(opts.home),
-            cmdc_home: opts.cmdc_home.filter(|h| !h.is_empty()).map(PathBuf::from),
+            // An empty one is passed on: the scan reports it as not absolute.
+            cmdc_home: opts.cmdc_home.map(PathBuf::from),
             paths: opts.paths,
             explicit: opts.explicit,
             project: opts.project,

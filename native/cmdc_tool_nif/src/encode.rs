@@ -578,8 +578,8 @@ impl<'a> Writer<'_, 'a, '_> {
             self.out.put(buf.format(u).as_bytes());
             return Ok(());
         }
-        let big = term::read_big(self.term(t), self.budget)
-            .map_err(|e| Fail::new(Why::Budget(e.into())))?;
+        let big =
+            term::read_big(self.term(t), self.budget).map_err(|e| Fail::new(Why::Budget(e)))?;
         self.out.put(big.to_string().as_bytes());
         Ok(())
     }

@@ -117,13 +117,15 @@ pub struct LoadOpts {
     pub describe_timeout_ms: u64,
     /// `false`: ignore and do not write `{name}.tool.json`.
     pub cache: bool,
+    /// The user's key for cache tags (text); empty: no cache is read or written.
+    pub cache_key: String,
     pub path_env: Option<String>,
 }
 
 impl Options<'_> for LoadOpts {
     const NIF: &'static str = "script_load";
-    const EXPECTED: &'static str = "worker (string), python, path_env (string or nil), \
-        describe_timeout_ms (non-negative integer) and cache (boolean)";
+    const EXPECTED: &'static str = "worker, cache_key (strings), python, path_env (string or \
+        nil), describe_timeout_ms (non-negative integer) and cache (boolean)";
 }
 
 impl From<CallOpts> for pool::CallOpts {
@@ -147,6 +149,7 @@ impl From<LoadOpts> for load::LoadOpts {
             python: o.python,
             describe_timeout: Duration::from_millis(o.describe_timeout_ms),
             cache: o.cache,
+            key: o.cache_key.into_bytes(),
             path_env: o.path_env,
         }
     }

@@ -205,7 +205,7 @@ defmodule CMDC.Tool.ApprovalTest do
       refute result.content =~ "secret in"
     end
 
-    test "a .tool.json written by sy-f-misc keeps its per-tool permissions" do
+    test "a .tool.json written by sy-f-misc keeps its per-tool permissions where stricter" do
       dir = tmp_dir("perm_syf")
 
       path =
@@ -258,11 +258,13 @@ defmodule CMDC.Tool.ApprovalTest do
       later = System.os_time(:second) + 5
       File.touch!(cache_path, later)
 
+      # Not the script's word (no tag of ours): the script is read, and the cache may only
+      # tighten it: rm's stricter settings stay, ls's looser `public` does not.
       {group, tools} = load!(path)
-      assert group.status == :cached
+      assert group.status == :rebuilt
       assert tools["rm"].__tool_settings__().policy == :ask_always
       assert tools["rm"].__tool_settings__().result_approval == :always
-      assert tools["ls"].__tool_settings__().policy == :auto
+      assert tools["ls"].__tool_settings__().policy == :ask_once
       assert tools["ls"].__tool_settings__().result_approval == :never
     end
   end

@@ -46,9 +46,14 @@ defmodule CMDC.Tool.MCPTest do
       end
 
       assert {[%{"result" => %{}}], _} = MCP.handle(req(2, "ping"), state)
-      # Clients probe with methods a server may not know (the Python SDK's server/discover).
+
       assert {[%{"error" => %{"code" => -32_601}}], _} =
-               MCP.handle(req(3, "server/discover"), state)
+               MCP.handle(req(3, "resources/list"), state)
+
+      # server/discover is modern: without its envelope it says what is missing.
+      {[reply], _} = MCP.handle(req(4, "server/discover"), state)
+      assert reply["error"]["code"] == -32_602
+      assert reply["error"]["message"] =~ "io.modelcontextprotocol/protocolVersion"
     end
 
     test "tools/list pages with an opaque cursor" do
@@ -72,8 +77,8 @@ defmodule CMDC.Tool.MCPTest do
         "_meta" => %{"progressToken" => 7}
       }
 
-      assert {[{:call, 1, Echo, %{"text" => "a"}, 7}], _} =
-               MCP.handle(req(1, "tools/call", params), state)
+      assert {[{:call, %{id: 1, module: Echo, arguments: %{"text" => "a"}, progress_token: 7}}],
+              _} = MCP.handle(req(1, "tools/call", params), state)
 
       {[reply], _} = MCP.handle(req(2, "tools/call", %{"name" => "ehco"}), state)
       assert reply["error"]["code"] == -32_602
@@ -100,6 +105,160 @@ defmodule CMDC.Tool.MCPTest do
       assert %{"isError" => true} = MCP.call_result({:invalid, "bad args"})
       assert %{"content" => [%{"text" => ~s({"a":1})}]} = MCP.call_result({:effect, %{a: 1}})
     end
+  end
+
+  describe "2026-07-28 (stateless)" do
+    @meta %{
+      "io.modelcontextprotocol/protocolVersion" => "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities" => %{},
+      "io.modelcontextprotocol/clientInfo" => %{"name" => "t", "version" => "1"}
+    }
+
+    defp modern(id, method, params \\ %{}),
+      do: req(id, method, Map.put(params, "_meta", @meta))
+
+    test "server/discover, tools/list and tools/call need no initialize and change no state" do
+      state = MCP.new([ReadFile, Echo])
+      {[discover], ^state} = MCP.handle(modern(1, "server/discover"), state)
+
+      assert %{
+               "supportedVersions" => ["2026-07-28"],
+               "capabilities" => %{"tools" => %{}},
+               "resultType" => "complete",
+               "cacheScope" => "private",
+               "ttlMs" => 60_000,
+               "_meta" => %{"io.modelcontextprotocol/serverInfo" => %{"name" => "cmdc_tool"}}
+             } = discover["result"]
+
+      {[list], ^state} = MCP.handle(modern(2, "tools/list"), state)
+      # Deterministic: tool-name order, whatever order the tools were given in.
+      assert ["echo", "read_file"] == Enum.map(list["result"]["tools"], & &1["name"])
+      assert %{"resultType" => "complete", "ttlMs" => 60_000} = list["result"]
+
+      params = %{"name" => "echo", "arguments" => %{"text" => "a"}}
+      {[{:call, call}], ^state} = MCP.handle(modern(3, "tools/call", params), state)
+      assert %{id: 3, module: Echo, modern: true} = call
+
+      assert %{"id" => 3, "result" => %{"resultType" => "complete", "isError" => false} = r} =
+               MCP.call_reply(state, call, {:ok, "a"})
+
+      assert r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "cmdc_tool"
+      # Legacy results stay as they were.
+      legacy = MCP.call_reply(state, %{call | modern: false}, {:ok, "a"})
+      refute Map.has_key?(legacy["result"], "resultType")
+    end
+
+    test "ping is gone; unknown versions get -32022 listing every version spoken" do
+      state = MCP.new([Echo])
+      assert {[%{"error" => %{"code" => -32_601}}], _} = MCP.handle(modern(1, "ping"), state)
+      meta = Map.put(@meta, "io.modelcontextprotocol/protocolVersion", "2099-01-01")
+      {[reply], _} = MCP.handle(req(2, "tools/list", %{"_meta" => meta}), state)
+
+      assert reply["error"]["code"] == -32_022
+
+      assert reply["error"]["data"] == %{
+               "supported" => ["2026-07-28", "2025-11-25", "2025-06-18"],
+               "requested" => "2099-01-01"
+             }
+
+      meta = Map.delete(@meta, "io.modelcontextprotocol/clientCapabilities")
+      {[reply], _} = MCP.handle(req(3, "tools/list", %{"_meta" => meta}), state)
+      assert reply["error"]["code"] == -32_602
+      assert reply["error"]["message"] =~ "clientCapabilities"
+    end
+
+    test "HTTP headers must match the body (-32020)" do
+      state = MCP.new([Echo])
+      params = %{"name" => "echo", "arguments" => %{"text" => "a"}}
+      good = %{"mcp-protocol-version" => "2026-07-28", "mcp-method" => "tools/call"}
+
+      assert {[{:call, _}], _} =
+               MCP.handle(
+                 modern(1, "tools/call", params),
+                 state,
+                 Map.put(good, "mcp-name", "echo")
+               )
+
+      for {headers, named} <- [
+            {good, "Mcp-Name header is missing"},
+            {Map.put(good, "mcp-name", "other"), "Mcp-Name"},
+            {%{good | "mcp-method" => "tools/list"} |> Map.put("mcp-name", "echo"), "Mcp-Method"},
+            {Map.delete(good, "mcp-protocol-version") |> Map.put("mcp-name", "echo"),
+             "MCP-Protocol-Version"}
+          ] do
+        {[reply], _} = MCP.handle(modern(2, "tools/call", params), state, headers)
+        assert reply["error"]["code"] == -32_020, inspect(headers)
+        assert reply["error"]["message"] =~ named
+      end
+
+      # Mcp-Name as clients encode non-ASCII names.
+      encoded = Map.put(good, "mcp-name", "=?base64?" <> Base.encode64("echo") <> "?=")
+      assert {[{:call, _}], _} = MCP.handle(modern(3, "tools/call", params), state, encoded)
+    end
+
+    test "subscriptions/listen acknowledges only what the server will send" do
+      filter = %{"notifications" => %{"toolsListChanged" => true}}
+      {[ack, effect], _} = MCP.handle(modern(9, "subscriptions/listen", filter), MCP.new([Echo]))
+      assert ack["method"] == "notifications/subscriptions/acknowledged"
+      assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 9
+      assert ack["params"]["notifications"] == %{}
+      assert effect == {:listen, 9, %{}}
+      watching = MCP.new([Echo], list_changed: true)
+
+      {[ack, {:listen, 9, honored}], _} =
+        MCP.handle(modern(9, "subscriptions/listen", filter), watching)
+
+      assert ack["params"]["notifications"] == %{"toolsListChanged" => true}
+      assert honored == %{"toolsListChanged" => true}
+
+      assert MCP.list_changed(9)["params"]["_meta"] == %{
+               "io.modelcontextprotocol/subscriptionId" => 9
+             }
+    end
+  end
+
+  test "server: both eras on one stdio stream; a subscription hears of new tools" do
+    {:ok, out} = StringIO.open("")
+    input = MCPIO.feeder()
+    me = self()
+
+    server =
+      spawn_link(fn ->
+        CMDC.Tool.MCP.Server.serve([Echo], input: input, output: out, list_changed: true)
+        send(me, :stopped)
+      end)
+
+    meta = %{
+      "io.modelcontextprotocol/protocolVersion" => "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities" => %{}
+    }
+
+    listen = %{"_meta" => meta, "notifications" => %{"toolsListChanged" => true}}
+    MCPIO.feed(input, req(1, "subscriptions/listen", listen))
+    call = %{"_meta" => meta, "name" => "echo", "arguments" => %{"text" => "hi"}}
+    MCPIO.feed(input, req(2, "tools/call", call))
+    [ack, result] = MCPIO.await_frames(out, 2)
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert %{"id" => 2, "result" => %{"resultType" => "complete", "isError" => false}} = result
+    CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
+    changed = List.last(MCPIO.await_frames(out, 3))
+    assert changed["method"] == "notifications/tools/list_changed"
+    assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
+    # Cancelling the subscription ends it: no more notifications on it.
+    MCPIO.feed(input, %{
+      "jsonrpc" => "2.0",
+      "method" => "notifications/cancelled",
+      "params" => %{"requestId" => 1}
+    })
+
+    MCPIO.feed(input, req(3, "tools/list", %{"_meta" => meta}))
+    MCPIO.await_frames(out, 4)
+    CMDC.Tool.MCP.Server.refresh(server, [Echo])
+    MCPIO.feed(input, req(4, "tools/list", %{"_meta" => meta}))
+    frames = MCPIO.await_frames(out, 5)
+    assert Enum.map(Enum.drop(frames, 3), & &1["id"]) == [3, 4]
+    MCPIO.eof(input)
+    assert_receive :stopped, 5_000
   end
 
   test "server: new tool lists send list_changed only when the tools changed; malformed frames never stop it" do

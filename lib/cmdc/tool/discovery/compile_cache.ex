@@ -47,12 +47,17 @@ defmodule CMDC.Tool.Discovery.CompileCache do
   end
 
   defp folder(opts) do
-    cmdc_home = Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end)
+    # An empty or relative CMDC_HOME is ignored (CMDC.Tool.Home).
+    cmdc_home =
+      case CMDC.Tool.Home.cmdc_home(opts) do
+        {:ok, dir} -> dir
+        {:error, _} -> nil
+      end
 
     case Keyword.get(opts, :compile_cache) do
       false -> nil
       dir when is_binary(dir) -> Path.expand(dir)
-      nil when is_binary(cmdc_home) -> Path.join([Path.expand(cmdc_home), "cache", "compiled"])
+      nil when is_binary(cmdc_home) -> Path.join([cmdc_home, "cache", "compiled"])
       nil -> :filename.basedir(:user_cache, "cmdc_tool") |> to_string() |> Path.join("compiled")
     end
   end

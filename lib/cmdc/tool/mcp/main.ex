@@ -1,6 +1,7 @@
 defmodule CMDC.Tool.MCP.Main do
   @moduledoc """
-  The `cmdc-mcp` command: serves the project's tools to MCP clients over stdio.
+  The `cmdc-mcp` command: serves the project's tools to MCP clients over stdio, or over
+  Streamable HTTP with `--http PORT` (`CMDC.Tool.MCP.HTTP`).
 
   `bin/cmdc-mcp` starts it without Mix when the build is current (`mix compile` runs only after
   a source file changed), and `mix cmdc.mcp` runs the same code inside Mix.
@@ -9,22 +10,38 @@ defmodule CMDC.Tool.MCP.Main do
   require Logger
 
   alias CMDC.Tool.CLI
-  alias CMDC.Tool.MCP.{Server, Stdio}
+  alias CMDC.Tool.MCP.{HTTP, SelfGuard, Server, Stdio}
 
   @usage """
-  Usage: cmdc-mcp [--watch MS] [--page-size N] [PATH...]
+  Usage: cmdc-mcp [--watch MS] [--page-size N] [--http PORT [HTTP OPTIONS]] [PATH...]
 
-  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout): the built-in
-  examples, the project's and the user's tool folders and plugins, and the files or folders
-  given as PATH (Elixir, Python and PowerShell tools).
+  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout, or Streamable
+  HTTP): the built-in examples, the project's and the user's tool folders and plugins, and the
+  files or folders given as PATH (Elixir, Python and PowerShell tools). Both protocol eras:
+  2026-07-28 (stateless) and 2025-11-25 / 2025-06-18 (initialize).
 
     --watch MS      look for added, changed or removed tool files every MS milliseconds and
                     send notifications/tools/list_changed when the tools changed
     --page-size N   tools per tools/list page (default 50)
     -h, --help      print this help and exit
 
-  stdout carries protocol messages only; everything else goes to stderr. The server exits when
-  the client closes stdin. MCP client configuration:
+  HTTP (one endpoint, http://HOST:PORT/mcp):
+    --http PORT          serve over Streamable HTTP instead of stdio (0: any free port)
+    --host ADDRESS       address to bind (default 127.0.0.1; others need a token or OAuth)
+    --token-file PATH    require Authorization: Bearer <the file's content>
+                         (or set CMDC_MCP_TOKEN)
+    --allow-origin URL   also accept requests from this Origin (repeatable)
+    --oauth-introspect URL   act as an OAuth 2.1 resource server: check tokens at this RFC
+                         7662 endpoint (client credentials from CMDC_MCP_OAUTH_CLIENT_ID /
+                         CMDC_MCP_OAUTH_CLIENT_SECRET)
+    --oauth-issuer URL   the authorization server named in the RFC 9728 metadata
+    --resource URL       the audience tokens must carry (default: the endpoint's URL)
+
+  On stdio, stdout carries protocol messages only; everything else goes to stderr, and the
+  server exits when the client closes stdin. It also serves the tools of the MCP servers in
+  .mcp.json, ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself: never started from
+  inside cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it
+  set exits with status 3). MCP client configuration:
 
       {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
   """
@@ -62,7 +79,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   @doc """
   Runs the command: `:ok` when the client went away (or help was printed), `{:error, status}`
-  for a usage error.
+  for a usage error (2), or when started by another `cmdc-mcp` (3: `CMDC.Tool.MCP.SelfGuard`).
   """
   @spec run([String.t()]) :: :ok | {:error, pos_integer()}
   def run(argv) do
@@ -76,13 +93,37 @@ defmodule CMDC.Tool.MCP.Main do
         {:error, 2}
 
       {:ok, opts, paths} ->
-        serve(opts, paths)
+        if SelfGuard.marked?(), do: refuse_nested(), else: serve(opts, paths)
     end
+  end
+
+  # Started, directly or through any other program, by a serving cmdc-mcp: serving here would
+  # start the same servers (and itself) again. Refused before anything starts.
+  defp refuse_nested do
+    IO.write(
+      :stderr,
+      "cmdc-mcp: started by another cmdc-mcp (#{SelfGuard.marker()}=" <>
+        "#{System.get_env(SelfGuard.marker())}); not serving: an MCP config it reads runs " <>
+        "cmdc-mcp again, which would start itself at every depth\n"
+    )
+
+    {:error, 3}
   end
 
   @doc false
   def parse(argv) do
-    switches = [page_size: :integer, watch: :integer, help: :boolean]
+    switches = [
+      page_size: :integer,
+      watch: :integer,
+      help: :boolean,
+      http: :integer,
+      host: :string,
+      token_file: :string,
+      allow_origin: :keep,
+      oauth_introspect: :string,
+      oauth_issuer: :string,
+      resource: :string
+    ]
 
     case OptionParser.parse(argv, strict: switches, aliases: [h: :help]) do
       {opts, paths, []} ->
@@ -90,6 +131,7 @@ defmodule CMDC.Tool.MCP.Main do
           opts[:help] -> :help
           Keyword.get(opts, :watch, 1) < 1 -> {:error, "--watch needs a positive interval (ms)"}
           Keyword.get(opts, :page_size, 1) < 1 -> {:error, "--page-size needs a positive number"}
+          Keyword.get(opts, :http, 0) not in 0..65_535 -> {:error, "--http needs a port number"}
           true -> {:ok, opts, paths}
         end
 
@@ -102,6 +144,12 @@ defmodule CMDC.Tool.MCP.Main do
   end
 
   defp serve(opts, paths) do
+    # Every program this server starts carries the marker (SelfGuard), in both modes.
+    SelfGuard.mark()
+    if opts[:http], do: serve_http(opts, paths), else: serve_stdio(opts, paths)
+  end
+
+  defp serve_stdio(opts, paths) do
     output =
       case Stdio.open() do
         {:ok, port} ->
@@ -118,7 +166,8 @@ defmodule CMDC.Tool.MCP.Main do
     {report, state} = CLI.watch(paths)
     server = self()
     # Rescans run in their own process: the server answers requests meanwhile.
-    if watch, do: spawn_link(fn -> watch_loop(server, state, watch) end)
+    refresh = &Server.refresh(server, &1)
+    if watch, do: spawn_link(fn -> watch_loop(refresh, state, watch) end)
 
     Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
@@ -127,9 +176,94 @@ defmodule CMDC.Tool.MCP.Main do
     )
   end
 
+  # Serves until the VM is stopped (SIGTERM, or the supervisor above).
+  defp serve_http(opts, paths) do
+    # No protocol channel on stdio in this mode; tools must not think there is one.
+    System.delete_env("CMDC_MCP_FD")
+    Logger.configure_backend(:console, device: :standard_error)
+    {:ok, _} = Application.ensure_all_started(:cmdc_tool)
+
+    with {:ok, http_opts} <- http_options(opts) do
+      {report, state} = CLI.watch(paths)
+      http_opts = [tools: report.tools, list_changed: opts[:watch] != nil] ++ http_opts
+      # A port in use is a message and a status, not a crash of the caller.
+      Process.flag(:trap_exit, true)
+
+      case HTTP.start_link(http_opts) do
+        {:ok, server} ->
+          IO.write(:stderr, "cmdc-mcp: serving MCP on #{HTTP.url(server)}\n")
+          refresh = &HTTP.refresh(server, &1)
+          if opts[:watch], do: spawn_link(fn -> watch_loop(refresh, state, opts[:watch]) end)
+          Process.sleep(:infinity)
+
+        {:error, reason} ->
+          IO.write(:stderr, "cmdc-mcp: #{reason}\n")
+          {:error, 1}
+      end
+    end
+  end
+
+  @doc false
+  def http_options(opts) do
+    with {:ok, ip} <- parse_ip(Keyword.get(opts, :host, "127.0.0.1")),
+         {:ok, auth} <- auth(opts),
+         :ok <- exposed(ip, auth) do
+      {:ok,
+       [
+         port: opts[:http],
+         ip: ip,
+         auth: auth,
+         page_size: Keyword.get(opts, :page_size, 50),
+         allowed_origins: Keyword.get_values(opts, :allow_origin)
+       ]}
+    else
+      {:error, message} ->
+        IO.write(:stderr, "cmdc-mcp: #{message}\n")
+        {:error, 2}
+    end
+  end
+
+  # Off loopback, anyone on the network could run the tools: not without credentials.
+  defp exposed({127, _, _, _}, _auth), do: :ok
+  defp exposed({0, 0, 0, 0, 0, 0, 0, 1}, _auth), do: :ok
+
+  defp exposed(_ip, nil),
+    do: {:error, "--host off loopback needs --token-file, CMDC_MCP_TOKEN or --oauth-introspect"}
+
+  defp exposed(_ip, _auth), do: :ok
+
+  defp parse_ip(text) do
+    case :inet.parse_address(String.to_charlist(text)) do
+      {:ok, ip} -> {:ok, ip}
+      {:error, _} -> {:error, "--host #{text} is not an IP address"}
+    end
+  end
+
+  defp auth(opts) do
+    cond do
+      url = opts[:oauth_introspect] ->
+        {:ok,
+         {:oauth,
+          introspection_url: url,
+          authorization_servers: List.wrap(opts[:oauth_issuer]),
+          resource: opts[:resource],
+          client_id: System.get_env("CMDC_MCP_OAUTH_CLIENT_ID"),
+          client_secret: System.get_env("CMDC_MCP_OAUTH_CLIENT_SECRET")}}
+
+      path = opts[:token_file] ->
+        {:ok, {:bearer_file, path}}
+
+      token = System.get_env("CMDC_MCP_TOKEN") ->
+        {:ok, {:bearer, token}}
+
+      true ->
+        {:ok, nil}
+    end
+  end
+
   # Each tick stats the tool files (one native scan); files are compiled or read again only when
   # they changed, and the server hears only of changes.
-  defp watch_loop(server, state, interval) do
+  defp watch_loop(refresh, state, interval) do
     Process.sleep(interval)
 
     state =
@@ -140,7 +274,7 @@ defmodule CMDC.Tool.MCP.Main do
 
           {:changed, report, state} ->
             # The server stops using the old modules before they are deleted.
-            Server.refresh(server, report.tools)
+            refresh.(report.tools)
             CLI.forget_stale(state)
         end
       rescue
@@ -149,6 +283,6 @@ defmodule CMDC.Tool.MCP.Main do
           state
       end
 
-    watch_loop(server, state, interval)
+    watch_loop(refresh, state, interval)
   end
 end

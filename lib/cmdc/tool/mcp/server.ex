@@ -9,7 +9,11 @@ defmodule CMDC.Tool.MCP.Server do
   tool calls also run under a group leader that writes to stderr, so a tool's `IO.puts/1` never
   reaches the protocol stream, whatever the output device.
 
-  Each `tools/call` runs through `CMDC.Tool.Runner`, so calls overlap, a cancelled call
+  Both MCP eras are served (`CMDC.Tool.MCP`): `initialize` sessions and stateless
+  `2026-07-28` requests, on the same stream; `subscriptions/listen` streams stay registered
+  until the client cancels them (`notifications/cancelled` with the listen request's id).
+
+  Each `tools/call` runs through `CMDC.Tool.Runner` (`CMDC.Tool.MCP.Calls`), so calls overlap, a cancelled call
   (`notifications/cancelled`) is killed with everything it started, and partial results stream
   as `notifications/progress` when the client sent a `progressToken`. A malformed line gets a
   JSON-RPC error and the server reads on. At end of input (the client is gone) the calls still
@@ -21,7 +25,7 @@ defmodule CMDC.Tool.MCP.Server do
   require Logger
 
   alias CMDC.Tool.{MCP, Runner}
-  alias CMDC.Tool.MCP.Protocol
+  alias CMDC.Tool.MCP.{Calls, Protocol}
 
   # How long shutdown waits for cancelled calls to end (their tools are killed, not asked).
   @shutdown_ms 800
@@ -57,9 +61,10 @@ defmodule CMDC.Tool.MCP.Server do
       mcp: MCP.new(tools, Keyword.take(opts, [:page_size, :server_name, :list_changed])),
       output: output,
       calls: %{},
+      subscriptions: MapSet.new(),
       described: describe(tools),
       reader: {reader, ref},
-      context: Keyword.get_lazy(opts, :context, &default_context/0)
+      context: Keyword.get_lazy(opts, :context, fn -> Calls.context() end)
     }
 
     try do
@@ -93,13 +98,6 @@ defmodule CMDC.Tool.MCP.Server do
 
         :ok
     end
-  end
-
-  defp default_context do
-    CMDC.Context.new(
-      session_id: "mcp-#{System.unique_integer([:positive])}",
-      working_dir: File.cwd!()
-    )
   end
 
   defp read_loop(input, server) do
@@ -168,49 +166,41 @@ defmodule CMDC.Tool.MCP.Server do
 
   defp perform(%{} = msg, state), do: write(state, msg)
 
-  defp perform({:call, id, module, args, token}, state) do
-    call = %{id: to_string(id), name: module.name(), arguments: args}
-    context = %{state.context | tool_call_id: to_string(id)}
-    handle = Runner.async(state.mcp.tools, call, context)
+  defp perform({:call, call}, state) do
+    handle = Calls.start(state.mcp, call, state.context)
     mon = Process.monitor(handle.pid)
-    entry = %{id: id, handle: handle, mon: mon, token: token, count: 0}
+    entry = %{call: call, handle: handle, mon: mon, count: 0}
     put_in(state.calls[handle.ref], entry)
   end
 
-  defp perform({:cancel, id}, state) do
-    case Enum.find(state.calls, fn {_, call} -> call.id == id end) do
-      nil ->
-        state
+  defp perform({:listen, id, _filter}, state),
+    do: %{state | subscriptions: MapSet.put(state.subscriptions, id)}
 
-      {ref, call} ->
+  defp perform({:cancel, id}, state) do
+    case Enum.find(state.calls, fn {_, entry} -> entry.call.id == id end) do
+      nil ->
+        # A subscription ends the same way; the client expects nothing more on it.
+        %{state | subscriptions: MapSet.delete(state.subscriptions, id)}
+
+      {ref, entry} ->
         # A cancelled request gets no response (MCP cancellation rules); the runner kills the
         # tool and what it started, then reports a result we drop.
-        Runner.cancel(call.handle)
-        Process.demonitor(call.mon, [:flush])
+        Runner.cancel(entry.handle)
+        Process.demonitor(entry.mon, [:flush])
         %{state | calls: Map.delete(state.calls, ref)}
     end
   end
 
   defp progress(state, ref, payload) do
     case state.calls[ref] do
-      %{token: nil} ->
-        state
-
-      %{token: token, count: count} = call ->
-        state = put_in(state.calls[ref], %{call | count: count + 1})
-        write(state, MCP.progress(token, count + 1, progress_text(payload)))
+      %{call: call, count: count} = entry ->
+        case Calls.progress(call, count + 1, payload) do
+          nil -> state
+          message -> write(put_in(state.calls[ref], %{entry | count: count + 1}), message)
+        end
 
       nil ->
         state
-    end
-  end
-
-  defp progress_text(text) when is_binary(text), do: text
-
-  defp progress_text(details) do
-    case CMDC.Tool.JSON.encode(details) do
-      {:ok, json} -> json
-      {:error, _} -> inspect(details)
     end
   end
 
@@ -219,9 +209,9 @@ defmodule CMDC.Tool.MCP.Server do
       {nil, _} ->
         state
 
-      {call, calls} ->
-        Process.demonitor(call.mon, [:flush])
-        write(%{state | calls: calls}, MCP.reply(call.id, MCP.call_result(result)))
+      {entry, calls} ->
+        Process.demonitor(entry.mon, [:flush])
+        write(%{state | calls: calls}, MCP.call_reply(state.mcp, entry.call, result))
     end
   end
 
@@ -232,10 +222,10 @@ defmodule CMDC.Tool.MCP.Server do
       nil ->
         loop(state)
 
-      {call_ref, call} ->
+      {call_ref, %{call: call}} ->
         Logger.error("mcp: call #{inspect(call.id)} crashed: #{inspect(reason)}")
         state = %{state | calls: Map.delete(state.calls, call_ref)}
-        loop(write(state, MCP.reply(call.id, MCP.call_result({:error, "the tool crashed"}))))
+        loop(write(state, MCP.call_reply(state.mcp, call, {:error, "the tool crashed"})))
     end
   end
 
@@ -243,21 +233,26 @@ defmodule CMDC.Tool.MCP.Server do
   defp new_tools(state, tools) do
     described = describe(tools)
     changed? = described != state.described
-    state = %{state | mcp: %{state.mcp | tools: tools}, described: described}
+    state = %{state | mcp: MCP.put_tools(state.mcp, tools), described: described}
 
-    if changed? and state.mcp.list_changed and state.mcp.version != nil,
-      do: write(state, MCP.list_changed()),
-      else: state
+    if changed? and state.mcp.list_changed, do: announce(state), else: state
   end
 
-  defp describe(tools), do: Enum.map(tools, &MCP.describe/1)
+  # To the initialize session (if any) and to every subscription that asked.
+  defp announce(state) do
+    state = if state.mcp.version != nil, do: write(state, MCP.list_changed()), else: state
+    Enum.reduce(state.subscriptions, state, &write(&2, MCP.list_changed(&1)))
+  end
+
+  # In the order tools/list gives them: a list that only changed order is no change.
+  defp describe(tools), do: tools |> Enum.sort_by(& &1.name()) |> Enum.map(&MCP.describe/1)
 
   # The client is gone: cancel what still runs and wait (briefly) until the runner has killed
   # each tool, so no tool and no program it started outlives the server.
   defp shutdown(state) do
-    Enum.each(state.calls, fn {_, call} -> Runner.cancel(call.handle) end)
+    Enum.each(state.calls, fn {_, entry} -> Runner.cancel(entry.handle) end)
     deadline = System.monotonic_time(:millisecond) + @shutdown_ms
-    Enum.each(state.calls, fn {_, call} -> await_down(call.mon, deadline) end)
+    Enum.each(state.calls, fn {_, entry} -> await_down(entry.mon, deadline) end)
     :ok
   end
 

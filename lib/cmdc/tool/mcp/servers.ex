@@ -12,7 +12,13 @@ defmodule CMDC.Tool.MCP.Servers do
        `CMDC.Tool.Discovery`). An untrusted project's configs are listed in `:ignored` with
        `type: :untrusted` and how to trust them.
     2. `:user` - `$CMDC_HOME/mcp.json`, `~/.cmdc/mcp.json` and `~/.claude.json` (Claude
-       Code's user file; its `mcpServers`).
+       Code's user file; its `mcpServers`). An empty or relative `$CMDC_HOME` (or home) is
+       ignored with a warning and a `:bad_home` error (`CMDC.Tool.Home`). Run from the home
+       folder, its `.mcp.json` and `.cmdc/mcp.json` are user files.
+
+  Inside `cmdc-mcp` itself, a configured server that is `cmdc-mcp` again is not started (it
+  would start itself again, and again): it is listed in `:ignored` with `type: :itself`
+  (`CMDC.Tool.MCP.SelfGuard`).
 
   The format is `CMDC.Tool.MCP.Config`'s. A server name defined twice keeps its first
   definition (the other is reported). Tools are named `server__tool`
@@ -36,7 +42,8 @@ defmodule CMDC.Tool.MCP.Servers do
   `:sources` (default `[:project, :user]`), `:env` (for `${VAR}`, default the VM's).
   """
 
-  alias CMDC.Tool.MCP.{Client, Config}
+  alias CMDC.Tool.Home
+  alias CMDC.Tool.MCP.{Client, Config, SelfGuard}
 
   @sources [:project, :user]
 
@@ -47,15 +54,24 @@ defmodule CMDC.Tool.MCP.Servers do
   @spec config_files(keyword()) :: [{:project | :user, String.t()}]
   def config_files(opts) do
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
-    home = Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
-    cmdc_home = Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end)
     sources = Keyword.get(opts, :sources, @sources)
+    # An empty or relative home or CMDC_HOME is ignored (CMDC.Tool.Home): it would make the
+    # project's files the user's.
+    home = with {:ok, home} <- Home.user_home(opts), do: home, else: (_ -> nil)
+    cmdc_home = with {:ok, dir} <- Home.cmdc_home(opts), do: dir, else: (_ -> nil)
+    # Run from the home folder, its "project" files are the user's own.
+    project_source = if home && Home.home?(cwd, home), do: :user, else: :project
 
-    project = for f <- [".mcp.json", ".cmdc/mcp.json"], do: {:project, Path.join(cwd, f)}
+    project = for f <- [".mcp.json", ".cmdc/mcp.json"], do: {project_source, Path.join(cwd, f)}
 
     user =
-      if(cmdc_home, do: [{:user, Path.join(Path.expand(cmdc_home), "mcp.json")}], else: []) ++
-        [{:user, Path.join(home, ".cmdc/mcp.json")}, {:user, Path.join(home, ".claude.json")}]
+      if(cmdc_home, do: [{:user, Path.join(cmdc_home, "mcp.json")}], else: []) ++
+        if home,
+          do: [
+            {:user, Path.join(home, ".cmdc/mcp.json")},
+            {:user, Path.join(home, ".claude.json")}
+          ],
+          else: []
 
     (project ++ user)
     |> Enum.filter(fn {source, path} -> source in sources and File.regular?(path) end)
@@ -88,6 +104,7 @@ defmodule CMDC.Tool.MCP.Servers do
       end)
 
     {servers, dupes} = unique_servers(servers)
+    {servers, itself} = SelfGuard.split(servers)
     clients = Enum.map(servers, &{&1, start(&1, opts)})
     timeout = Keyword.get(opts, :init_timeout, 30_000)
 
@@ -121,8 +138,10 @@ defmodule CMDC.Tool.MCP.Servers do
 
     %{
       tools: Enum.reverse(tools),
-      errors: Enum.map(errors, &config_error/1) ++ dupes ++ failures ++ Enum.reverse(conflicts),
-      ignored: ignored,
+      errors:
+        Home.errors(opts) ++
+          Enum.map(errors, &config_error/1) ++ dupes ++ failures ++ Enum.reverse(conflicts),
+      ignored: ignored ++ itself,
       clients: for({server, {:ok, pid}} <- clients, do: {server.name, pid})
     }
   end

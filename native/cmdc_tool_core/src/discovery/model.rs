@@ -171,6 +171,10 @@ pub enum NoteKind {
     BadMetadata,
     BadManifest,
     BadTrustList,
+    /// `$CMDC_HOME` or the home folder is not an absolute path: not used.
+    BadHome,
+    /// A plugin's file or folder resolves (through a symlink) outside the plugin.
+    OutsidePlugin,
 }
 
 impl NoteKind {
@@ -188,6 +192,8 @@ impl NoteKind {
             NoteKind::BadMetadata => "bad_metadata",
             NoteKind::BadManifest => "bad_manifest",
             NoteKind::BadTrustList => "bad_trust_list",
+            NoteKind::BadHome => "bad_home",
+            NoteKind::OutsidePlugin => "outside_plugin",
         }
     }
 }
@@ -240,6 +246,8 @@ impl Ctx {
                 | NoteKind::BadMetadata
                 | NoteKind::BadManifest
                 | NoteKind::BadTrustList
+                | NoteKind::BadHome
+                | NoteKind::OutsidePlugin
         ) {
             self.scan.errors.push(note);
         } else {
@@ -262,14 +270,35 @@ impl Ctx {
 }
 
 impl Config {
-    /// The cmdc homes: `cmdc_home` (when set) and `~/.cmdc`, each once.
+    /// `$CMDC_HOME` as an absolute path: `Ok(None)` when unset, an error when it is neither
+    /// absolute nor `~/…`. A relative one would be read from whatever folder the agent runs in,
+    /// making a cloned repository's `trusted.json`, `mcp.json`, tools and plugins the user's; it is
+    /// ignored (the default `~/.cmdc` still applies).
+    pub fn cmdc_home(&self, home: &Path) -> Result<Option<PathBuf>, String> {
+        let Some(raw) = &self.cmdc_home else {
+            return Ok(None);
+        };
+        let text = raw.to_string_lossy();
+        let tilde = text == "~" || text.starts_with("~/");
+        if raw.is_absolute() || (tilde && home.is_absolute()) {
+            return Ok(Some(expand(&text, Path::new("/"), home)));
+        }
+        Err(format!(
+            "CMDC_HOME is {}, not an absolute path: ignored (a relative one would be read from the \
+             project folder, making a repository's files the user's). Set it to an absolute path \
+             or unset it",
+            json_string(&text)
+        ))
+    }
+
+    /// `$CMDC_HOME` (when valid) and `~/.cmdc` (when the home folder is absolute).
     pub(super) fn cmdc_homes(&self, home: &Path) -> Vec<PathBuf> {
         let mut homes = Vec::new();
-        if let Some(ch) = &self.cmdc_home {
-            homes.push(expand(&ch.to_string_lossy(), &self.cwd, home));
+        if let Ok(Some(ch)) = self.cmdc_home(home) {
+            homes.push(ch);
         }
         let default = home.join(".cmdc");
-        if !homes.contains(&default) {
+        if home.is_absolute() && !homes.contains(&default) {
             homes.push(default);
         }
         homes

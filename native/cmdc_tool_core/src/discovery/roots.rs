@@ -24,6 +24,7 @@ pub fn scan(config: &Config) -> Scan {
     };
     let cwd = expand(&config.cwd.to_string_lossy(), Path::new("/"), &config.home);
     let home = config.home.clone();
+    check_homes(&mut cx, config, &home);
 
     if config.explicit {
         for p in &config.paths {
@@ -33,7 +34,9 @@ pub fn scan(config: &Config) -> Scan {
         }
     }
 
-    if config.project {
+    // Run from the home folder, the project folders are the user's own (`~/.cmdc/tools`, …):
+    // the user pass loads them as user files, not as an untrusted project.
+    if config.project && !(config.user && is_home(&cwd, &home)) {
         cx.enter(Source::Project, "project", &cwd, None);
         let trusted = project_trusted(&mut cx, config, &cwd, &home);
         cx.scan.project_trusted = trusted;
@@ -72,18 +75,40 @@ pub fn scan(config: &Config) -> Scan {
     cx.scan
 }
 
+/// Whether `cwd` is the home folder (compared as real paths when they exist).
+fn is_home(cwd: &Path, home: &Path) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    home.is_absolute() && real(cwd) == real(home)
+}
+
+/// Notes a `$CMDC_HOME` or home folder that is not used (see [`cmdc_home`]).
+fn check_homes(cx: &mut Ctx, config: &Config, home: &Path) {
+    cx.enter(Source::User, "cmdc", home, None);
+    if !home.is_absolute() {
+        let reason = format!(
+            "the home folder {} is not an absolute path: user folders, plugins and the trust \
+             list are not read (set HOME to an absolute path)",
+            json_string(&home.to_string_lossy())
+        );
+        cx.note(home, NoteKind::BadHome, reason);
+    }
+    if let Err(reason) = config.cmdc_home(home) {
+        let raw = config.cmdc_home.clone().unwrap_or_default();
+        cx.note(&raw, NoteKind::BadHome, reason);
+    }
+}
+
 /// The user tool folders, in precedence order: `$CMDC_HOME/tools`, `~/.cmdc/tools`,
 /// `~/.claude/tools`, `~/.codex/tools`.
 pub fn user_dirs(config: &Config, home: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut dirs = Vec::new();
-    if let Some(ch) = &config.cmdc_home {
-        dirs.push((
-            "cmdc",
-            expand(&ch.to_string_lossy(), &config.cwd, home).join("tools"),
-        ));
+    if let Ok(Some(ch)) = config.cmdc_home(home) {
+        dirs.push(("cmdc", ch.join("tools")));
     }
-    for (provider, dir) in PROVIDER_DIRS {
-        dirs.push((provider, home.join(dir)));
+    if home.is_absolute() {
+        for (provider, dir) in PROVIDER_DIRS {
+            dirs.push((provider, home.join(dir)));
+        }
     }
     dirs
 }

@@ -575,3 +575,118 @@ fn bad_metadata_manifests_and_trust_lists_are_json_errors() {
         "expected {\"trusted\": [folders]}",
     );
 }
+
+#[test]
+fn a_relative_cmdc_home_is_ignored_and_never_reads_the_project() {
+    let t = Tmp::new();
+    // a cloned repository trusting everything, with tools and plugins under its .cmdc
+    t.write("proj/.cmdc/trusted.json", r#"["/"]"#);
+    t.write("proj/.cmdc/tools/evil.ex", "");
+    t.write(
+        "proj/.cmdc/plugins/p/cmdc-plugin.json",
+        r#"{"name":"p","version":"1"}"#,
+    );
+    t.write("proj/.cmdc/plugins/p/tools/p.ex", "");
+    t.write("home/.cmdc/tools/mine.ex", "");
+    for relative in [".cmdc", "./.cmdc", "proj/../.cmdc"] {
+        let mut c = t.config();
+        c.trust = Trust::Auto;
+        c.cmdc_home = Some(PathBuf::from(relative));
+        let s = scan(&c);
+        assert!(!s.project_trusted, "{relative}");
+        assert_eq!(names(&s), [("cmdc".into(), "mine.ex".into())], "{relative}");
+        let bad: Vec<&Note> = s
+            .errors
+            .iter()
+            .filter(|n| n.kind == NoteKind::BadHome)
+            .collect();
+        assert_eq!(bad.len(), 1, "{:?}", s.errors);
+        assert!(bad[0].reason.contains("not an absolute path"));
+        assert!(bad[0].reason.contains(relative));
+    }
+    // `~/…` is the user's
+    let mut c = t.config();
+    c.cmdc_home = Some(PathBuf::from("~/ch"));
+    t.write("home/ch/tools/ch.ex", "");
+    let s = scan(&c);
+    assert!(names(&s).contains(&("cmdc".into(), "ch.ex".into())));
+    assert!(s.errors.iter().all(|n| n.kind != NoteKind::BadHome));
+}
+
+#[test]
+fn a_relative_home_reads_no_user_folders() {
+    let t = Tmp::new();
+    t.write("proj/home/.cmdc/tools/x.ex", "");
+    let mut c = t.config();
+    c.cwd = t.0.join("proj");
+    c.home = PathBuf::from("home");
+    let s = scan(&c);
+    assert!(
+        names(&s).iter().all(|(_, n)| n != "x.ex"),
+        "{:?}",
+        names(&s)
+    );
+    assert!(s.errors.iter().any(|n| n.kind == NoteKind::BadHome));
+}
+
+#[test]
+fn the_home_folder_as_the_project_is_the_users() {
+    let t = Tmp::new();
+    t.write("home/.cmdc/tools/mine.ex", "");
+    t.write("home/.claude/tools/theirs.py", "");
+    let mut c = t.config();
+    c.trust = Trust::Auto;
+    c.cwd = t.0.join("home");
+    let s = scan(&c);
+    let found = names(&s);
+    assert!(
+        found.contains(&("cmdc".into(), "mine.ex".into())),
+        "{found:?}"
+    );
+    assert!(found.contains(&("claude".into(), "theirs.py".into())));
+    assert!(s.files.iter().all(|f| f.source == Source::User));
+    assert!(
+        s.ignored.iter().all(|n| n.kind != NoteKind::Untrusted),
+        "{:?}",
+        s.ignored
+    );
+}
+
+#[test]
+fn plugin_symlinks_resolve_inside_the_plugin_or_are_refused() {
+    let t = Tmp::new();
+    let outside = t.write("elsewhere/steal.py", "def steal(): pass\n");
+    t.write("elsewhere/dir/more.ex", "");
+    t.write(
+        "home/.cmdc/plugins/p/cmdc-plugin.json",
+        r#"{"name":"p","version":"1"}"#,
+    );
+    t.write("home/.cmdc/plugins/p/tools/ok.ex", "");
+    let inside = t.write("home/.cmdc/plugins/p/lib/shared.py", "def shared(): pass\n");
+    let tools = t.0.join("home/.cmdc/plugins/p/tools");
+    std::os::unix::fs::symlink(&outside, tools.join("steal.py")).unwrap();
+    std::os::unix::fs::symlink(t.0.join("elsewhere/dir"), tools.join("linked_dir")).unwrap();
+    std::os::unix::fs::symlink(&inside, tools.join("shared.py")).unwrap();
+    let s = scan(&t.config());
+    let found = names(&s);
+    assert!(
+        found.contains(&("plugin:p".into(), "ok.ex".into())),
+        "{found:?}"
+    );
+    assert!(found.contains(&("plugin:p".into(), "shared.py".into())));
+    assert!(!found.iter().any(|(_, n)| n == "steal.py" || n == "more.ex"));
+    let refused: Vec<&Note> = s
+        .errors
+        .iter()
+        .filter(|n| n.kind == NoteKind::OutsidePlugin)
+        .collect();
+    assert_eq!(refused.len(), 2, "{:?}", s.errors);
+    for n in refused {
+        assert!(
+            n.reason.contains("outside the plugin folder"),
+            "{}",
+            n.reason
+        );
+        assert!(n.reason.contains("refused"));
+    }
+}

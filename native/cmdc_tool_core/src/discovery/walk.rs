@@ -88,13 +88,16 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
     }
 }
 
+/// A folder entry: its name, type and the entry (for its metadata).
+type Entry = (String, fs::FileType, fs::DirEntry);
+
 /// A folder's real path and its entries sorted by name, or `None` when it cannot be read or
 /// was visited already (a symlink cycle, or a folder reached twice under the same root).
 fn read_folder(
     cx: &mut Ctx,
     dir: &Path,
     visited: &mut HashSet<PathBuf>,
-) -> Option<(PathBuf, Vec<(String, fs::FileType, fs::DirEntry)>)> {
+) -> Option<(PathBuf, Vec<Entry>)> {
     let real_dir = match fs::canonicalize(dir) {
         Ok(r) => r,
         Err(e) => {
@@ -109,6 +112,10 @@ fn read_folder(
     if !visited.insert(real_dir.clone()) {
         return None;
     }
+    if let Some(reason) = leaves_plugin(cx, dir, &real_dir) {
+        cx.note(dir, NoteKind::OutsidePlugin, reason);
+        return None;
+    }
     let read = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -120,7 +127,7 @@ fn read_folder(
             return None;
         }
     };
-    let mut entries: Vec<(String, fs::FileType, fs::DirEntry)> = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     for entry in read.flatten() {
         let Ok(ft) = entry.file_type() else { continue };
         match entry.file_name().into_string() {
@@ -166,7 +173,10 @@ fn visit_entry(
             Ok(md) if md.is_dir() => return Some(path),
             Ok(md) => {
                 let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                visit_classified(cx, &path, real, &md, Some((names, real_dir)));
+                match leaves_plugin(cx, &path, &real) {
+                    Some(reason) => cx.note(&path, NoteKind::OutsidePlugin, reason),
+                    None => visit_classified(cx, &path, real, &md, Some((names, real_dir))),
+                }
             }
             Err(_) => cx.note(
                 &path,
@@ -194,6 +204,24 @@ fn visit_entry(
         classify_other(cx, &path, name, false);
     }
     None
+}
+
+/// Inside a plugin, every folder and file must resolve inside the plugin's folder: a symlink to
+/// a file or folder elsewhere would load code the plugin does not hold (and that its manifest's
+/// checks never saw). The reason it is refused, when it leaves.
+fn leaves_plugin(cx: &Ctx, path: &Path, real: &Path) -> Option<String> {
+    let plugin = cx.plugin.as_ref()?;
+    let real_dir = fs::canonicalize(&plugin.dir).unwrap_or_else(|_| plugin.dir.clone());
+    if real.starts_with(&real_dir) {
+        return None;
+    }
+    Some(format!(
+        "plugin {}: {} resolves to {}, outside the plugin folder {}; refused",
+        plugin.name,
+        path.display(),
+        real.display(),
+        plugin.dir.display()
+    ))
 }
 
 fn visit_file(cx: &mut Ctx, path: &Path, md: &fs::Metadata) {

@@ -32,7 +32,6 @@ pub async fn spawn(cmd: &mut Command) -> io::Result<tokio::process::Child> {
 }
 
 /// Why a program could not be started, as a message a person or a model can act on.
-
 pub fn spawn_error(spec: &Spec, e: &io::Error) -> Error {
     Error::Process(match e.kind() {
         io::ErrorKind::NotFound => {

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::interpreter::Language;
+use super::stamp;
 use crate::error::{Error, Result};
 use crate::fs::mtime_ns;
+use crate::permissions::{Policy, ResultApproval};
 
 /// The error for a script that cannot be read (missing, unreadable).
 pub(super) fn unreadable(script: &Path, e: &std::io::Error) -> Error {
@@ -24,10 +26,12 @@ pub fn cache_path(script: &Path) -> PathBuf {
     script.with_file_name(format!("{stem}.tool.json"))
 }
 
-/// What identifies one version of a script's file: modification time, size, inode and
-/// change time. An edit that restores the mtime (a checkout, `touch -r`, `cp -p`) still changes
-/// the change time, which no user call can set, so it is never taken for the old version.
-pub fn stamp(meta: &fs::Metadata) -> String {
+/// What identifies one version of a script's file for the worker pools (a new version starts
+/// new workers): modification time, size, inode and change time. An edit that restores the
+/// mtime (a checkout, `touch -r`, `cp -p`) still changes the change time, which no user call
+/// can set, so it is never taken for the old version. (The cache uses a content hash instead:
+/// see [`read_cache`].)
+pub fn file_version(meta: &fs::Metadata) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -53,20 +57,50 @@ pub enum Cached {
     Fresh(String),
     /// No cache file yet.
     Missing,
-    /// The script changed after the cache was written.
+    /// A cache this user's key tagged, for an older version of the script.
     Stale,
+    /// A description without a valid tag (written by another tool such as sy-f-misc, shipped
+    /// in a repository, or edited by hand): never the script's word. The script is read again;
+    /// the document (parsed) may only make the fresh description stricter (see [`tighten`]).
+    Untrusted(Value, String),
     /// The cache file is unreadable or not a valid description: rebuild it.
     Corrupt(String),
 }
 
-/// Reads the cache of `script`. A cache this library wrote records the script's [`stamp`]
-/// (`scriptStamp`) and is current while the script still has exactly that stamp (so a script
-/// restored to an older time, given one in the future, or edited with its mtime kept, is
-/// re-read). A cache without that field (written by another tool, e.g. sy-f-misc) is current
-/// while the file is not older than the script.
-pub fn read_cache(script: &Path) -> Result<Cached> {
+/// A cache larger than this is not read (a description of thousands of tools is a few MiB).
+pub const MAX_CACHE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The content hash of the script as it is now (`sha256:…`, what `scriptStamp` records), read
+/// in pieces. A regular file only: a FIFO would block the read forever.
+pub fn script_stamp(script: &Path) -> Result<String> {
+    use std::io::Read;
+    let meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
+    if !meta.is_file() {
+        return Err(Error::Invalid(format!(
+            "cannot read the script {}: not a regular file",
+            script.display()
+        )));
+    }
+    let mut file = fs::File::open(script).map_err(|e| unreadable(script, &e))?;
+    let mut hash = stamp::Sha256::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hash.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(unreadable(script, &e)),
+        }
+    }
+    Ok(format!("sha256:{}", stamp::hex(&hash.finish())))
+}
+
+/// Reads the cache of `script`, whose content hash is `current` ([`script_stamp`]). It is
+/// current only when its `cacheTag` is valid under `key` (so this user's loader wrote it) and
+/// its `scriptStamp` is `current`. File times play no part: a fresh `git clone` gives a script
+/// and a crafted cache the same mtime.
+pub fn read_cache(script: &Path, current: &str, key: &[u8]) -> Result<Cached> {
     let kind = Language::of(script)?;
-    let script_meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
     let cache = cache_path(script);
     let cache_meta = match fs::metadata(&cache) {
         Ok(meta) => meta,
@@ -77,7 +111,12 @@ pub fn read_cache(script: &Path) -> Result<Cached> {
         // A FIFO would block the read forever; a device could act on being opened.
         return Ok(Cached::Corrupt("not a regular file; not opened".into()));
     }
-    let cache_mtime = cache_meta.modified().map_err(|e| Error::io(&cache, &e))?;
+    if cache_meta.len() > MAX_CACHE_BYTES {
+        return Ok(Cached::Corrupt(format!(
+            "larger than {} MiB; not read",
+            MAX_CACHE_BYTES >> 20
+        )));
+    }
     let text = match fs::read(&cache) {
         Ok(bytes) => bytes,
         Err(e) => return Ok(Cached::Corrupt(format!("cannot read: {e}"))),
@@ -89,20 +128,104 @@ pub fn read_cache(script: &Path) -> Result<Cached> {
     if let Err(why) = check_document(&doc, kind) {
         return Ok(Cached::Corrupt(why.to_string()));
     }
-    let script_mtime = script_meta.modified().map_err(|e| unreadable(script, &e))?;
-    let current = match doc.get("scriptStamp").and_then(Value::as_str) {
-        Some(recorded) => recorded == stamp(&script_meta),
-        // A cache without our stamp (written by another tool) is current while the file is not
-        // older than the script.
-        None => cache_mtime >= script_mtime,
+    let tagged = match doc.get("cacheTag").and_then(Value::as_str) {
+        Some(t) if !key.is_empty() => stamp::same_tag(t, &stamp::tag(key, &doc)),
+        _ => false,
     };
-    if !current {
+    if !tagged {
+        let why = if doc.get("cacheTag").is_some() {
+            "its cacheTag is not this user's"
+        } else {
+            "it has no cacheTag"
+        };
+        return Ok(Cached::Untrusted(doc, why.into()));
+    }
+    let recorded = doc.get("scriptStamp").and_then(Value::as_str);
+    if recorded != Some(current) {
         return Ok(Cached::Stale);
     }
     match String::from_utf8(text) {
         Ok(text) => Ok(Cached::Fresh(text)),
         Err(_) => Ok(Cached::Corrupt("not UTF-8".into())),
     }
+}
+
+/// The canonical (policy, result approval) of a normalized tool entry.
+fn permissions_of(tool: &Value) -> Option<(Policy, ResultApproval)> {
+    let p = tool.get("permissions")?;
+    let policy = [
+        Policy::Auto,
+        Policy::AskOnce,
+        Policy::AskAlways,
+        Policy::Deny,
+    ]
+    .into_iter()
+    .find(|x| p.get("executionPolicy").and_then(Value::as_str) == Some(x.as_str()))?;
+    let result = [
+        ResultApproval::Never,
+        ResultApproval::OnError,
+        ResultApproval::Always,
+    ]
+    .into_iter()
+    .find(|x| p.get("resultApprovalPolicy").and_then(Value::as_str) == Some(x.as_str()))?;
+    Some((policy, result))
+}
+
+fn tool_name(tool: &Value) -> Option<&str> {
+    tool.get("function")?.get("name")?.as_str()
+}
+
+/// Lets an untrusted cache (both documents normalized) only make the script's fresh
+/// description stricter: for a tool in both, the stricter policy and result approval win;
+/// a tool the cache lists and the script does not define is left out. Returns warnings
+/// naming what was kept out, which the caller adds to the description.
+pub fn tighten(fresh: &mut Value, untrusted: &Value, file: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let old: Vec<&Value> = untrusted
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    let Some(tools) = fresh.get_mut("tools").and_then(Value::as_array_mut) else {
+        return warnings;
+    };
+    let names: Vec<String> = tools
+        .iter()
+        .filter_map(|t| tool_name(t).map(str::to_owned))
+        .collect();
+    for gone in old.iter().filter_map(|t| tool_name(t)) {
+        if !names.iter().any(|n| n == gone) {
+            warnings.push(format!(
+                "{file}: the cached description lists a tool {gone:?} that the script does \
+                 not define; not offered"
+            ));
+        }
+    }
+    for tool in tools.iter_mut() {
+        let Some(name) = tool_name(tool).map(str::to_owned) else {
+            continue;
+        };
+        let Some(cached) = old.iter().find(|t| tool_name(t) == Some(name.as_str())) else {
+            continue;
+        };
+        let (Some((p, r)), Some((cp, cr))) = (permissions_of(tool), permissions_of(cached)) else {
+            continue;
+        };
+        if cp > p || cr > r {
+            let (p, r) = (p.max(cp), r.max(cr));
+            tool["permissions"] = serde_json::json!({
+                "executionPolicy": p.as_str(),
+                "resultApprovalPolicy": r.as_str(),
+            });
+            warnings.push(format!(
+                "{file}: {name}: the cached description is stricter than the script; kept \
+                 ({} / {})",
+                p.as_str(),
+                r.as_str()
+            ));
+        }
+    }
+    warnings
 }
 
 /// Checks that a document has the shape a script description must have: an [`Error::Json`]
@@ -151,10 +274,16 @@ pub fn check_document(doc: &Value, kind: Language) -> Result<()> {
     Ok(())
 }
 
-/// Writes the cache of `script` from a freshly parsed description (JSON text), recording the
-/// script's modification time and its path relative to the cache (the file name). Returns the
-/// document as written. The write goes through a temporary file and a rename.
-pub fn write_cache(script: &Path, description: &[u8]) -> Result<String> {
+/// Writes the cache of `script` from a freshly read description (JSON text): records the
+/// script's file name, `script_stamp` (the hash of the version that was read, taken before
+/// reading it) and the tag under `key`. Returns the document as written. The write goes
+/// through a temporary file and a rename.
+pub fn write_cache(
+    script: &Path,
+    script_stamp: &str,
+    description: &[u8],
+    key: &[u8],
+) -> Result<String> {
     let kind = Language::of(script)?;
     let mut doc: Value = serde_json::from_slice(description).map_err(|e| {
         Error::Json(format!(
@@ -168,14 +297,23 @@ pub fn write_cache(script: &Path, description: &[u8]) -> Result<String> {
             script.display()
         ))
     })?;
-    let meta = fs::metadata(script).map_err(|e| unreadable(script, &e))?;
+    if key.is_empty() {
+        return Err(Error::Invalid(
+            "no cache key: the cache is not written".into(),
+        ));
+    }
     if let Some(obj) = doc.as_object_mut() {
         let file = script
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
         obj.insert("scriptPath".into(), Value::String(file));
-        obj.insert("scriptStamp".into(), Value::String(stamp(&meta)));
+        obj.insert("scriptStamp".into(), Value::String(script_stamp.to_owned()));
+        obj.remove("cacheTag");
+    }
+    let tag = stamp::tag(key, &doc);
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert("cacheTag".into(), Value::String(tag));
     }
     let text = serde_json::to_string_pretty(&doc).expect("a JSON value always serializes");
     let cache = cache_path(script);
@@ -210,6 +348,24 @@ mod tests {
 
     const DOC: &str = r#"{"type":"PythonModule","name":"w","tools":[{"type":"function",
         "function":{"name":"f","description":"d","parameters":{"type":"object"}}}],"rulePrompt":"r"}"#;
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn read(script: &Path) -> Cached {
+        read_cache(script, &script_stamp(script).unwrap(), KEY).unwrap()
+    }
+
+    fn write(script: &Path, doc: &str) -> String {
+        write_cache(script, &script_stamp(script).unwrap(), doc.as_bytes(), KEY).unwrap()
+    }
+
+    fn set_mtime(p: &Path, t: SystemTime) {
+        fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap()
+    }
 
     #[test]
     fn cache_paths() {
@@ -224,11 +380,13 @@ mod tests {
         let dir = crate::scripts::test_dir("cache");
         let script = dir.join("w.py");
         fs::write(&script, "def f(): pass\n").unwrap();
-        assert_eq!(read_cache(&script).unwrap(), Cached::Missing);
+        assert_eq!(read(&script), Cached::Missing);
 
-        let written = write_cache(&script, DOC.as_bytes()).unwrap();
+        let written = write(&script, DOC);
         assert!(written.contains("\"scriptPath\": \"w.py\""));
-        match read_cache(&script).unwrap() {
+        assert!(written.contains("\"scriptStamp\": \"sha256:"));
+        assert!(written.contains("\"cacheTag\": \"hmac-sha256:"));
+        match read(&script) {
             Cached::Fresh(text) => {
                 let v: Value = serde_json::from_str(&text).unwrap();
                 assert_eq!(v["tools"][0]["function"]["name"], "f");
@@ -238,66 +396,96 @@ mod tests {
             other => panic!("expected a fresh cache, got {other:?}"),
         }
 
-        // the script is edited after the cache was written
-        std::thread::sleep(Duration::from_millis(20));
+        // file times play no part: a script dated in the future or the past still hits
+        set_mtime(&script, SystemTime::now() + Duration::from_secs(3600));
+        assert!(matches!(read(&script), Cached::Fresh(_)));
+        set_mtime(&script, SystemTime::now() - Duration::from_secs(3600));
+        assert!(matches!(read(&script), Cached::Fresh(_)));
+
+        // the script is edited after the cache was written (the cache is newer: still stale)
         fs::write(&script, "def f(): return 1\n").unwrap();
-        assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
+        set_mtime(
+            &cache_path(&script),
+            SystemTime::now() + Duration::from_secs(3600),
+        );
+        assert_eq!(read(&script), Cached::Stale);
 
         // a broken cache is never trusted
-        write_cache(&script, DOC.as_bytes()).unwrap();
+        write(&script, DOC);
         fs::write(cache_path(&script), "{\"type\": \"PythonModule\", ").unwrap();
-        assert!(
-            matches!(read_cache(&script).unwrap(), Cached::Corrupt(m) if m.contains("not JSON"))
-        );
+        assert!(matches!(read(&script), Cached::Corrupt(m) if m.contains("not JSON")));
         fs::write(cache_path(&script), r#"{"type":"PythonModule","name":"w"}"#).unwrap();
-        assert!(matches!(read_cache(&script).unwrap(), Cached::Corrupt(m) if m.contains("tools")));
+        assert!(matches!(read(&script), Cached::Corrupt(m) if m.contains("tools")));
         fs::write(
             cache_path(&script),
             DOC.replace("PythonModule", "PowerShellModule"),
         )
         .unwrap();
-        assert!(matches!(read_cache(&script).unwrap(), Cached::Corrupt(m) if m.contains("type")));
+        assert!(matches!(read(&script), Cached::Corrupt(m) if m.contains("type")));
+        let big = fs::File::create(cache_path(&script)).unwrap();
+        big.set_len(MAX_CACHE_BYTES + 1).unwrap();
+        assert!(matches!(read(&script), Cached::Corrupt(m) if m.contains("MiB")));
+        // the stamp is the content hash, read in pieces
+        assert_eq!(
+            script_stamp(&script).unwrap(),
+            stamp::script_stamp(&fs::read(&script).unwrap())
+        );
 
-        // a cache written by another tool (no scriptMtimeNs) is trusted by file times
-        fs::write(cache_path(&script), DOC).unwrap();
-        assert!(matches!(read_cache(&script).unwrap(), Cached::Fresh(_)));
-        let future = SystemTime::now() + Duration::from_secs(3600);
-        let set_mtime = |p: &Path, t: SystemTime| {
-            fs::File::options()
-                .write(true)
-                .open(p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap()
-        };
-        set_mtime(&script, future);
-        assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
-
-        // ours records the script's time: a script dated in the future still hits
-        write_cache(&script, DOC.as_bytes()).unwrap();
-        assert!(matches!(read_cache(&script).unwrap(), Cached::Fresh(_)));
-
-        // a script restored to an older time than recorded is re-read
-        write_cache(&script, DOC.as_bytes()).unwrap();
-        let old = SystemTime::now() - Duration::from_secs(3600);
-        fs::File::options()
-            .write(true)
-            .open(&script)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
-
-        let err = write_cache(&script, b"[1]").unwrap_err();
+        let err = write_cache(&script, "sha256:x", b"[1]", KEY).unwrap_err();
         assert!(
             matches!(&err, Error::Json(m) if m.contains("not a JSON object")),
             "{err:?}"
         );
-        let err = read_cache(&dir.join("missing.py")).unwrap_err();
+        let err = script_stamp(&dir.join("missing.py")).unwrap_err();
         assert!(
             matches!(&err, Error::Invalid(m) if m.starts_with("cannot read the script")),
             "{err:?}"
         );
+        let err = script_stamp(&dir).unwrap_err();
+        assert!(
+            matches!(&err, Error::Invalid(m) if m.contains("not a regular file")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_cache_without_this_users_tag_is_never_the_scripts_word() {
+        let dir = crate::scripts::test_dir("cache_untrusted");
+        let script = dir.join("w.py");
+        fs::write(&script, "def f(): pass\n").unwrap();
+        let cache = cache_path(&script);
+
+        // written by another tool (sy-f-misc), or shipped in a repository, newer than the
+        // script: untrusted whatever its time
+        fs::write(&cache, DOC).unwrap();
+        set_mtime(&cache, SystemTime::now() + Duration::from_secs(3600));
+        assert!(matches!(read(&script), Cached::Untrusted(_, why) if why.contains("no cacheTag")));
+
+        // a crafted stamp: the right content hash, a tag made without the key
+        let mut forged: Value = serde_json::from_str(DOC).unwrap();
+        forged["scriptStamp"] = script_stamp(&script).unwrap().into();
+        forged["cacheTag"] = stamp::tag(b"someone else's key", &forged).into();
+        fs::write(&cache, forged.to_string()).unwrap();
+        assert!(
+            matches!(read(&script), Cached::Untrusted(_, why) if why.contains("not this user's"))
+        );
+
+        // ours, then edited by hand (a tool added, a permission loosened): the tag breaks
+        let ours = write(&script, DOC);
+        let mut edited: Value = serde_json::from_str(&ours).unwrap();
+        edited["tools"][0]["function"]["name"] = "system".into();
+        fs::write(&cache, edited.to_string()).unwrap();
+        assert!(matches!(read(&script), Cached::Untrusted(..)));
+        fs::write(&cache, &ours).unwrap();
+        assert!(matches!(read(&script), Cached::Fresh(_)));
+
+        // no key: nothing is trusted, nothing written
+        let current = script_stamp(&script).unwrap();
+        assert!(matches!(
+            read_cache(&script, &current, b"").unwrap(),
+            Cached::Untrusted(..)
+        ));
+        assert!(write_cache(&script, &current, DOC.as_bytes(), b"").is_err());
     }
 
     #[test]
@@ -305,18 +493,71 @@ mod tests {
         let dir = crate::scripts::test_dir("cache_same_mtime");
         let script = dir.join("w.py");
         fs::write(&script, "def f(): return 1\n").unwrap();
-        write_cache(&script, DOC.as_bytes()).unwrap();
-        assert!(matches!(read_cache(&script).unwrap(), Cached::Fresh(_)));
+        write(&script, DOC);
+        assert!(matches!(read(&script), Cached::Fresh(_)));
         let before = fs::metadata(&script).unwrap().modified().unwrap();
-        std::thread::sleep(Duration::from_millis(20));
         fs::write(&script, "def f(): return 2\n").unwrap(); // same size
-        fs::File::options()
-            .write(true)
-            .open(&script)
-            .unwrap()
-            .set_modified(before)
-            .unwrap();
+        set_mtime(&script, before);
         assert_eq!(fs::metadata(&script).unwrap().modified().unwrap(), before);
-        assert_eq!(read_cache(&script).unwrap(), Cached::Stale);
+        assert_eq!(read(&script), Cached::Stale);
+    }
+
+    fn tools(spec: &[(&str, &str, &str)]) -> Value {
+        let tools: Vec<Value> = spec
+            .iter()
+            .map(|(name, policy, result)| {
+                serde_json::json!({"type": "function",
+                    "function": {"name": name, "parameters": {"type": "object"}},
+                    "permissions": {"executionPolicy": policy, "resultApprovalPolicy": result}})
+            })
+            .collect();
+        serde_json::json!({"type": "PythonModule", "name": "w", "tools": tools})
+    }
+
+    #[test]
+    fn an_untrusted_cache_only_tightens() {
+        let mut fresh = tools(&[
+            ("wipe", "deny", "never"),
+            ("rotate_keys", "ask-always", "never"),
+            ("read", "ask-once", "never"),
+            ("list", "auto", "never"),
+        ]);
+        let cached = tools(&[
+            ("wipe", "auto", "never"),
+            ("rotate_keys", "auto", "always"),
+            ("read", "ask-always", "never"),
+            ("system", "auto", "never"),
+        ]);
+        let warnings = tighten(&mut fresh, &cached, "ops.py");
+        let got: Vec<(String, String, String)> = fresh["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let p = &t["permissions"];
+                (
+                    t["function"]["name"].as_str().unwrap().into(),
+                    p["executionPolicy"].as_str().unwrap().into(),
+                    p["resultApprovalPolicy"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        let want = [
+            ("wipe", "deny", "never"),
+            ("rotate_keys", "ask-always", "always"),
+            ("read", "ask-always", "never"),
+            ("list", "auto", "never"),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned()))
+        );
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings
+            .iter()
+            .any(|w| w.contains("\"system\"") && w.contains("not offered")));
+        assert!(warnings
+            .iter()
+            .any(|w| w.contains("rotate_keys") && w.contains("stricter")));
     }
 }

@@ -7,6 +7,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::cache::{self, Cached};
@@ -27,6 +28,8 @@ pub struct LoadOpts {
     pub describe_timeout: Duration,
     /// `false`: ignore and do not write `{name}.tool.json`.
     pub cache: bool,
+    /// The user's key for cache tags (see `stamp`): empty, no cache is read or written.
+    pub key: Vec<u8>,
     pub path_env: Option<String>,
 }
 
@@ -38,44 +41,84 @@ pub enum Loaded {
     Err(Error),
 }
 
-/// What the cache gives a script: its current description, or the status of the reading to do.
+/// What the cache gives a script: its current description, or the reading to do.
 enum Pass {
     Fresh(String),
-    Read(&'static str),
+    Read(Reading),
 }
 
-fn cache_pass(path: &Path, use_cache: bool) -> Result<Pass> {
-    if !use_cache {
-        return Ok(Pass::Read("parsed"));
+/// A script to read: the cache status to report, the script's content hash taken before
+/// reading it (what the new cache records), and an untrusted cache that may only tighten the
+/// result.
+struct Reading {
+    status: &'static str,
+    stamp: String,
+    untrusted: Option<Value>,
+}
+
+fn cache_pass(path: &Path, use_cache: bool, key: &[u8]) -> Result<Pass> {
+    let stamp = cache::script_stamp(path)?;
+    let read = |status, untrusted| {
+        Ok(Pass::Read(Reading {
+            status,
+            stamp: stamp.clone(),
+            untrusted,
+        }))
+    };
+    if !use_cache || key.is_empty() {
+        return read("parsed", None);
     }
-    Ok(match cache::read_cache(path)? {
-        Cached::Fresh(text) => Pass::Fresh(text),
-        Cached::Missing => Pass::Read("parsed"),
-        Cached::Stale => Pass::Read("stale"),
-        Cached::Corrupt(_) => Pass::Read("rebuilt"),
-    })
+    match cache::read_cache(path, &stamp, key)? {
+        Cached::Fresh(text) => Ok(Pass::Fresh(text)),
+        Cached::Missing => read("parsed", None),
+        Cached::Stale => read("stale", None),
+        Cached::Untrusted(doc, _) => read("rebuilt", Some(doc)),
+        Cached::Corrupt(_) => read("rebuilt", None),
+    }
 }
 
 /// A description with its permissions normalized (every spelling, fail-safe: see
 /// `crate::permissions`): the one place every loaded description passes, fresh or cached,
-/// ours or sy-f-misc's.
-fn normalized(path: &Path, description: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(description) {
+/// ours or sy-f-misc's. An untrusted cache (normalized the same way) may then only make it
+/// stricter, and its tools the script does not define are left out, with a warning.
+fn normalized(path: &Path, description: &[u8], untrusted: Option<Value>) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(description) {
         Ok(mut doc) => {
             let file = super::worker::file_name(path);
             crate::permissions::normalize_document(&mut doc, &file);
+            if let Some(mut old) = untrusted {
+                crate::permissions::normalize_document(&mut old, &file);
+                let warnings = cache::tighten(&mut doc, &old, &file);
+                add_warnings(&mut doc, warnings);
+            }
             serde_json::to_vec(&doc).unwrap_or_else(|_| description.to_vec())
         }
         Err(_) => description.to_vec(),
     }
 }
 
+fn add_warnings(doc: &mut Value, warnings: Vec<String>) {
+    if warnings.is_empty() {
+        return;
+    }
+    if let Some(obj) = doc.as_object_mut() {
+        let list = obj
+            .entry("warnings")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = list {
+            list.extend(warnings.into_iter().map(Value::String));
+        }
+    }
+}
+
 /// Writes the cache (when enabled) and answers the description. The caller knows the script's
 /// absolute path, so `scriptPath` is left as written (relative in the cache).
-fn store(path: &Path, description: &[u8], status: &'static str, use_cache: bool) -> Loaded {
-    let description = &normalized(path, description)[..];
-    if use_cache {
-        if let Ok(text) = cache::write_cache(path, description) {
+fn store(path: &Path, description: &[u8], reading: Reading, opts: (bool, &[u8])) -> Loaded {
+    let (use_cache, key) = opts;
+    let status = reading.status;
+    let description = &normalized(path, description, reading.untrusted)[..];
+    if use_cache && !key.is_empty() {
+        if let Ok(text) = cache::write_cache(path, &reading.stamp, description, key) {
             return Loaded::Ok(status, text);
         }
     }
@@ -114,19 +157,19 @@ async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<W
 /// Reads Python scripts with one describer per interpreter; a script that takes longer than the
 /// limit kills the describer, which restarts for the rest.
 async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<Loaded>]) {
-    let mut groups: HashMap<PathBuf, Vec<(usize, PathBuf, &'static str)>> = HashMap::new();
-    for (i, path, status) in todo {
+    let mut groups: HashMap<PathBuf, Pending> = HashMap::new();
+    for (i, path, reading) in todo {
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         match interpreter::python_for(&dir, opts.python.as_deref(), opts.path_env.as_deref()).await
         {
-            Ok(interp) => groups.entry(interp).or_default().push((i, path, status)),
+            Ok(interp) => groups.entry(interp).or_default().push((i, path, reading)),
             Err(e) => results[i] = Some(Loaded::Err(e)),
         }
     }
     let limit = opts.describe_timeout.max(Duration::from_millis(1));
     for (interp, items) in groups {
         let mut describer: Option<Worker> = None;
-        for (i, path, status) in items {
+        for (i, path, reading) in items {
             let w = match describer.as_mut() {
                 Some(w) => w,
                 None => {
@@ -155,12 +198,15 @@ async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<L
             results[i] = Some(match answer {
                 Ok(Ok(Some((protocol::DESCRIBED, payload)))) => {
                     let use_cache = opts.cache;
+                    let key = opts.key.clone();
                     let p = path.clone();
-                    tokio::task::spawn_blocking(move || store(&p, &payload, status, use_cache))
-                        .await
-                        .unwrap_or_else(|_| {
-                            Loaded::Err(Error::Process("writing the cache failed".into()))
-                        })
+                    tokio::task::spawn_blocking(move || {
+                        store(&p, &payload, reading, (use_cache, &key))
+                    })
+                    .await
+                    .unwrap_or_else(|_| {
+                        Loaded::Err(Error::Process("writing the cache failed".into()))
+                    })
                 }
                 // The script's source is what failed (a syntax error): its message.
                 Ok(Ok(Some((protocol::ERROR, payload)))) => Loaded::Err(Error::Invalid(
@@ -186,12 +232,12 @@ async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<L
     }
 }
 
-/// Python scripts still to describe: `(index, path, cache status)`.
-type Pending = Vec<(usize, PathBuf, &'static str)>;
+/// Python scripts still to describe: `(index, path, reading)`.
+type Pending = Vec<(usize, PathBuf, Reading)>;
 
 /// The cache pass and the PowerShell reading, for every path: file work (run it off the async
 /// threads). Returns the results so far and the Python scripts still to describe.
-fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
+fn scan(paths: &[String], use_cache: bool, key: &[u8]) -> (Vec<Option<Loaded>>, Pending) {
     let mut results: Vec<Option<Loaded>> = (0..paths.len()).map(|_| None).collect();
     let mut python = Vec::new();
     for (i, p) in paths.iter().enumerate() {
@@ -203,20 +249,21 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
                 continue;
             }
         };
-        let status = match cache_pass(&path, use_cache) {
+        let reading = match cache_pass(&path, use_cache, key) {
             Ok(Pass::Fresh(text)) => {
-                let text = String::from_utf8(normalized(&path, text.as_bytes())).unwrap_or(text);
+                let text =
+                    String::from_utf8(normalized(&path, text.as_bytes(), None)).unwrap_or(text);
                 results[i] = Some(Loaded::Ok("cached", text));
                 continue;
             }
-            Ok(Pass::Read(status)) => status,
+            Ok(Pass::Read(reading)) => reading,
             Err(e) => {
                 results[i] = Some(Loaded::Err(e));
                 continue;
             }
         };
         match kind {
-            Language::Python => python.push((i, path, status)),
+            Language::Python => python.push((i, path, reading)),
             Language::PowerShell => {
                 results[i] = Some(match std::fs::read(&path) {
                     Ok(bytes) => {
@@ -224,7 +271,7 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
                         let source = source.trim_start_matches('\u{feff}');
                         let doc = powershell::describe(source, &path.to_string_lossy());
                         let text = serde_json::to_vec(&doc).unwrap_or_default();
-                        store(&path, &text, status, use_cache)
+                        store(&path, &text, reading, (use_cache, key))
                     }
                     Err(e) => Loaded::Err(cache::unreadable(&path, &e)),
                 });
@@ -237,8 +284,9 @@ fn scan(paths: &[String], use_cache: bool) -> (Vec<Option<Loaded>>, Pending) {
 /// Reads every script in `paths`; one broken script never affects the others.
 pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
     let use_cache = opts.cache;
+    let key = opts.key.clone();
     let scan_paths = paths.clone();
-    let scanned = tokio::task::spawn_blocking(move || scan(&scan_paths, use_cache)).await;
+    let scanned = tokio::task::spawn_blocking(move || scan(&scan_paths, use_cache, &key)).await;
     let (mut results, python) = match scanned {
         Ok(x) => x,
         Err(_) => {

@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::sync::Semaphore;
 
-use super::cache::stamp;
+use super::cache::file_version;
 use super::interpreter::{self, Language, PWSH_MISSING};
 use super::protocol::{self, error_from_payload, read_frame};
 use super::worker::{file_name, spawn_python, Worker};
@@ -57,7 +57,7 @@ struct Pool {
 #[derive(Default)]
 struct PoolState {
     idle: Vec<Worker>,
-    /// The script version (see [`stamp`]) the idle workers imported.
+    /// The script version (see [`file_version`]) the idle workers imported.
     stamp: Option<String>,
     generation: u64,
 }
@@ -122,7 +122,7 @@ impl Pool {
                 format!("cannot read the script {}: {e}", self.path.display()),
             )
         })?;
-        let version = stamp(&meta);
+        let version = file_version(&meta);
         let retired;
         let mut st = self.lock();
         if st.stamp.as_deref() != Some(version.as_str()) {

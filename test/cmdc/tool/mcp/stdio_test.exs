@@ -135,6 +135,42 @@ defmodule CMDC.Tool.MCPStdioTest do
     end
   end
 
+  test "--watch: a 2026-07-28 client's subscriptions/listen hears of a new tool file" do
+    dir = Path.join(System.tmp_dir!(), "cmdc_mcp_listen_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    on_exit(fn -> File.rm_rf(dir) end)
+    marker = Path.join(dir, "acknowledged")
+    client = Path.join(@root, "test/support/mcp_http_client.py")
+    args = [client, "2026-07-28", "stdio", "--marker", marker, @server, "--watch", "100", dir]
+    run = Task.async(fn -> System.cmd(python(), args, env: @env) end)
+    wait_for(marker, 120_000)
+
+    File.write!(Path.join(dir, "late_tool.ex"), """
+    defmodule CMDCTest.Listen.Late do
+      @behaviour CMDC.Tool
+      def name, do: "late_tool"
+      def description, do: "Added while the server runs."
+      def parameters, do: %{"type" => "object", "properties" => %{}}
+      def execute(_args, _context), do: {:ok, "late"}
+    end
+    """)
+
+    {out, 0} = Task.await(run, 180_000)
+    report = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+    assert report["honored"] == %{"toolsListChanged" => true}
+    assert report["event"] =~ "ToolsListChanged"
+    assert "late_tool" in report["tools_after"]
+    refute "late_tool" in report["tools"]
+  end
+
+  defp wait_for(path, ms) do
+    cond do
+      File.exists?(path) -> :ok
+      ms <= 0 -> flunk("#{path} never appeared")
+      true -> Process.sleep(50) && wait_for(path, ms - 50)
+    end
+  end
+
   defp lifecycle(mode, tool, dir) do
     pid_file = Path.join(dir, "#{tool}_#{mode}.pid")
     driver = Path.join(@root, "test/support/mcp_lifecycle.py")

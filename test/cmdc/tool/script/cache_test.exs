@@ -89,7 +89,7 @@ defmodule CMDC.Tool.ScriptCacheTest do
     refute File.exists?(cache)
   end
 
-  test "the seeds' own cache files (without scriptMtimeNs) are used while newer than the script" do
+  test "the seeds' own cache files (no tag of ours) are never the script's word, even when newer" do
     dir = tmp_dir("seedcache")
     path = write!(dir, "seed.py", "def real():\n    pass\n")
 
@@ -102,11 +102,15 @@ defmodule CMDC.Tool.ScriptCacheTest do
 
     bump_mtime(Path.join(dir, "seed.tool.json"), 10)
 
-    assert {:ok, %{status: :cached, tools: [mod], rule_prompt: "From the cache."}} =
+    assert {:ok, %{status: :rebuilt, tools: [mod], rule_prompt: "", warnings: [warning]}} =
              Script.load(path)
 
-    assert mod.name() == "from_cache"
-    assert mod.__tool_settings__().policy == :auto
+    assert mod.name() == "real"
+    # the cache's looser default (auto) is not taken: the script says nothing, so ask once
+    assert mod.__tool_settings__().policy == :ask_once
+    assert warning =~ ~s(lists a tool "from_cache" that the script does not define; not offered)
+    # rewritten as ours: the next load is a hit
+    assert {:ok, %{status: :cached, tools: [^mod]}} = Script.load(path)
   end
 
   test "editing a script: load re-reads it, calls run the new code, schemas follow" do

@@ -1,0 +1,189 @@
+defmodule CMDC.Tool.MCP.HTTP.Auth do
+  @moduledoc """
+  Who may call an MCP HTTP endpoint (`CMDC.Tool.MCP.HTTP`'s `:auth` option):
+
+    * `nil` - anyone who reaches it (the default: it listens on loopback only);
+    * `{:bearer, token}` or `{:bearer_file, path}` - requests carry `Authorization: Bearer
+      token` (compared in constant time; at least 16 bytes);
+    * `{:oauth, opts}` - an OAuth 2.1 resource server as MCP's authorization spec describes:
+      `GET /.well-known/oauth-protected-resource<path>` serves RFC 9728 metadata naming the
+      `:authorization_servers`; every token is checked by RFC 7662 introspection at
+      `:introspection_url` (with `:client_id`/`:client_secret` as HTTP Basic when given) and must
+      be `active`, unexpired, and issued for this server: its `aud` names `:resource` (the
+      endpoint's URL by default).
+
+  A request without a valid token gets 401 with `WWW-Authenticate: Bearer
+  resource_metadata="…"` (OAuth) so the client can find its authorization server;
+  `error="invalid_token"` when a token was sent but refused.
+  """
+
+  @type t :: :none | {:bearer, binary()} | {:oauth, map()}
+
+  @doc "Checks an `:auth` option: `{:ok, auth}` or `{:error, message}`."
+  @spec new(term()) :: {:ok, t()} | {:error, String.t()}
+  def new(nil), do: {:ok, :none}
+
+  def new({:bearer, token}) when is_binary(token) and byte_size(token) >= 16,
+    do: {:ok, {:bearer, token}}
+
+  def new({:bearer, _}), do: {:error, "a bearer token needs at least 16 bytes"}
+
+  def new({:bearer_file, path}) do
+    case File.read(path) do
+      {:ok, text} ->
+        new({:bearer, String.trim(text)})
+
+      {:error, reason} ->
+        {:error, "cannot read the token file #{path}: #{:file.format_error(reason)}"}
+    end
+  end
+
+  def new({:oauth, opts}) when is_list(opts) or is_map(opts) do
+    opts = Map.new(opts)
+
+    case opts do
+      %{introspection_url: "http" <> _ = url} ->
+        {:ok,
+         {:oauth,
+          %{
+            introspection_url: url,
+            authorization_servers: Map.get(opts, :authorization_servers, []),
+            resource: Map.get(opts, :resource),
+            client_id: Map.get(opts, :client_id),
+            client_secret: Map.get(opts, :client_secret),
+            scopes: Map.get(opts, :scopes, [])
+          }}}
+
+      _ ->
+        {:error, "OAuth needs :introspection_url (the authorization server's RFC 7662 endpoint)"}
+    end
+  end
+
+  def new(other), do: {:error, "unknown :auth setting #{inspect(other)}"}
+
+  @doc "Sets the resource (audience) a token must be issued for, unless configured."
+  @spec put_resource(t(), String.t()) :: t()
+  def put_resource({:oauth, %{resource: nil} = oauth}, url),
+    do: {:oauth, %{oauth | resource: url}}
+
+  def put_resource(auth, _url), do: auth
+
+  @doc "The RFC 9728 metadata document's path for an endpoint path (`nil` without OAuth)."
+  @spec metadata_path(t(), String.t()) :: String.t() | nil
+  def metadata_path({:oauth, _}, path), do: "/.well-known/oauth-protected-resource" <> path
+  def metadata_path(_auth, _path), do: nil
+
+  @doc "The RFC 9728 protected-resource metadata."
+  @spec metadata(t()) :: map()
+  def metadata({:oauth, oauth}) do
+    %{
+      "resource" => oauth.resource,
+      "authorization_servers" => oauth.authorization_servers,
+      "bearer_methods_supported" => ["header"],
+      "scopes_supported" => oauth.scopes
+    }
+  end
+
+  @doc """
+  Checks a request's `authorization` header. `:ok`, or `{:error, www_authenticate, message}`
+  for a 401. `metadata_url` is where the metadata document is served.
+  """
+  @spec check(t(), map(), String.t() | nil) :: :ok | {:error, String.t(), String.t()}
+  def check(:none, _headers, _metadata_url), do: :ok
+
+  def check(auth, headers, metadata_url) do
+    case bearer(headers["authorization"]) do
+      nil ->
+        {:error, challenge(auth, metadata_url, nil),
+         "authentication required: send Authorization: Bearer <token>"}
+
+      token ->
+        case verify(auth, token) do
+          :ok -> :ok
+          {:error, why} -> {:error, challenge(auth, metadata_url, why), "invalid token: #{why}"}
+        end
+    end
+  end
+
+  defp bearer("Bearer " <> token), do: String.trim(token)
+  defp bearer("bearer " <> token), do: String.trim(token)
+  defp bearer(_), do: nil
+
+  defp challenge(auth, metadata_url, why) do
+    base =
+      case auth do
+        {:oauth, _} -> ~s(Bearer resource_metadata="#{metadata_url}")
+        _ -> ~s(Bearer realm="mcp")
+      end
+
+    if why, do: base <> ~s(, error="invalid_token", error_description="#{why}"), else: base
+  end
+
+  defp verify({:bearer, expected}, token) do
+    if secure_equal?(token, expected), do: :ok, else: {:error, "the token is not this server's"}
+  end
+
+  defp verify({:oauth, oauth}, token) do
+    with {:ok, claims} <- introspect(oauth, token),
+         :ok <- active(claims),
+         :ok <- unexpired(claims) do
+      audience(claims, oauth.resource)
+    end
+  end
+
+  defp secure_equal?(a, b) when byte_size(a) == byte_size(b) do
+    :crypto.hash_equals(a, b)
+  end
+
+  defp secure_equal?(_, _), do: false
+
+  # RFC 7662: POST token=... as a form; the answer is JSON with at least `active`.
+  defp introspect(oauth, token) do
+    body = URI.encode_query(%{"token" => token, "token_type_hint" => "access_token"})
+    headers = basic(oauth) ++ [{~c"accept", ~c"application/json"}]
+
+    request =
+      {String.to_charlist(oauth.introspection_url), headers,
+       ~c"application/x-www-form-urlencoded", body}
+
+    case :httpc.request(:post, request, [timeout: 5_000, connect_timeout: 2_000],
+           body_format: :binary
+         ) do
+      {:ok, {{_, 200, _}, _headers, json}} ->
+        case CMDC.Tool.JSON.decode(json) do
+          {:ok, %{} = claims} -> {:ok, claims}
+          _ -> {:error, "the authorization server's introspection answer is not a JSON object"}
+        end
+
+      {:ok, {{_, status, _}, _, _}} ->
+        {:error, "the authorization server's introspection answered HTTP #{status}"}
+
+      {:error, reason} ->
+        {:error, "the authorization server is unreachable (#{inspect(reason)})"}
+    end
+  end
+
+  defp basic(%{client_id: id, client_secret: secret}) when is_binary(id) do
+    [{~c"authorization", String.to_charlist("Basic " <> Base.encode64("#{id}:#{secret}"))}]
+  end
+
+  defp basic(_), do: []
+
+  defp active(%{"active" => true}), do: :ok
+  defp active(_), do: {:error, "the token is not active"}
+
+  defp unexpired(%{"exp" => exp}) when is_integer(exp) do
+    if exp > System.os_time(:second), do: :ok, else: {:error, "the token has expired"}
+  end
+
+  defp unexpired(_), do: :ok
+
+  defp audience(claims, resource) do
+    audiences = List.wrap(claims["aud"])
+
+    if resource in audiences,
+      do: :ok,
+      else:
+        {:error, "the token was not issued for #{resource} (aud: #{Enum.join(audiences, ", ")})"}
+  end
+end

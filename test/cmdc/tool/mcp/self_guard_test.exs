@@ -1,0 +1,146 @@
+defmodule CMDC.Tool.MCP.SelfGuardTest do
+  # cmdc-mcp registered in ~/.claude.json (what `claude mcp add --scope user` writes) must not
+  # start itself again (issue 23, item 7): a temp HOME, the real bin/cmdc-mcp, its real process
+  # tree read from /proc.
+  use ExUnit.Case, async: true
+
+  alias CMDC.Test.{MCPPort, OsProc}
+  alias CMDC.Tool.JSON
+  alias CMDC.Tool.MCP.SelfGuard
+
+  doctest SelfGuard
+
+  @moduletag timeout: 600_000
+
+  defp home_with(servers) do
+    home = Path.join(System.tmp_dir!(), "cmdc_selfguard_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(home)
+    on_exit(fn -> File.rm_rf(home) end)
+    # Claude Code's user file holds much else besides the servers.
+    claude = %{"numStartups" => 3, "projects" => %{}, "mcpServers" => servers}
+    File.write!(Path.join(home, ".claude.json"), JSON.encode!(claude))
+    home
+  end
+
+  defp stdio(command, args),
+    do: %{"type" => "stdio", "command" => command, "args" => args, "env" => %{}}
+
+  # Every descendant of `os_pid`, from /proc (ppid links).
+  defp descendants(os_pid) do
+    parents =
+      for dir <- File.ls!("/proc"),
+          Integer.parse(dir) != :error,
+          {:ok, stat} <- [File.read("/proc/#{dir}/stat")],
+          into: %{} do
+        [_, rest] = String.split(stat, ") ", parts: 2)
+        [_state, ppid | _] = String.split(rest, " ")
+        {String.to_integer(dir), String.to_integer(ppid)}
+      end
+
+    collect(parents, [os_pid], [])
+  end
+
+  defp collect(_parents, [], acc), do: acc
+
+  defp collect(parents, [pid | rest], acc) do
+    kids = for {child, ^pid} <- parents, do: child
+    collect(parents, kids ++ rest, kids ++ acc)
+  end
+
+  # The cmdc-mcp VMs among them.
+  defp servers_below(os_pid) do
+    Enum.filter(descendants(os_pid), fn pid ->
+      case File.read("/proc/#{pid}/cmdline") do
+        {:ok, cmdline} -> cmdline =~ "CMDC.Tool.MCP.Main"
+        _ -> false
+      end
+    end)
+  end
+
+  defp start(home) do
+    env = [{"HOME", home}, {"CMDC_HOME", Path.join(home, ".cmdc")}, {"CMDC_MCP_SERVER", nil}]
+    MCPPort.start(env, [])
+  end
+
+  defp run(home) do
+    {port, os_pid} = start(home)
+    # The old behaviour reached depth 4 in 1.3 s: give any recursion time to show.
+    Process.sleep(3_000)
+    names = MCPPort.names(port)
+    below = servers_below(os_pid)
+    MCPPort.stop(port, os_pid)
+    {names, below}
+  end
+
+  test "registered by its own path, and through `sh -c`: never started from inside itself" do
+    launcher = SelfGuard.launcher()
+
+    home =
+      home_with(%{
+        "cmdc" => stdio(launcher, []),
+        "wrapped" => stdio("sh", ["-c", "exec #{launcher} --page-size 10"])
+      })
+
+    {names, below} = run(home)
+    assert "echo" in names
+    refute Enum.any?(names, &String.contains?(&1, "__")), inspect(names)
+    assert below == []
+  end
+
+  test "hidden behind a wrapper script: the marker makes the nested one refuse at once" do
+    home = home_with(%{})
+    wrapper = Path.join(home, "start-tools")
+    File.write!(wrapper, "#!/bin/sh\nexec #{SelfGuard.launcher()} \"$@\"\n")
+    File.chmod!(wrapper, 0o755)
+
+    File.write!(
+      Path.join(home, ".claude.json"),
+      JSON.encode!(%{"mcpServers" => %{"tools" => stdio(wrapper, [])}})
+    )
+
+    {port, os_pid} = start(home)
+    names = MCPPort.names(port)
+    assert "echo" in names
+    refute Enum.any?(names, &String.contains?(&1, "__")), inspect(names)
+    # The client retries the failed server with backoff: each nested VM exits on its own.
+    for _ <- 1..3 do
+      Process.sleep(1_000)
+      assert Enum.all?(servers_below(os_pid), &OsProc.wait_dead(&1, 30_000))
+    end
+
+    MCPPort.stop(port, os_pid)
+  end
+
+  test "a cmdc-mcp started below a serving one (marker inherited) refuses to serve" do
+    home = home_with(%{"other" => stdio("sh", ["-c", "touch #{home_mark()}"])})
+
+    {out, status} =
+      System.cmd(MCPPort.server(), [],
+        env: [{"MIX_ENV", "test"}, {"HOME", home}, {"CMDC_MCP_SERVER", "12345"}],
+        stderr_to_stdout: true
+      )
+
+    assert status == 3
+    assert out =~ "cmdc-mcp: started by another cmdc-mcp (CMDC_MCP_SERVER=12345); not serving"
+    refute File.exists?(home_mark())
+  end
+
+  defp home_mark, do: Path.join(System.tmp_dir!(), "cmdc_selfguard_other_#{System.pid()}.ran")
+
+  test "outside cmdc-mcp (an agent using the library) nothing is left out" do
+    servers = [
+      %{
+        name: "cmdc",
+        source: :user,
+        path: "/h/.claude.json",
+        transport: {:stdio, %{command: SelfGuard.launcher(), args: [], cwd: "/"}}
+      }
+    ]
+
+    if SelfGuard.marked?() do
+      IO.puts("[skip] this test VM runs with #{SelfGuard.marker()} set")
+    else
+      assert {^servers, []} = SelfGuard.split(servers)
+    end
+  end
+end

@@ -1,0 +1,51 @@
+"""A small OAuth 2.0 token introspection endpoint (RFC 7662) for cmdc_tool's HTTP server tests.
+
+Usage: python introspection_server.py RESOURCE
+Listens on 127.0.0.1 (a free port, printed on stdout as the first line) and answers
+POST /introspect (form field `token`, HTTP Basic client credentials `rs:secret` required):
+  good-token     active, aud = RESOURCE
+  foreign-token  active, aud = https://other.example/mcp
+  expired-token  active, exp in the past
+  anything else  {"active": false}
+Built on the standard library only.
+"""
+import base64
+import json
+import sys
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+RESOURCE = sys.argv[1]
+CREDENTIALS = "Basic " + base64.b64encode(b"rs:secret").decode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        length = int(self.headers.get("Content-Length", "0"))
+        form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+        if self.path != "/introspect" or self.headers.get("Authorization") != CREDENTIALS:
+            self.send_response(401)
+            self.end_headers()
+            return
+        token = form.get("token", [""])[0]
+        now = int(time.time())
+        claims = {
+            "good-token": {"active": True, "aud": RESOURCE, "exp": now + 600, "sub": "alice"},
+            "foreign-token": {"active": True, "aud": "https://other.example/mcp", "exp": now + 600},
+            "expired-token": {"active": True, "aud": RESOURCE, "exp": now - 10},
+        }.get(token, {"active": False})
+        body = json.dumps(claims).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
