@@ -246,8 +246,9 @@ defmodule CMDC.Tool.Exec do
 
   @doc """
   Returns `n` credits to a program started with `:window`: its owner consumed `n` more `:line`
-  / `:stderr_line` messages. More than it sent are ignored (the window never grows). Acking in
-  batches (say every half window) costs one native call per batch.
+  / `:stderr_line` messages. More than it sent are ignored (the window never grows). Return
+  the credits of every line consumed before waiting for more: with `:window_bytes`, a long
+  line waits for the bytes of the lines before it, so credits held back can stall the run.
 
       iex> opts = [window: 1, stream_lines: true, stdin: :pipe]
       iex> {:ok, exec} = CMDC.Tool.Exec.start("sh", ["-c", "echo a; echo b; read x"], opts)

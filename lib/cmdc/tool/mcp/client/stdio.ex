@@ -18,8 +18,8 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   an earlier call's.
 
   Backpressure: the server's lines flow under a credit window of `stdio_window` messages and
-  `stdio_window_bytes` bytes (`CMDC.Tool.Exec`'s `:window`), returned in batches as the client
-  consumes them. A server writing faster than its client reads blocks on its own full stdout
+  `stdio_window_bytes` bytes (`CMDC.Tool.Exec`'s `:window`), each returned as the client
+  takes its line from the mailbox. A server writing faster than its client reads blocks on its own full stdout
   pipe: the client's mailbox never holds more than the window, and nobody is stopped for it.
   stderr lines over the window are dropped natively, counted, and the count logged (at most
   once a second); the server's last stderr line before it exits is always delivered.
@@ -42,8 +42,6 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
     :max_line,
     :logs,
     :drop_logs,
-    batch: 1,
-    unacked: 0,
     stderr_dropped: 0,
     stderr: [],
     garbage: nil,
@@ -83,9 +81,7 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
            command: command,
            max_line: limits.max_response_bytes,
            logs: LogLimit.new(limits.stderr_lines_per_second),
-           drop_logs: LogLimit.new(1),
-           # Credits go back every half window: one native call per batch, never a stall.
-           batch: max(div(limits.stdio_window, 2), 1)
+           drop_logs: LogLimit.new(1)
          }}
 
       {:error, message} ->
@@ -114,14 +110,12 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
 
   def handle_info(_msg, _t), do: :unknown
 
-  # A line taken from the mailbox frees its credit (returned by the batch).
+  # A line taken from the mailbox frees its credit at once: a credit held back while the
+  # client waits could stall the byte bound (a long line waits for the bytes of lines already
+  # read). One native call (a lock and a counter) per line.
   defp credit({kind, _line}, t) when kind in [:line, :stderr_line] do
-    if t.unacked + 1 >= t.batch do
-      _ = Exec.ack(t.exec, t.unacked + 1)
-      %{t | unacked: 0}
-    else
-      %{t | unacked: t.unacked + 1}
-    end
+    _ = Exec.ack(t.exec, 1)
+    t
   end
 
   defp credit(_event, t), do: t
