@@ -14,4 +14,5 @@ pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod scripts;
+pub mod search;
 pub mod tape;

@@ -21,6 +21,7 @@ pub mod registry;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;
+pub mod search;
 pub mod stdio;
 pub mod term;
 #[cfg(feature = "testing")]
