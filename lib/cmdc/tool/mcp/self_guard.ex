@@ -8,9 +8,10 @@ defmodule CMDC.Tool.MCP.SelfGuard do
 
     1. **An environment marker.** A serving `cmdc-mcp` sets `CMDC_MCP_SERVER` (`mark/0`), and
        `CMDC.Tool.Exec` gives it to every program it starts (MCP servers of configs, command
-       tools; set last, so no `:env` or `:clear_env` drops it), which pass it on to theirs.
-       (Script workers are started natively with the VM's original environment and do not
-       get it.) A `cmdc-mcp` that finds the marker set when it starts was started, directly or
+       tools; set last, so no `:env` or `:clear_env` drops it), which pass it on to theirs, and
+       `CMDC.Tool.Script` to its workers (Python and PowerShell; both are started natively,
+       where `System.put_env/2` does not reach: `env/0` is handed over explicitly). A
+       `cmdc-mcp` that finds the marker set when it starts was started, directly or
        through any other program (a wrapper script), by a serving one: it refuses to serve
        and exits with status 3 and the reason on stderr, so the first instance reports that
        server as failed and nothing is started twice.
@@ -46,6 +47,19 @@ defmodule CMDC.Tool.MCP.SelfGuard do
   """
   @spec mark() :: :ok
   def mark, do: System.put_env(@marker, System.pid())
+
+  @doc """
+  The marker as variables to hand a natively started program: `[{"CMDC_MCP_SERVER", value}]`
+  while marked, else `[]`. `System.put_env/2` changes the VM's view of its environment, not
+  the one native spawns inherit, so `CMDC.Tool.Exec` and `CMDC.Tool.Script` pass this on.
+  """
+  @spec env() :: [{String.t(), String.t()}]
+  def env do
+    case System.get_env(@marker) do
+      value when value in [nil, ""] -> []
+      value -> [{@marker, value}]
+    end
+  end
 
   @doc """
   Splits configured servers into those to start and the `:ignored` entries of those that are

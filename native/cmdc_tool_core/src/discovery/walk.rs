@@ -305,9 +305,31 @@ fn visit_classified(
         plugin: cx.plugin.clone(),
     };
 
+    if attach_companions(cx, &mut tool, stem, &exists, listing.is_some()) {
+        cx.scan.files.push(tool);
+    }
+}
+
+/// Reads the metadata next to a tool file (`{stem}.json`, `{stem}.md`) and notes its script
+/// cache (`{stem}.tool.json`). False (with a note) when the tool must not load: its metadata
+/// is invalid, or, inside a plugin, resolves outside it (a symlink could otherwise rename,
+/// describe or configure a plugin's tool from a file the plugin does not hold).
+fn attach_companions(
+    cx: &mut Ctx,
+    tool: &mut ToolFile,
+    stem: &str,
+    exists: &dyn Fn(&str) -> bool,
+    walked: bool,
+) -> bool {
+    let path = tool.path.clone();
+    let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
     let meta_name = format!("{stem}.json");
     if exists(&meta_name) {
         let meta_path = dir.join(&meta_name);
+        if let Some(reason) = outside_plugin(cx, &meta_path) {
+            cx.note(&path, NoteKind::OutsidePlugin, not_loaded(&path, &reason));
+            return false;
+        }
         match read_small(&meta_path).and_then(|t| parse_meta(&t)) {
             Ok(meta) => {
                 tool.meta = Some(meta);
@@ -319,14 +341,18 @@ fn visit_classified(
                     path.display(),
                     meta_path.display()
                 );
-                cx.note(path, NoteKind::BadMetadata, reason);
-                return;
+                cx.note(&path, NoteKind::BadMetadata, reason);
+                return false;
             }
         }
     }
     let doc_name = format!("{stem}.md");
     if exists(&doc_name) {
         let doc_path = dir.join(&doc_name);
+        if let Some(reason) = outside_plugin(cx, &doc_path) {
+            cx.note(&path, NoteKind::OutsidePlugin, not_loaded(&path, &reason));
+            return false;
+        }
         match read_small(&doc_path).and_then(|t| {
             String::from_utf8(t)
                 .map_err(|_| crate::error::Error::Invalid("the file is not UTF-8 text".into()))
@@ -342,30 +368,53 @@ fn visit_classified(
                     path.display(),
                     doc_path.display()
                 );
-                cx.note(path, NoteKind::BadMetadata, reason);
-                return;
+                cx.note(&path, NoteKind::BadMetadata, reason);
+                return false;
             }
         }
     }
     let cache_name = format!("{stem}.tool.json");
-    if kind == Kind::Script && exists(&cache_name) {
-        // The script loader reads the cache: hand it only a regular file.
-        let cache_path = dir.join(cache_name);
-        match fs::metadata(&cache_path) {
-            Ok(md) if md.is_file() => tool.cache_path = Some(cache_path),
-            Ok(md) => {
-                let reason = format!(
-                    "{} is {}, not a regular file; not opened (the script's description is read \
-                     from the script instead)",
-                    cache_path.display(),
-                    file_kind(&md)
-                );
-                cx.note(&cache_path, NoteKind::Unsupported, reason);
-            }
-            Err(_) => {}
-        }
+    if tool.kind == Kind::Script && exists(&cache_name) {
+        attach_cache(cx, tool, dir.join(cache_name), walked);
     }
-    cx.scan.files.push(tool);
+    true
+}
+
+/// Hands the script loader its cache only when it is a regular file inside the plugin (a
+/// cache elsewhere is ignored: the script's description is read from the script).
+fn attach_cache(cx: &mut Ctx, tool: &mut ToolFile, cache_path: PathBuf, walked: bool) {
+    if let Some(reason) = outside_plugin(cx, &cache_path) {
+        // A walked folder's links are noted by the walk; a tool file named explicitly has none.
+        if !walked {
+            cx.note(&cache_path, NoteKind::OutsidePlugin, reason);
+        }
+        return;
+    }
+    match fs::metadata(&cache_path) {
+        Ok(md) if md.is_file() => tool.cache_path = Some(cache_path),
+        Ok(md) => {
+            let reason = format!(
+                "{} is {}, not a regular file; not opened (the script's description is read \
+                 from the script instead)",
+                cache_path.display(),
+                file_kind(&md)
+            );
+            cx.note(&cache_path, NoteKind::Unsupported, reason);
+        }
+        Err(_) => {}
+    }
+}
+
+fn not_loaded(tool: &Path, reason: &str) -> String {
+    format!("{} not loaded: {reason}", tool.display())
+}
+
+/// [`leaves_plugin`] for a file next to a tool (its real path resolved here; nothing to do
+/// outside a plugin).
+fn outside_plugin(cx: &Ctx, path: &Path) -> Option<String> {
+    cx.plugin.as_ref()?;
+    let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    leaves_plugin(cx, path, &real)
 }
 
 /// Nanoseconds since the Unix epoch (negative before it); 0 when the platform has no mtime.
