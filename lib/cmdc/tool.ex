@@ -105,7 +105,19 @@ defmodule CMDC.Tool do
   """
   @callback output_schema() :: map()
 
-  @optional_callbacks description: 1, meta: 1, title: 0, annotations: 0, output_schema: 0
+  @doc """
+  Example arguments (optional): calls that show a model how the tool is used. Each is checked
+  against `c:parameters/0` when the tool is registered (an invalid example is an error naming
+  the tool) and sent as Anthropic's `input_examples`. See `CMDC.Tool.InputExamples`.
+  """
+  @callback examples() :: [map()]
+
+  @optional_callbacks description: 1,
+                      meta: 1,
+                      title: 0,
+                      annotations: 0,
+                      output_schema: 0,
+                      examples: 0
 
   @doc """
   The tool's description: `c:description/1` with `context` when the module defines it, else
@@ -225,6 +237,10 @@ defmodule CMDC.Tool do
   `CMDC.Tool.Providers` (whose `convert/3` also returns the warnings for dropped keywords).
   On a registry the result is cached until the registry changes.
 
+  Deferred loading (`defer:`, `always_loaded:`, `search:`, `loaded:`): a large catalog stays out
+  of the prompt and the model finds tools with a search tool; see `CMDC.Tool.Deferred` and
+  `CMDC.Tool.Session`.
+
       iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
       iex> tool["type"]
       "function"
@@ -243,8 +259,12 @@ defmodule CMDC.Tool do
   end
 
   def to_schema(source, context, opts) do
-    {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
-    tools
+    if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)) do
+      CMDC.Tool.Deferred.to_schema(source, context, opts)
+    else
+      {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+      tools
+    end
   end
 
   @doc """
@@ -256,7 +276,10 @@ defmodule CMDC.Tool do
   """
   @spec to_schema_json([module()] | Registry.t(), tool_context(), keyword()) :: String.t()
   def to_schema_json(modules_or_registry, context \\ %{}, opts \\ []) do
-    CMDC.Tool.Providers.to_json(modules_or_registry, context, opts)
+    if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)),
+      do:
+        CMDC.Tool.JSON.encode!(CMDC.Tool.Deferred.to_schema(modules_or_registry, context, opts)),
+      else: CMDC.Tool.Providers.to_json(modules_or_registry, context, opts)
   end
 
   @doc """

@@ -131,6 +131,10 @@ defmodule CMDC.Tool.Native do
 
   def providers_convert(_tools, _format, _strict), do: err()
 
+  # search.rs
+  def registry_search(_registry, _query, _opts), do: err()
+  def registry_search_dirty(_registry, _query, _opts), do: err()
+
   # round_trip.rs
   def schema_drop_nulls(_schema, _args), do: err()
   def tool_name_original(_registered, _called), do: err()

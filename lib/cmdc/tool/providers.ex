@@ -149,7 +149,8 @@ defmodule CMDC.Tool.Providers do
   def to_json(%Registry{} = reg, context, opts) do
     {format, strict} = options(opts)
 
-    if format == :mcp and mcp_fields(reg) != %{} do
+    if (format == :mcp and mcp_fields(reg) != %{}) or
+         (format == :anthropic and CMDC.Tool.InputExamples.any?(Registry.list(reg))) do
       {tools, _warnings} = convert(reg, context, opts)
       CMDC.Tool.JSON.encode!(tools)
     else
@@ -194,6 +195,12 @@ defmodule CMDC.Tool.Providers do
       fields -> Enum.map(tools, &Map.merge(&1, Map.get(fields, &1["name"], %{})))
     end
   end
+
+  defp with_mcp_fields(tools, :anthropic, %Registry{} = reg),
+    do: CMDC.Tool.InputExamples.with_examples(tools, Registry.list(reg))
+
+  defp with_mcp_fields(tools, :anthropic, modules),
+    do: CMDC.Tool.InputExamples.with_examples(tools, modules)
 
   defp with_mcp_fields(tools, _format, _source), do: tools
 

@@ -250,6 +250,21 @@ defmodule CMDC.Tool.Registry do
     end
   end
 
+  @doc """
+  Searches the registry's tools (a native index kept current with every registration):
+  `{:ok, [{name, score}]}` best first, or `{:error, message}`. See `CMDC.Tool.Search` for the
+  modes (`mode: :bm25 | :regex`), `limit:`, and the `namespace:` / `annotations:` filters.
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
+      iex> {:ok, [{"echo", _}]} = CMDC.Tool.Registry.search(reg, "echo back some text", limit: 1)
+      iex> {:ok, [{"read_file", _}]} = CMDC.Tool.Registry.search(reg, "^read", mode: :regex)
+  """
+  @spec search(t(), String.t(), keyword()) ::
+          {:ok, [CMDC.Tool.Search.hit()]} | {:error, String.t()}
+  def search(%__MODULE__{} = reg, query, opts \\ []),
+    do: CMDC.Tool.Search.search(reg, query, opts)
+
   @doc false
   # Used by CMDC.Tool: {:ok, module} | :error, a plain hash lookup.
   def find(%__MODULE__{ref: ref}, name) when is_binary(name) do
@@ -308,7 +323,8 @@ defmodule CMDC.Tool.Registry do
   defp to_name(name) when is_atom(name), do: Atom.to_string(name)
   defp to_name(name), do: inspect(name)
 
-  # {:ok, [{module, name, description, contextual?, schema}]} or the first module's error.
+  # {:ok, [{module, name, description, contextual?, schema, search_meta}]} or the first
+  # module's error.
   defp prepare(modules) do
     Enum.reduce_while(modules, {:ok, []}, fn module, {:ok, acc} ->
       case prepare_one(module) do
@@ -326,9 +342,10 @@ defmodule CMDC.Tool.Registry do
     with :ok <- check_tool(module),
          {:ok, name} <- call(module, :name),
          {:ok, description} <- call(module, :description),
-         {:ok, schema} <- schema(module) do
+         {:ok, schema} <- schema(module),
+         {:ok, _examples} <- examples(module, name) do
       contextual = function_exported?(module, :description, 1)
-      {:ok, {module, name, description, contextual, schema}}
+      {:ok, {module, name, description, contextual, schema, CMDC.Tool.Search.meta(module, name)}}
     end
   end
 
@@ -383,6 +400,14 @@ defmodule CMDC.Tool.Registry do
   defp schema(module) do
     case Schema.for_module(module) do
       {:ok, schema} -> {:ok, schema}
+      {:error, message} -> invalid(module, message)
+    end
+  end
+
+  # Example arguments must match the schema: a wrong example teaches the model a wrong call.
+  defp examples(module, name) do
+    case CMDC.Tool.InputExamples.check(module, name) do
+      {:ok, examples} -> {:ok, examples}
       {:error, message} -> invalid(module, message)
     end
   end

@@ -259,6 +259,9 @@ defmodule CMDC.Tool.Runner do
     result =
       with {:ok, module, args, settings} <- prepare(tools, name, arguments),
            :ok <- permit(module, name, args, id, settings, context, opts) do
+        # The tools called against, for tools that search them (CMDC.Tool.Search.Tool).
+        context = %{context | private: Map.put(context.private, :tools, tools)}
+
         supervise(module, args, context, opts, settings, {caller, ref, id})
         |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
       else

@@ -12,4 +12,5 @@ pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod scripts;
+pub mod search;
 pub mod tape;

@@ -20,6 +20,7 @@ pub mod round_trip;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;
+pub mod search;
 pub mod stdio;
 pub mod term;
 #[cfg(feature = "testing")]

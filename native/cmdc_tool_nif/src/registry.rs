@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::atoms;
 use crate::error::{Error, Result};
 use crate::schema::{self, Args, Schema};
+use crate::search;
 use crate::term::{self, Budget};
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
@@ -46,6 +47,8 @@ pub struct Registry {
     state: RwLock<Core>,
     /// The one cache of provider output, cleared whenever the set of tools changes.
     output: RwLock<OutputCache<ResourceArc<Built>>>,
+    /// The tool search index, updated with every change to the set of tools (`search.rs`).
+    pub(crate) search: search::Live,
 }
 
 #[rustler::resource_impl]
@@ -60,6 +63,7 @@ impl Registry {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: RwLock::new(Core::new(reserved)),
             output: RwLock::new(OutputCache::default()),
+            search: search::Live::default(),
         }
     }
 
@@ -135,12 +139,19 @@ fn registry_info(reg: ResourceArc<Registry>) -> (u64, usize, Vec<String>) {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
-type Incoming = (Atom, String, String, bool, ResourceArc<Schema>);
+type Incoming = (
+    Atom,
+    String,
+    String,
+    bool,
+    ResourceArc<Schema>,
+    search::Meta,
+);
 
 fn entries(batch: Vec<Incoming>) -> Vec<Entry<Atom, ResourceArc<Schema>>> {
     batch
         .into_iter()
-        .map(|(module, name, description, contextual, schema)| Entry {
+        .map(|(module, name, description, contextual, schema, _)| Entry {
             name,
             module,
             description,
@@ -151,31 +162,45 @@ fn entries(batch: Vec<Incoming>) -> Vec<Entry<Atom, ResourceArc<Schema>>> {
 }
 
 /// Registers (`replace = false`) or swaps in (`replace = true`) a batch, all or none. Entries
-/// are `{module, name, description, contextual, schema}` prepared by `CMDC.Tool.Registry`.
+/// are `{module, name, description, contextual, schema, search_meta}` prepared by
+/// `CMDC.Tool.Registry`; the search index follows in the same write (`search.rs`).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn registry_register(
     reg: ResourceArc<Registry>,
     batch: Vec<Incoming>,
     replace: bool,
 ) -> Result<u64> {
+    let prepared: Vec<_> = batch
+        .iter()
+        .map(|(_, name, description, _, schema, meta)| {
+            search::prepare(name, description, schema, meta)
+        })
+        .collect();
     let batch = entries(batch);
     // Everything that does not depend on the registered names is done under a read lock, so
     // readers on normal schedulers never wait for more than the final insert or swap.
     if replace {
         let set = reg.read().prepare_set(batch)?;
+        let mut index = search::build(prepared);
         let mut state = reg.write();
         let old = state.apply_set(set);
         reg.changed(&state);
         let generation = state.generation();
+        index.generation = generation;
+        std::mem::swap(&mut *search::lock_for(&reg.search, generation), &mut index);
         drop(state);
-        drop(old);
+        drop((old, index));
         Ok(generation)
     } else {
         reg.read().check_batch(&batch)?;
         let mut state = reg.write();
         state.register_checked(batch)?;
         reg.changed(&state);
-        Ok(state.generation())
+        let generation = state.generation();
+        let index = search::lock_for(&reg.search, generation);
+        drop(state);
+        search::insert(index, prepared);
+        Ok(generation)
     }
 }
 
@@ -187,6 +212,7 @@ fn registry_unregister(reg: ResourceArc<Registry>, name: Binary) -> Result<u64> 
         return Err(not_found(name));
     }
     reg.changed(&state);
+    search::lock_for(&reg.search, state.generation()).remove(name);
     Ok(state.generation())
 }
 

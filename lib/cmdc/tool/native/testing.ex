@@ -27,6 +27,12 @@ defmodule CMDC.Tool.Native.Testing do
       def bench_rust_text_validate(_schema, _text, _iterations), do: err()
       def bench_rust_one(_what, _schema, _text, _iterations), do: err()
 
+      # Tool search (bench/search.exs): a bare index, without tool modules.
+      def search_bench_build(_docs), do: err()
+      def search_bench_add(_index, _docs), do: err()
+      def search_bench_query(_index, _queries, _regex, _limit, _rounds), do: err()
+      def search_bench_one(_index, _text, _limit), do: err()
+
       # Memory after big inputs (issue 16).
       def memory_kept_after(_args), do: err()
       def memory_malloc, do: err()

@@ -1,0 +1,110 @@
+defmodule CMDC.Tool.Search.Tool do
+  @moduledoc """
+  The client-side search tool, `search_tools`: a `CMDC.Tool` the model calls to find deferred
+  tools (see `CMDC.Tool.Deferred`). `CMDC.Tool.Runner` runs it like any other tool (hooks,
+  approval, telemetry); it searches the registry the runner resolves calls against.
+
+  Its result is structured (`%{"tools" => [%{"name", "description", "parameters"}]}`, the
+  same as JSON text for providers that read text): `CMDC.Tool.Session.observe/2` loads the
+  tools found into the next request, `CMDC.Tool.Deferred.anthropic_result/2` and
+  `CMDC.Tool.Deferred.openai_search_output/2` turn it into Anthropic `tool_reference` blocks
+  and an OpenAI `tool_search_output` item.
+  """
+
+  @behaviour CMDC.Tool
+
+  alias CMDC.Tool.Registry
+
+  @name "search_tools"
+
+  @impl true
+  def name, do: @name
+
+  @impl true
+  def description do
+    "Search the catalog of tools that are not loaded yet. Describe the capability you need in " <>
+      "a few words (e.g. \"create a GitHub issue\"), or give a regular expression with " <>
+      "mode \"regex\" (at most 200 characters, matched against names, descriptions and " <>
+      "parameters). The tools found become callable in your next turn."
+  end
+
+  @impl true
+  def parameters do
+    %{
+      "type" => "object",
+      "properties" => %{
+        "query" => %{
+          "type" => "string",
+          "description" => "What the tool should do, in a few words; or a regex",
+          "minLength" => 1,
+          "maxLength" => 4096
+        },
+        "mode" => %{
+          "type" => "string",
+          "enum" => ["bm25", "regex"],
+          "description" => "bm25 (default): natural language; regex: a regular expression"
+        },
+        "limit" => %{
+          "type" => "integer",
+          "minimum" => 1,
+          "maximum" => 20,
+          "description" => "How many tools to return (default 5)"
+        }
+      },
+      "required" => ["query"]
+    }
+  end
+
+  @impl true
+  def output_schema do
+    %{
+      "type" => "object",
+      "properties" => %{"tools" => %{"type" => "array", "items" => %{"type" => "object"}}},
+      "required" => ["tools"]
+    }
+  end
+
+  @impl true
+  def execute(args, context) do
+    # A catalog (CMDC.Tool.MCP.Catalog) names its registry and wants to know what was found;
+    # otherwise the registry the runner resolves calls against is searched.
+    case {Map.get(context.assigns, :cmdc_tool_search), Map.get(context.private, :tools)} do
+      {%{registry: reg, on_found: on_found}, _} ->
+        with {:ok, found} <- find(reg, args) do
+          on_found.(for %{"name" => name} <- found["tools"], do: name)
+          {:ok, found}
+        end
+
+      {_, %Registry{} = reg} ->
+        find(reg, args)
+
+      _ ->
+        {:error, "search_tools needs a CMDC.Tool.Registry to search; none was given"}
+    end
+  end
+
+  @doc """
+  Searches `reg` as the tool does and describes each tool found:
+  `{:ok, %{"tools" => [%{"name", "description", "parameters"}]}}` or `{:error, message}`.
+  The search tool never lists itself.
+  """
+  @spec find(Registry.t(), map()) :: {:ok, map()} | {:error, String.t()}
+  def find(reg, args) do
+    mode = if args["mode"] == "regex", do: :regex, else: :bm25
+    limit = Map.get(args, "limit", 5)
+
+    with {:ok, hits} <- Registry.search(reg, args["query"], mode: mode, limit: limit + 1) do
+      tools =
+        for {name, _score} <- hits,
+            name != @name,
+            {:ok, module} <- [Registry.find(reg, name)],
+            do: describe(name, module)
+
+      {:ok, %{"tools" => Enum.take(tools, limit)}}
+    end
+  end
+
+  defp describe(name, module) do
+    %{"name" => name, "description" => module.description(), "parameters" => module.parameters()}
+  end
+end

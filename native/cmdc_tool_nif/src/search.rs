@@ -1,0 +1,280 @@
+//! Tool search over a registry (`cmdc_tool_core::search`): the index each registry keeps
+//! beside its tools, updated by `registry.rs` on every change under the registry's write lock
+//! (so it always reflects the registry's generation), and the search NIFs. A search whose cost
+//! (`Index::cost`: postings or bytes to read) is over a normal scheduler's budget, or that
+//! would wait for a writer, answers `:yield` and runs again on a dirty scheduler.
+
+use std::sync::{RwLock, RwLockWriteGuard, TryLockError};
+
+use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
+use rustler::{Binary, NifMap, ResourceArc};
+
+use crate::error::{Error, Result};
+use crate::registry::Registry;
+use crate::schema::Schema;
+
+/// Units of `Index::cost` a normal scheduler takes (about 1-2 ns each: well under 1 ms).
+const NORMAL_BUDGET: usize = 200_000;
+
+/// What the index needs of a tool beyond the registry entry: `{title, namespace,
+/// annotations}` (annotations: the names of those that are `true`).
+pub type Meta = (Option<String>, Option<String>, Vec<String>);
+
+/// A registry's index.
+#[derive(Default)]
+pub struct Live(RwLock<Index>);
+
+impl Live {
+    pub fn write(&self) -> RwLockWriteGuard<'_, Index> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Reads one tool into words: done before any lock is taken.
+pub fn prepare(name: &str, description: &str, schema: &Schema, meta: &Meta) -> Prepared {
+    let (title, namespace, annotations) = meta;
+    Doc {
+        name,
+        title: title.as_deref(),
+        description,
+        parameters: &schema.source,
+        namespace: namespace.as_deref(),
+        annotations,
+    }
+    .prepare()
+}
+
+/// A whole index for a replacement set (built off the locks, swapped in by the caller).
+pub fn build(prepared: Vec<Prepared>) -> Index {
+    let mut index = Index::new();
+    for p in prepared {
+        index.insert(p);
+    }
+    index
+}
+
+#[derive(NifMap)]
+pub struct SearchOptions {
+    regex: bool,
+    limit: usize,
+    namespaces: Vec<String>,
+    annotations: Vec<String>,
+}
+
+impl crate::options::Options<'_> for SearchOptions {
+    const NIF: &'static str = "registry_search";
+    const EXPECTED: &'static str =
+        "regex: boolean, limit: integer, namespaces: [string], annotations: [string]";
+}
+
+fn search(
+    reg: &Registry,
+    text: &[u8],
+    opts: rustler::Term,
+    dirty: bool,
+) -> Result<(u64, Vec<(String, f64)>)> {
+    let opts: SearchOptions = crate::options::decode(opts)?;
+    let text = std::str::from_utf8(text)
+        .map_err(|_| Error::Message("the search query is not UTF-8 text".into()))?;
+    let query = Query {
+        text,
+        mode: if opts.regex { Mode::Regex } else { Mode::Bm25 },
+        limit: opts.limit,
+        namespaces: &opts.namespaces,
+        annotations: &opts.annotations,
+    };
+    let index = if dirty {
+        reg.search.0.read().unwrap_or_else(|e| e.into_inner())
+    } else {
+        match reg.search.0.try_read() {
+            Ok(index) => index,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            // A writer holds it (a big registration): wait on a dirty scheduler.
+            Err(TryLockError::WouldBlock) => return Err(Error::Yield),
+        }
+    };
+    if !dirty && index.cost(&query) > NORMAL_BUDGET {
+        return Err(Error::Yield);
+    }
+    let hits = index.search(&query)?;
+    Ok((
+        index.generation,
+        hits.into_iter().map(|h| (h.name, h.score)).collect(),
+    ))
+}
+
+/// `{:ok, {generation, [{name, score}]}}`, best first; `{:error, :yield}` over the budget.
+#[rustler::nif]
+fn registry_search(
+    reg: ResourceArc<Registry>,
+    text: Binary,
+    opts: rustler::Term,
+) -> Result<(u64, Vec<(String, f64)>)> {
+    search(&reg, text.as_slice(), opts, false)
+}
+
+#[rustler::nif(schedule = "DirtyCpu")]
+fn registry_search_dirty(
+    reg: ResourceArc<Registry>,
+    text: Binary,
+    opts: rustler::Term,
+) -> Result<(u64, Vec<(String, f64)>)> {
+    search(&reg, text.as_slice(), opts, true)
+}
+
+/// After a registration, with the registry's write lock held: takes the index's write lock
+/// (lock order: registry, then index) and hands it back with the generation set, so the
+/// caller can release the registry before inserting.
+pub fn lock_for(live: &Live, generation: u64) -> RwLockWriteGuard<'_, Index> {
+    let mut index = live.write();
+    index.generation = generation;
+    index
+}
+
+/// Inserts prepared tools (after the registry's lock is released).
+pub fn insert(mut index: RwLockWriteGuard<'_, Index>, prepared: Vec<Prepared>) {
+    for p in prepared {
+        index.insert(p);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Benchmark NIFs (`bench/search.exs`): a bare index of `{name, description, parameters_json}`
+// documents, without tool modules, so 100,000 tools can be indexed in a benchmark run.
+
+#[cfg(feature = "testing")]
+pub use bench::*;
+
+#[cfg(feature = "testing")]
+mod bench {
+    //! Times are this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): on a machine shared with
+    //! other work, wall time mostly measures the wait for a core. `bench/search_py.py` times
+    //! the Python libraries the same way (`time.thread_time`).
+
+    use std::sync::RwLock;
+
+    use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
+    use rustler::ResourceArc;
+    use serde_json::Value;
+
+    pub struct BenchIndex(RwLock<Index>);
+
+    #[rustler::resource_impl]
+    impl rustler::Resource for BenchIndex {}
+
+    type BenchDoc = (String, String, String);
+
+    /// This thread's CPU time in ns.
+    fn cpu_ns() -> f64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid pointer to a timespec; the clock id is a constant Linux supports.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+    }
+
+    fn parse(docs: &[BenchDoc]) -> Vec<Value> {
+        docs.iter()
+            .map(|d| serde_json::from_str(&d.2).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    fn doc<'a>(d: &'a BenchDoc, params: &'a Value) -> Doc<'a> {
+        Doc {
+            name: &d.0,
+            title: None,
+            description: &d.1,
+            parameters: params,
+            namespace: d.0.split_once("__").map(|(ns, _)| ns),
+            annotations: &[],
+        }
+    }
+
+    /// `{index, ns}`: CPU time to read and insert every document (parameters parsed before).
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_build(docs: Vec<BenchDoc>) -> (ResourceArc<BenchIndex>, f64) {
+        let parsed = parse(&docs);
+        let start = cpu_ns();
+        let prepared: Vec<Prepared> = docs
+            .iter()
+            .zip(&parsed)
+            .map(|(d, p)| doc(d, p).prepare())
+            .collect();
+        let index = super::build(prepared);
+        let ns = cpu_ns() - start;
+        (ResourceArc::new(BenchIndex(RwLock::new(index))), ns)
+    }
+
+    /// CPU ns of each incremental add (read + insert) into the existing index, in order.
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_add(index: ResourceArc<BenchIndex>, docs: Vec<BenchDoc>) -> Vec<f64> {
+        let mut index = index.0.write().unwrap_or_else(|e| e.into_inner());
+        // Parameters arrive parsed in a registry (the compiled schema's source): not timed.
+        let parsed = parse(&docs);
+        docs.iter()
+            .zip(&parsed)
+            .map(|(d, p)| {
+                let start = cpu_ns();
+                index.put(&doc(d, p));
+                cpu_ns() - start
+            })
+            .collect()
+    }
+
+    fn query(text: &str, mode: Mode, limit: usize) -> Query<'_> {
+        Query {
+            text,
+            mode,
+            limit,
+            namespaces: &[],
+            annotations: &[],
+        }
+    }
+
+    /// `{ns per query, top names per query}`: each query's best CPU time of `rounds` runs.
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_query(
+        index: ResourceArc<BenchIndex>,
+        queries: Vec<String>,
+        regex: bool,
+        limit: usize,
+        rounds: usize,
+    ) -> (Vec<f64>, Vec<Vec<String>>) {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        let mode = if regex { Mode::Regex } else { Mode::Bm25 };
+        let times = queries
+            .iter()
+            .map(|q| {
+                (0..rounds.max(1))
+                    .map(|_| {
+                        let start = cpu_ns();
+                        let _ = std::hint::black_box(index.search(&query(q, mode, limit)));
+                        cpu_ns() - start
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        let tops = queries
+            .iter()
+            .map(|q| {
+                index
+                    .search(&query(q, mode, limit))
+                    .map(|hits| hits.into_iter().map(|h| h.name).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        (times, tops)
+    }
+
+    /// One query on a normal scheduler, for timing the whole NIF call from Elixir.
+    #[rustler::nif]
+    fn search_bench_one(index: ResourceArc<BenchIndex>, text: String, limit: usize) -> usize {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        index
+            .search(&query(&text, Mode::Bm25, limit))
+            .map(|h| h.len())
+            .unwrap_or(0)
+    }
+}
