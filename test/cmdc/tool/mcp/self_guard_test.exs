@@ -59,7 +59,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
 
   defp start(home) do
     env = [{"HOME", home}, {"CMDC_HOME", Path.join(home, ".cmdc")}, {"CMDC_MCP_SERVER", nil}]
-    MCPPort.start(env, [])
+    MCPPort.start(env, ["--examples"])
   end
 
   defp run(home) do
