@@ -89,8 +89,6 @@ rustler::atoms! {
     cmdc_script,
     progress,
     loaded,
-    python,
-    powershell,
     not_running,
     valid,
     invalid,

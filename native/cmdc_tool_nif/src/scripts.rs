@@ -16,8 +16,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use cmdc_tool_core::scripts::{
+    languages,
     load::{self, Loaded},
-    pool, powershell, Language,
+    pool, powershell, Language, Settings,
 };
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::oneshot;
@@ -128,12 +129,22 @@ impl Options<'_> for LoadOpts {
         nil), describe_timeout_ms (non-negative integer) and cache (boolean)";
 }
 
+/// The wire's language keys as the core's per-language [`Settings`].
+fn settings(worker: String, python: Option<String>, ps_runner: Option<String>) -> Settings {
+    let mut s = Settings::default().with("python", "worker", worker);
+    if let Some(p) = python {
+        s = s.with("python", "interpreter", p);
+    }
+    if let Some(r) = ps_runner {
+        s = s.with("powershell", "runner", r);
+    }
+    s
+}
+
 impl From<CallOpts> for pool::CallOpts {
     fn from(o: CallOpts) -> Self {
         pool::CallOpts {
-            worker: o.worker,
-            ps_runner: o.ps_runner,
-            python: o.python,
+            settings: settings(o.worker, o.python, Some(o.ps_runner)),
             timeout: Duration::from_millis(o.timeout_ms),
             max_workers: o.max_workers as usize,
             path_env: o.path_env,
@@ -145,8 +156,7 @@ impl From<CallOpts> for pool::CallOpts {
 impl From<LoadOpts> for load::LoadOpts {
     fn from(o: LoadOpts) -> Self {
         load::LoadOpts {
-            worker: o.worker,
-            python: o.python,
+            settings: settings(o.worker, o.python, None),
             describe_timeout: Duration::from_millis(o.describe_timeout_ms),
             cache: o.cache,
             key: o.cache_key.into_bytes(),
@@ -240,15 +250,15 @@ fn script_load<'a>(
                 .into_iter()
                 .map(|(path, r)| {
                     let r = match r {
-                        Loaded::Ok(status, text) => Language::of(Path::new(&path))
-                            .map(|language| {
-                                (
+                        Loaded::Ok(status, text) => languages::of(Path::new(&path))
+                            .map_err(Error::from)
+                            .and_then(|language| {
+                                Ok((
                                     status,
                                     binary(env, text.as_bytes()),
-                                    language_atom(language),
-                                )
-                            })
-                            .map_err(Error::from),
+                                    language_atom(env, language)?,
+                                ))
+                            }),
                         Loaded::Err(e) => Err(Error::from(e)),
                     };
                     (path, r).encode(env)
@@ -266,10 +276,9 @@ fn script_describe_powershell(source: String, path: String) -> String {
     serde_json::to_string(&powershell::describe(&source, &path)).unwrap_or_default()
 }
 
-/// A script language as the atom Elixir reads (`CMDC.Tool.Script`'s `kind`).
-fn language_atom(language: Language) -> rustler::Atom {
-    match language {
-        Language::Python => atoms::python(),
-        Language::PowerShell => atoms::powershell(),
-    }
+/// A script language as the atom Elixir reads (`CMDC.Tool.Script`'s `kind`): its name, so a
+/// new language needs no atom here.
+fn language_atom(env: Env, language: &dyn Language) -> Result<rustler::Atom> {
+    rustler::Atom::from_str(env, language.name())
+        .map_err(|_| Error::Message(format!("no atom for language {}", language.name())))
 }

@@ -9,7 +9,14 @@
 //! with `_` is private. A comment line `# TOOL_CONFIG: {"executionPolicy": ...}` inside a function
 //! or right above it sets that tool's permissions; in the file-level help it sets the defaults.
 
+use std::ffi::OsString;
+use std::path::Path;
+
 use serde_json::{json, Map, Value};
+
+use super::interpreter::{self, PWSH_MISSING};
+use super::language::{BoxFuture, Calls, Describer, Language, Mode, Program, Settings};
+use crate::error::{Error, Result};
 
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Help {
@@ -806,6 +813,62 @@ pub fn describe(source: &str, path: &str) -> Value {
         .map_or_else(|| path.to_owned(), |f| f.to_string_lossy().into_owned());
     crate::permissions::normalize_document(&mut doc, &file);
     doc
+}
+
+/// PowerShell: described natively ([`describe`], no `pwsh` needed), called with one `pwsh` per
+/// call running the runner script (`priv/powershell/cmdc_runner.ps1`, setting `runner`).
+pub struct PowerShell;
+
+impl Language for PowerShell {
+    fn name(&self) -> &'static str {
+        "powershell"
+    }
+
+    fn label(&self) -> &'static str {
+        "PowerShell"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["ps1"]
+    }
+
+    fn module_type(&self) -> &'static str {
+        "PowerShellModule"
+    }
+
+    fn describer(&self) -> Describer {
+        Describer::Native(describe)
+    }
+
+    fn calls(&self) -> Calls {
+        Calls::PerCall
+    }
+
+    fn command<'a>(
+        &'a self,
+        _mode: Mode,
+        _script: &'a Path,
+        settings: &'a Settings,
+        path_env: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Program>> {
+        Box::pin(async move {
+            let path_var = interpreter::path_var(path_env);
+            let Some(pwsh) = interpreter::which("pwsh", path_var.as_deref()) else {
+                return Err(Error::script("pwsh_missing", PWSH_MISSING, ""));
+            };
+            let runner = settings.get(self.name(), "runner").unwrap_or_default();
+            let mut args: Vec<OsString> = ["-NoLogo", "-NoProfile", "-NonInteractive", "-File"]
+                .iter()
+                .map(OsString::from)
+                .collect();
+            args.push(runner.into());
+            Ok(Program {
+                program: pwsh,
+                args,
+                env: Vec::new(),
+            })
+        })
+    }
 }
 
 #[cfg(test)]
