@@ -11,6 +11,7 @@
 //! Every NIF here returns at once; results arrive from runtime threads via
 //! `OwnedEnv::send_and_clear`, never from a scheduler.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -88,12 +89,9 @@ impl Reply {
 
 #[derive(NifMap)]
 pub struct CallOpts {
-    /// The worker script (`priv/python/cmdc_worker.py`).
-    pub worker: String,
-    /// The PowerShell runner (`priv/powershell/cmdc_runner.ps1`).
-    pub ps_runner: String,
-    /// Fallback interpreter when there is no venv and no python3 on PATH.
-    pub python: Option<String>,
+    /// Each language's settings (`%{"python" => %{"worker" => path, ...}}`): the core's
+    /// `Settings`, read only by that language.
+    pub languages: HashMap<String, HashMap<String, String>>,
     pub timeout_ms: u64,
     /// Workers per script at most (calls beyond wait for one).
     pub max_workers: u64,
@@ -106,14 +104,14 @@ pub struct CallOpts {
 
 impl Options<'_> for CallOpts {
     const NIF: &'static str = "script_call";
-    const EXPECTED: &'static str = "worker, ps_runner (strings), python, path_env (string or \
-        nil), timeout_ms, max_workers, idle_timeout_ms (non-negative integers)";
+    const EXPECTED: &'static str = "languages (a map of string to a map of strings), path_env \
+        (string or nil), timeout_ms, max_workers, idle_timeout_ms (non-negative integers)";
 }
 
 #[derive(NifMap)]
 pub struct LoadOpts {
-    pub worker: String,
-    pub python: Option<String>,
+    /// As in [`CallOpts`].
+    pub languages: HashMap<String, HashMap<String, String>>,
     /// Time limit for reading one script.
     pub describe_timeout_ms: u64,
     /// `false`: ignore and do not write `{name}.tool.json`.
@@ -125,26 +123,15 @@ pub struct LoadOpts {
 
 impl Options<'_> for LoadOpts {
     const NIF: &'static str = "script_load";
-    const EXPECTED: &'static str = "worker, cache_key (strings), python, path_env (string or \
-        nil), describe_timeout_ms (non-negative integer) and cache (boolean)";
-}
-
-/// The wire's language keys as the core's per-language [`Settings`].
-fn settings(worker: String, python: Option<String>, ps_runner: Option<String>) -> Settings {
-    let mut s = Settings::default().with("python", "worker", worker);
-    if let Some(p) = python {
-        s = s.with("python", "interpreter", p);
-    }
-    if let Some(r) = ps_runner {
-        s = s.with("powershell", "runner", r);
-    }
-    s
+    const EXPECTED: &'static str = "languages (a map of string to a map of strings), cache_key \
+        (string), path_env (string or nil), describe_timeout_ms (non-negative integer) and \
+        cache (boolean)";
 }
 
 impl From<CallOpts> for pool::CallOpts {
     fn from(o: CallOpts) -> Self {
         pool::CallOpts {
-            settings: settings(o.worker, o.python, Some(o.ps_runner)),
+            settings: Settings(o.languages),
             timeout: Duration::from_millis(o.timeout_ms),
             max_workers: o.max_workers as usize,
             path_env: o.path_env,
@@ -156,7 +143,7 @@ impl From<CallOpts> for pool::CallOpts {
 impl From<LoadOpts> for load::LoadOpts {
     fn from(o: LoadOpts) -> Self {
         load::LoadOpts {
-            settings: settings(o.worker, o.python, None),
+            settings: Settings(o.languages),
             describe_timeout: Duration::from_millis(o.describe_timeout_ms),
             cache: o.cache,
             key: o.cache_key.into_bytes(),
