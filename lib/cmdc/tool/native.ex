@@ -77,6 +77,7 @@ defmodule CMDC.Tool.Native do
   def exec_write(_handle, _data), do: err()
   def exec_write_dirty(_handle, _data), do: err()
   def exec_close_stdin(_handle), do: err()
+  def exec_ack(_handle, _n), do: err()
   def exec_kill_all, do: err()
 
   # json.rs
@@ -134,6 +135,7 @@ defmodule CMDC.Tool.Native do
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
+  def providers_formats, do: err()
 
   # names.rs
   def tool_name_original(_registered, _called), do: err()
