@@ -594,7 +594,12 @@ defmodule CMDC.Tool.Script do
   end
 
   defp options(opts) do
-    CMDC.Tool.Options.check!(opts, [:python | Keyword.keys(@defaults)], "CMDC.Tool.Script.load/2")
+    CMDC.Tool.Options.check!(
+      opts,
+      [:python, :cache_key | Keyword.keys(@defaults)],
+      "CMDC.Tool.Script.load/2"
+    )
+
     opts = Keyword.merge(@defaults, opts)
     Keyword.put_new_lazy(opts, :python, fn -> Application.get_env(:cmdc_tool, :python) end)
   end
