@@ -431,7 +431,9 @@ defmodule CMDC.Tool.Script do
         timeout_ms: opts[:timeout],
         max_workers: opts[:max_workers],
         idle_timeout_ms: opts[:idle_timeout],
-        path_env: System.get_env("PATH")
+        path_env: System.get_env("PATH"),
+        # Inside cmdc-mcp, its marker, as CMDC.Tool.Exec children get it.
+        env: CMDC.Tool.MCP.SelfGuard.env()
       }
 
       case Native.script_call(script.path, script.function, args_json, native_opts) do

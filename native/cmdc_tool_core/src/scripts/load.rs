@@ -138,7 +138,8 @@ async fn start_describer(
     dir: &Path,
     opts: &LoadOpts,
 ) -> Result<Worker> {
-    let mut w = spawn(program, dir, opts.path_env.as_deref()).await?;
+    // A describer reads scripts with `ast` and never runs them: no caller variables to pass.
+    let mut w = spawn(program, dir, opts.path_env.as_deref(), &[]).await?;
     match tokio::time::timeout(STARTUP_LIMIT, read_frame(&mut w.stdout)).await {
         Ok(Ok(Some((protocol::READY, _)))) => Ok(w),
         _ => {

@@ -95,12 +95,20 @@ pub fn file_name(path: &Path) -> String {
 }
 
 /// Starts a worker (a language's [`Program`]) in `dir` with the frame channel on stdin/stdout,
-/// its stderr drained into a tail, in a process group of its own.
-pub async fn spawn(program: &Program, dir: &Path, path_env: Option<&str>) -> Result<Worker> {
+/// its stderr drained into a tail, in a process group of its own. `env` is set on top of the
+/// VM's environment (the caller's variables, such as the `CMDC_MCP_SERVER` marker: the VM's
+/// `System.put_env` does not reach the environment native spawns inherit).
+pub async fn spawn(
+    program: &Program,
+    dir: &Path,
+    path_env: Option<&str>,
+    env: &[(String, String)],
+) -> Result<Worker> {
     let mut cmd = Command::new(&program.program);
     if let Some(p) = path_env {
         cmd.env("PATH", p);
     }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.args(&program.args)
         .current_dir(dir)
         .envs(program.env.iter().copied());
