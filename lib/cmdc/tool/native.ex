@@ -127,16 +127,15 @@ defmodule CMDC.Tool.Native do
   def registry_validate_json(_registry, _name, _text), do: err()
   def registry_validate_json_dirty(_registry, _name, _text), do: err()
   def registry_cached(_registry, _format, _strict, _context_key), do: err()
+  # the search itself is search.rs
+  def registry_search(_registry, _query, _opts), do: err()
+  def registry_search_dirty(_registry, _query, _opts), do: err()
 
   def registry_build(_registry, _format, _strict, _context_key, _generation, _overrides),
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
   def providers_formats, do: err()
-
-  # search.rs
-  def registry_search(_registry, _query, _opts), do: err()
-  def registry_search_dirty(_registry, _query, _opts), do: err()
 
   # names.rs
   def tool_name_original(_registered, _called), do: err()

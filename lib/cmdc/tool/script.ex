@@ -227,8 +227,7 @@ defmodule CMDC.Tool.Script do
     absolute = Enum.map(paths, &Path.expand/1)
 
     native_opts = %{
-      worker: worker_path(),
-      python: opts[:python],
+      languages: languages(opts[:python]),
       describe_timeout_ms: opts[:describe_timeout],
       cache: opts[:cache],
       cache_key: opts[:cache_key] || CacheKey.get(),
@@ -428,9 +427,7 @@ defmodule CMDC.Tool.Script do
 
     with {:ok, args_json} <- encode_args(args) do
       native_opts = %{
-        worker: worker_path(),
-        ps_runner: ps_runner_path(),
-        python: opts[:python] || Application.get_env(:cmdc_tool, :python),
+        languages: languages(opts[:python] || Application.get_env(:cmdc_tool, :python)),
         timeout_ms: opts[:timeout],
         max_workers: opts[:max_workers],
         idle_timeout_ms: opts[:idle_timeout],
@@ -607,6 +604,18 @@ defmodule CMDC.Tool.Script do
 
     opts = Keyword.merge(@defaults, opts)
     Keyword.put_new_lazy(opts, :python, fn -> Application.get_env(:cmdc_tool, :python) end)
+  end
+
+  # Each language's settings, read only by that language's native implementation
+  # (`native/cmdc_tool_core/src/scripts/python.rs`, `powershell.rs`).
+  defp languages(python) do
+    python_settings = %{"worker" => worker_path()}
+
+    %{
+      "python" =>
+        if(python, do: Map.put(python_settings, "interpreter", python), else: python_settings),
+      "powershell" => %{"runner" => ps_runner_path()}
+    }
   end
 
   defp worker_path, do: Path.join(:code.priv_dir(:cmdc_tool), "python/cmdc_worker.py")

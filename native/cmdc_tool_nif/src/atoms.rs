@@ -90,8 +90,6 @@ rustler::atoms! {
     cmdc_script,
     progress,
     loaded,
-    python,
-    powershell,
     not_running,
     valid,
     invalid,

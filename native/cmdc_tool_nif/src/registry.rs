@@ -276,6 +276,17 @@ twin_nifs! {
     |dirty| { fetch(&reg, as_str(&name), dirty) }
 }
 
+twin_nifs! {
+    /// `{:ok, {generation, [{name, score}]}}`, best first (`search.rs`); `{:error, :yield}`
+    /// over the budget or while a registration writes the index.
+    fn registry_search / registry_search_dirty<'a>(
+        reg: ResourceArc<Registry>,
+        text: Binary<'a>,
+        opts: Term<'a>,
+    ) -> (Result<(u64, Vec<(String, f64)>)>),
+    |dirty| { search::search(&reg.search, text.as_slice(), opts, dirty) }
+}
+
 /// Lists of more tools than this are built on a dirty scheduler: a normal scheduler then spends
 /// at most some tens of µs on one (the switch costs a few µs, small beside a longer list).
 const LIST_ON_NORMAL: usize = 2_000;

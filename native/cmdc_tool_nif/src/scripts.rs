@@ -11,13 +11,15 @@
 //! Every NIF here returns at once; results arrive from runtime threads via
 //! `OwnedEnv::send_and_clear`, never from a scheduler.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use cmdc_tool_core::scripts::{
+    languages,
     load::{self, Loaded},
-    pool, powershell, Language,
+    pool, powershell, Language, Settings,
 };
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::oneshot;
@@ -87,12 +89,9 @@ impl Reply {
 
 #[derive(NifMap)]
 pub struct CallOpts {
-    /// The worker script (`priv/python/cmdc_worker.py`).
-    pub worker: String,
-    /// The PowerShell runner (`priv/powershell/cmdc_runner.ps1`).
-    pub ps_runner: String,
-    /// Fallback interpreter when there is no venv and no python3 on PATH.
-    pub python: Option<String>,
+    /// Each language's settings (`%{"python" => %{"worker" => path, ...}}`): the core's
+    /// `Settings`, read only by that language.
+    pub languages: HashMap<String, HashMap<String, String>>,
     pub timeout_ms: u64,
     /// Workers per script at most (calls beyond wait for one).
     pub max_workers: u64,
@@ -108,15 +107,15 @@ pub struct CallOpts {
 
 impl Options<'_> for CallOpts {
     const NIF: &'static str = "script_call";
-    const EXPECTED: &'static str = "worker, ps_runner (strings), python, path_env (string or \
-        nil), env (list of {name, value} strings), timeout_ms, max_workers, idle_timeout_ms \
-        (non-negative integers)";
+    const EXPECTED: &'static str = "languages (a map of string to a map of strings), path_env \
+        (string or nil), env (list of {name, value} strings), timeout_ms, max_workers, \
+        idle_timeout_ms (non-negative integers)";
 }
 
 #[derive(NifMap)]
 pub struct LoadOpts {
-    pub worker: String,
-    pub python: Option<String>,
+    /// As in [`CallOpts`].
+    pub languages: HashMap<String, HashMap<String, String>>,
     /// Time limit for reading one script.
     pub describe_timeout_ms: u64,
     /// `false`: ignore and do not write `{name}.tool.json`.
@@ -128,16 +127,15 @@ pub struct LoadOpts {
 
 impl Options<'_> for LoadOpts {
     const NIF: &'static str = "script_load";
-    const EXPECTED: &'static str = "worker, cache_key (strings), python, path_env (string or \
-        nil), describe_timeout_ms (non-negative integer) and cache (boolean)";
+    const EXPECTED: &'static str = "languages (a map of string to a map of strings), cache_key \
+        (string), path_env (string or nil), describe_timeout_ms (non-negative integer) and \
+        cache (boolean)";
 }
 
 impl From<CallOpts> for pool::CallOpts {
     fn from(o: CallOpts) -> Self {
         pool::CallOpts {
-            worker: o.worker,
-            ps_runner: o.ps_runner,
-            python: o.python,
+            settings: Settings(o.languages),
             timeout: Duration::from_millis(o.timeout_ms),
             max_workers: o.max_workers as usize,
             path_env: o.path_env,
@@ -150,8 +148,7 @@ impl From<CallOpts> for pool::CallOpts {
 impl From<LoadOpts> for load::LoadOpts {
     fn from(o: LoadOpts) -> Self {
         load::LoadOpts {
-            worker: o.worker,
-            python: o.python,
+            settings: Settings(o.languages),
             describe_timeout: Duration::from_millis(o.describe_timeout_ms),
             cache: o.cache,
             key: o.cache_key.into_bytes(),
@@ -245,15 +242,15 @@ fn script_load<'a>(
                 .into_iter()
                 .map(|(path, r)| {
                     let r = match r {
-                        Loaded::Ok(status, text) => Language::of(Path::new(&path))
-                            .map(|language| {
-                                (
+                        Loaded::Ok(status, text) => languages::of(Path::new(&path))
+                            .map_err(Error::from)
+                            .and_then(|language| {
+                                Ok((
                                     status,
                                     binary(env, text.as_bytes()),
-                                    language_atom(language),
-                                )
-                            })
-                            .map_err(Error::from),
+                                    language_atom(env, language)?,
+                                ))
+                            }),
                         Loaded::Err(e) => Err(Error::from(e)),
                     };
                     (path, r).encode(env)
@@ -271,10 +268,9 @@ fn script_describe_powershell(source: String, path: String) -> String {
     serde_json::to_string(&powershell::describe(&source, &path)).unwrap_or_default()
 }
 
-/// A script language as the atom Elixir reads (`CMDC.Tool.Script`'s `kind`).
-fn language_atom(language: Language) -> rustler::Atom {
-    match language {
-        Language::Python => atoms::python(),
-        Language::PowerShell => atoms::powershell(),
-    }
+/// A script language as the atom Elixir reads (`CMDC.Tool.Script`'s `kind`): its name, so a
+/// new language needs no atom here.
+fn language_atom(env: Env, language: &dyn Language) -> Result<rustler::Atom> {
+    rustler::Atom::from_str(env, language.name())
+        .map_err(|_| Error::Message(format!("no atom for language {}", language.name())))
 }

@@ -1,16 +1,17 @@
 //! Tool search over a registry (`cmdc_tool_core::search`): the index each registry keeps
 //! beside its tools, updated by `registry.rs` on every change under the registry's write lock
-//! (so it always reflects the registry's generation), and the search NIFs. A search whose cost
+//! (so it always reflects the registry's generation), and the search the NIF pair
+//! `registry_search`/`registry_search_dirty` in `registry.rs` runs (this file knows the index,
+//! not the registry). A search whose cost
 //! (`Index::cost`: postings or bytes to read) is over a normal scheduler's budget, or that
 //! would wait for a writer, answers `:yield` and runs again on a dirty scheduler.
 
 use std::sync::{RwLock, RwLockWriteGuard, TryLockError};
 
 use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
-use rustler::{Binary, NifMap, ResourceArc};
+use rustler::NifMap;
 
 use crate::error::{Error, Result};
-use crate::registry::Registry;
 use crate::schema::Schema;
 
 /// Units of `Index::cost` a normal scheduler takes (about 1-2 ns each: well under 1 ms).
@@ -67,8 +68,10 @@ impl crate::options::Options<'_> for SearchOptions {
         "regex: boolean, limit: integer, namespaces: [string], annotations: [string]";
 }
 
-fn search(
-    reg: &Registry,
+/// One search of `live`: `{generation, [{name, score}]}`, best first; `Error::Yield` when it
+/// is over a normal scheduler's budget or would wait for a writer (`dirty` false).
+pub fn search(
+    live: &Live,
     text: &[u8],
     opts: rustler::Term,
     dirty: bool,
@@ -84,9 +87,9 @@ fn search(
         annotations: &opts.annotations,
     };
     let index = if dirty {
-        reg.search.0.read().unwrap_or_else(|e| e.into_inner())
+        live.0.read().unwrap_or_else(|e| e.into_inner())
     } else {
-        match reg.search.0.try_read() {
+        match live.0.try_read() {
             Ok(index) => index,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
             // A writer holds it (a big registration): wait on a dirty scheduler.
@@ -101,25 +104,6 @@ fn search(
         index.generation,
         hits.into_iter().map(|h| (h.name, h.score)).collect(),
     ))
-}
-
-/// `{:ok, {generation, [{name, score}]}}`, best first; `{:error, :yield}` over the budget.
-#[rustler::nif]
-fn registry_search(
-    reg: ResourceArc<Registry>,
-    text: Binary,
-    opts: rustler::Term,
-) -> Result<(u64, Vec<(String, f64)>)> {
-    search(&reg, text.as_slice(), opts, false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_search_dirty(
-    reg: ResourceArc<Registry>,
-    text: Binary,
-    opts: rustler::Term,
-) -> Result<(u64, Vec<(String, f64)>)> {
-    search(&reg, text.as_slice(), opts, true)
 }
 
 /// After a registration, with the registry's write lock held: takes the index's write lock

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::metadata::{markdown_body, markdown_display, parse_meta};
 use super::model::{Ctx, NoteKind, ToolFile, ToolKind, MAX_DEPTH, MAX_METADATA_BYTES};
 use crate::fs::{file_kind, mtime_ns, read_small};
+use crate::scripts::languages;
 
 enum Class {
     Tool(ToolKind),
@@ -21,10 +22,11 @@ fn classify(name: &str) -> Class {
         Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
         _ => return Class::Other,
     };
+    let script = |ext: &str| languages::ALL.iter().any(|l| l.extensions().contains(&ext));
     match ext.as_str() {
         "ex" | "exs" => Class::Tool(ToolKind::Elixir),
-        "py" | "ps1" => Class::Tool(ToolKind::Script),
         "md" | "json" => Class::Metadata,
+        ext if script(ext) => Class::Tool(ToolKind::Script),
         _ => Class::Other,
     }
 }

@@ -494,6 +494,7 @@ impl Strict<'_, '_> {
         (Value::Object(out), plan)
     }
 
+    // Long on purpose: one match over the keywords, one arm each.
     fn keyword(
         &mut self,
         node: &mut Node,
@@ -744,6 +745,8 @@ impl Strict<'_, '_> {
         }
     }
 
+    // Long on purpose: the steps of one object rewrite (properties, the required names without
+    // a schema, closing, `required`), in the order their output is written.
     fn object(&mut self, node: &mut Node, m: &Map<String, Value>, path: &str, depth: usize) {
         let openai = self.openai();
         let required: BTreeSet<String> = match m.get("required") {

@@ -1,4 +1,4 @@
-//! Which program runs a script: its kind by extension, the Python interpreter of its folder
+//! Which program runs a script: the Python interpreter of its folder
 //! (a venv there, else `python3` on the caller's PATH, else the configured one; version-manager
 //! shims resolved once), and `pwsh`.
 
@@ -13,39 +13,6 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use crate::error::{Error, Result};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Language {
-    Python,
-    PowerShell,
-}
-
-impl Language {
-    /// The kind of a script by its extension, or an error naming the supported ones.
-    pub fn of(path: &Path) -> Result<Language> {
-        match path
-            .extension()
-            .and_then(OsStr::to_str)
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("py") => Ok(Language::Python),
-            Some("ps1") => Ok(Language::PowerShell),
-            _ => Err(Error::Invalid(format!(
-                "{} is not a script tool: expected a .py or .ps1 file",
-                path.display()
-            ))),
-        }
-    }
-
-    /// The `type` field of the cache document.
-    pub fn module_type(self) -> &'static str {
-        match self {
-            Language::Python => "PythonModule",
-            Language::PowerShell => "PowerShellModule",
-        }
-    }
-}
 
 /// The virtual-environment interpreters looked for in a script's folder, in order.
 pub const VENV_PYTHONS: &[&str] = &[
@@ -180,20 +147,6 @@ pub async fn python_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kinds() {
-        assert_eq!(Language::of(Path::new("a/b.py")).unwrap(), Language::Python);
-        assert_eq!(
-            Language::of(Path::new("a/b.PS1")).unwrap(),
-            Language::PowerShell
-        );
-        let err = Language::of(Path::new("a/b.rb")).unwrap_err();
-        assert!(
-            matches!(&err, Error::Invalid(m) if m.contains(".py or .ps1")),
-            "{err:?}"
-        );
-    }
 
     #[cfg(unix)]
     #[test]

@@ -1,9 +1,9 @@
 //! Reading script descriptions: the `{name}.tool.json` cache when it is current, else the
-//! Python worker's `describe` mode (one interpreter for many scripts, a time limit per script)
-//! or the native PowerShell reader; the cache is rewritten.
+//! script's language reads it (`Language::describer`): natively (PowerShell), or by a describer
+//! process (Python's worker in `describe` mode: one process per interpreter for many scripts,
+//! a time limit per script); the cache is rewritten.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -11,10 +11,10 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::cache::{self, Cached};
-use super::interpreter::{self, Language};
-use super::powershell;
+use super::language::{Describer, Language, Mode, Program, Settings};
+use super::languages;
 use super::protocol::{self, read_frame};
-use super::worker::{spawn_python, Worker};
+use super::worker::{spawn, Worker};
 use crate::error::{Error, Result};
 
 /// How long an interpreter may take to start a describer.
@@ -22,8 +22,8 @@ const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
 pub struct LoadOpts {
-    pub worker: String,
-    pub python: Option<String>,
+    /// Each language's settings (Python: `worker`, `interpreter`).
+    pub settings: Settings,
     /// Time limit for reading one script.
     pub describe_timeout: Duration,
     /// `false`: ignore and do not write `{name}.tool.json`.
@@ -132,119 +132,130 @@ fn store(path: &Path, description: &[u8], reading: Reading, opts: (bool, &[u8]))
 }
 
 /// Starts a describer and waits for it to be ready (interpreter start-up is not a script's time).
-async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<Worker> {
-    let describe = [OsStr::new("describe")];
-    let mut w = spawn_python(
-        interp,
-        &opts.worker,
-        &describe,
-        dir,
-        opts.path_env.as_deref(),
-        // A describer reads scripts with `ast` and never runs them: nothing to mark.
-        &[],
-    )
-    .await?;
+async fn start_describer(
+    program: &Program,
+    label: &str,
+    dir: &Path,
+    opts: &LoadOpts,
+) -> Result<Worker> {
+    // A describer reads scripts with `ast` and never runs them: no caller variables to pass.
+    let mut w = spawn(program, dir, opts.path_env.as_deref(), &[]).await?;
     match tokio::time::timeout(STARTUP_LIMIT, read_frame(&mut w.stdout)).await {
         Ok(Ok(Some((protocol::READY, _)))) => Ok(w),
         _ => {
             let status = w.exit_status().await;
             let tail = w.final_tail().await;
             Err(Error::Process(format!(
-                "the Python describer did not start ({status}): {tail}"
+                "the {label} describer did not start ({status}): {tail}"
             )))
         }
     }
 }
 
-/// Reads Python scripts with one describer per interpreter; a script that takes longer than the
-/// limit kills the describer, which restarts for the rest.
-async fn describe_python(todo: Pending, opts: &LoadOpts, results: &mut [Option<Loaded>]) {
-    let mut groups: HashMap<PathBuf, Pending> = HashMap::new();
-    for (i, path, reading) in todo {
-        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        match interpreter::python_for(&dir, opts.python.as_deref(), opts.path_env.as_deref()).await
-        {
-            Ok(interp) => groups.entry(interp).or_default().push((i, path, reading)),
+/// Reads scripts with one describer process per program (a Python interpreter); a script that
+/// takes longer than the limit kills the describer, which restarts for the rest.
+async fn describe_by_process(todo: Pending, opts: &LoadOpts, results: &mut [Option<Loaded>]) {
+    let mut groups: HashMap<Program, Pending> = HashMap::new();
+    for (i, path, reading, lang) in todo {
+        let command = lang.command(
+            Mode::Describe,
+            &path,
+            &opts.settings,
+            opts.path_env.as_deref(),
+        );
+        match command.await {
+            Ok(program) => groups
+                .entry(program)
+                .or_default()
+                .push((i, path, reading, lang)),
             Err(e) => results[i] = Some(Loaded::Err(e)),
         }
     }
+    for (program, items) in groups {
+        describe_group(&program, items, opts, results).await;
+    }
+}
+
+/// The scripts of one describer program, in turn.
+async fn describe_group(
+    program: &Program,
+    items: Pending,
+    opts: &LoadOpts,
+    results: &mut [Option<Loaded>],
+) {
     let limit = opts.describe_timeout.max(Duration::from_millis(1));
-    for (interp, items) in groups {
-        let mut describer: Option<Worker> = None;
-        for (i, path, reading) in items {
-            let w = match describer.as_mut() {
-                Some(w) => w,
-                None => {
-                    let dir = path.parent().unwrap_or(Path::new("."));
-                    match start_describer(&interp, dir, opts).await {
-                        Ok(w) => describer.insert(w),
-                        Err(e) => {
-                            results[i] = Some(Loaded::Err(e));
-                            continue;
-                        }
+    let mut describer: Option<Worker> = None;
+    for (i, path, reading, lang) in items {
+        let w = match describer.as_mut() {
+            Some(w) => w,
+            None => {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                match start_describer(program, lang.label(), dir, opts).await {
+                    Ok(w) => describer.insert(w),
+                    Err(e) => {
+                        results[i] = Some(Loaded::Err(e));
+                        continue;
                     }
                 }
+            }
+        };
+        let frame = protocol::encode_frame(protocol::DESCRIBE, path.to_string_lossy().as_bytes());
+        let exchange = async {
+            let sent = async {
+                w.stdin.write_all(&frame).await?;
+                w.stdin.flush().await
             };
-            let frame =
-                protocol::encode_frame(protocol::DESCRIBE, path.to_string_lossy().as_bytes());
-            let exchange = async {
-                let sent = async {
-                    w.stdin.write_all(&frame).await?;
-                    w.stdin.flush().await
-                };
-                sent.await
-                    .map_err(|e| Error::Process(format!("the frame channel broke: {e}")))?;
-                read_frame(&mut w.stdout).await
-            };
-            let answer = tokio::time::timeout(limit, exchange).await;
-            results[i] = Some(match answer {
-                Ok(Ok(Some((protocol::DESCRIBED, payload)))) => {
-                    let use_cache = opts.cache;
-                    let key = opts.key.clone();
-                    let p = path.clone();
-                    tokio::task::spawn_blocking(move || {
-                        store(&p, &payload, reading, (use_cache, &key))
-                    })
+            sent.await
+                .map_err(|e| Error::Process(format!("the frame channel broke: {e}")))?;
+            read_frame(&mut w.stdout).await
+        };
+        let answer = tokio::time::timeout(limit, exchange).await;
+        results[i] = Some(match answer {
+            Ok(Ok(Some((protocol::DESCRIBED, payload)))) => {
+                let use_cache = opts.cache;
+                let key = opts.key.clone();
+                let p = path.clone();
+                tokio::task::spawn_blocking(move || store(&p, &payload, reading, (use_cache, &key)))
                     .await
                     .unwrap_or_else(|_| {
                         Loaded::Err(Error::Process("writing the cache failed".into()))
                     })
-                }
-                // The script's source is what failed (a syntax error): its message.
-                Ok(Ok(Some((protocol::ERROR, payload)))) => Loaded::Err(Error::Invalid(
-                    protocol::error_from_payload(&payload).to_string(),
-                )),
-                Ok(Ok(_)) | Ok(Err(_)) => {
-                    let status = w.exit_status().await;
-                    let tail = w.final_tail().await;
-                    describer = None;
-                    Loaded::Err(Error::Process(format!(
-                        "the Python describer exited while reading the script ({status}): {tail}"
-                    )))
-                }
-                Err(_) => {
-                    describer = None; // dropping it kills it
-                    Loaded::Err(Error::Process(format!(
-                        "reading the script took longer than {} ms",
-                        limit.as_millis()
-                    )))
-                }
-            });
-        }
+            }
+            // The script's source is what failed (a syntax error): its message.
+            Ok(Ok(Some((protocol::ERROR, payload)))) => Loaded::Err(Error::Invalid(
+                protocol::error_from_payload(&payload).to_string(),
+            )),
+            Ok(Ok(_)) | Ok(Err(_)) => {
+                let status = w.exit_status().await;
+                let tail = w.final_tail().await;
+                describer = None;
+                Loaded::Err(Error::Process(format!(
+                    "the {} describer exited while reading the script ({status}): {tail}",
+                    lang.label()
+                )))
+            }
+            Err(_) => {
+                describer = None; // dropping it kills it
+                Loaded::Err(Error::Process(format!(
+                    "reading the script took longer than {} ms",
+                    limit.as_millis()
+                )))
+            }
+        });
     }
 }
 
-/// Python scripts still to describe: `(index, path, reading)`.
-type Pending = Vec<(usize, PathBuf, Reading)>;
+/// Scripts still to describe by a process: `(index, path, reading, language)`.
+type Pending = Vec<(usize, PathBuf, Reading, &'static dyn Language)>;
 
-/// The cache pass and the PowerShell reading, for every path: file work (run it off the async
-/// threads). Returns the results so far and the Python scripts still to describe.
+/// The cache pass and the native readings, for every path: file work (run it off the async
+/// threads). Returns the results so far and the scripts still to describe by a process.
 fn scan(paths: &[String], use_cache: bool, key: &[u8]) -> (Vec<Option<Loaded>>, Pending) {
     let mut results: Vec<Option<Loaded>> = (0..paths.len()).map(|_| None).collect();
-    let mut python = Vec::new();
+    let mut pending = Vec::new();
     for (i, p) in paths.iter().enumerate() {
         let path = PathBuf::from(p);
-        let kind = match Language::of(&path) {
+        let lang = match languages::of(&path) {
             Ok(k) => k,
             Err(e) => {
                 results[i] = Some(Loaded::Err(e));
@@ -264,14 +275,14 @@ fn scan(paths: &[String], use_cache: bool, key: &[u8]) -> (Vec<Option<Loaded>>, 
                 continue;
             }
         };
-        match kind {
-            Language::Python => python.push((i, path, reading)),
-            Language::PowerShell => {
+        match lang.describer() {
+            Describer::Process => pending.push((i, path, reading, lang)),
+            Describer::Native(describe) => {
                 results[i] = Some(match std::fs::read(&path) {
                     Ok(bytes) => {
                         let source = String::from_utf8_lossy(&bytes);
                         let source = source.trim_start_matches('\u{feff}');
-                        let doc = powershell::describe(source, &path.to_string_lossy());
+                        let doc = describe(source, &path.to_string_lossy());
                         let text = serde_json::to_vec(&doc).unwrap_or_default();
                         store(&path, &text, reading, (use_cache, key))
                     }
@@ -280,7 +291,7 @@ fn scan(paths: &[String], use_cache: bool, key: &[u8]) -> (Vec<Option<Loaded>>, 
             }
         }
     }
-    (results, python)
+    (results, pending)
 }
 
 /// Reads every script in `paths`; one broken script never affects the others.
@@ -289,7 +300,7 @@ pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
     let key = opts.key.clone();
     let scan_paths = paths.clone();
     let scanned = tokio::task::spawn_blocking(move || scan(&scan_paths, use_cache, &key)).await;
-    let (mut results, python) = match scanned {
+    let (mut results, pending) = match scanned {
         Ok(x) => x,
         Err(_) => {
             return paths
@@ -303,8 +314,8 @@ pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
                 .collect()
         }
     };
-    if !python.is_empty() {
-        describe_python(python, &opts, &mut results).await;
+    if !pending.is_empty() {
+        describe_by_process(pending, &opts, &mut results).await;
     }
     paths
         .into_iter()

@@ -1,34 +1,30 @@
-//! Calls: a persistent worker per script, kept warm, replaced after a crash, restarted when the
-//! script changes, a small pool when calls overlap; PowerShell runs one `pwsh` per call. A
+//! Calls, as the script's language says (`Language::calls`): warm workers (Python) — a
+//! persistent worker per script, replaced after a crash, restarted when the script changes, a
+//! small pool when calls overlap — or a process per call (PowerShell's `pwsh`). A
 //! time-out or cancel drops the call's future, which drops its worker, which kills its tree.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 use tokio::sync::Semaphore;
 
 use super::cache::file_version;
-use super::interpreter::{self, Language, PWSH_MISSING};
+use super::language::{Calls, Language, Mode, Program, Settings};
+use super::languages;
 use super::protocol::{self, error_from_payload, read_frame};
-use super::worker::{file_name, spawn_python, Worker};
+use super::worker::{file_name, spawn, Worker};
 use crate::error::Error;
 use crate::exec;
 
 /// How one call runs.
 #[derive(Debug, Clone)]
 pub struct CallOpts {
-    /// The worker script (`priv/python/cmdc_worker.py`).
-    pub worker: String,
-    /// The PowerShell runner (`priv/powershell/cmdc_runner.ps1`).
-    pub ps_runner: String,
-    /// Fallback interpreter when there is no venv and no python3 on PATH.
-    pub python: Option<String>,
+    /// Each language's settings (Python: `worker`, `interpreter`; PowerShell: `runner`).
+    pub settings: Settings,
     pub timeout: Duration,
     /// Workers per script at most (calls beyond wait for one). Set by the script's first call.
     pub max_workers: usize,
@@ -52,6 +48,7 @@ fn error(kind: &str, message: impl Into<String>) -> Error {
 
 struct Pool {
     path: PathBuf,
+    language: &'static dyn Language,
     slots: Semaphore,
     idle_limit: Duration,
     state: Mutex<PoolState>,
@@ -71,7 +68,7 @@ fn pools() -> &'static Mutex<HashMap<PathBuf, Arc<Pool>>> {
 }
 
 /// The pool of a script, created by its first call (which sets its size and idle limit).
-fn pool_for(path: &Path, opts: &CallOpts) -> Arc<Pool> {
+fn pool_for(path: &Path, language: &'static dyn Language, opts: &CallOpts) -> Arc<Pool> {
     static REAPER: OnceLock<()> = OnceLock::new();
     REAPER.get_or_init(|| {
         tokio::spawn(reap_idle());
@@ -81,6 +78,7 @@ fn pool_for(path: &Path, opts: &CallOpts) -> Arc<Pool> {
         .or_insert_with(|| {
             Arc::new(Pool {
                 path: path.to_path_buf(),
+                language,
                 slots: Semaphore::new(opts.max_workers.clamp(1, 64)),
                 idle_limit: opts.idle_timeout.max(Duration::from_millis(1)),
                 state: Mutex::new(PoolState::default()),
@@ -164,20 +162,10 @@ impl Pool {
 async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<Worker, Error> {
     let path = &pool.path;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let interpreter =
-        interpreter::python_for(dir, opts.python.as_deref(), opts.path_env.as_deref())
-            .await
-            .map_err(|e| error("interpreter", e.to_string()))?;
-    let mut worker = spawn_python(
-        &interpreter,
-        &opts.worker,
-        &[OsStr::new("serve"), path.as_os_str()],
-        dir,
-        opts.path_env.as_deref(),
-        &opts.env,
-    )
-    .await
-    .map_err(|e| error("spawn", e.to_string()))?;
+    let program = command(pool.language, Mode::Serve, path, opts).await?;
+    let mut worker = spawn(&program, dir, opts.path_env.as_deref(), &opts.env)
+        .await
+        .map_err(|e| error("spawn", e.to_string()))?;
     worker.generation = generation;
     match read_frame(&mut worker.stdout).await {
         Ok(Some((protocol::READY, _))) => Ok(worker),
@@ -193,7 +181,8 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
             Err(Error::script(
                 "import",
                 format!(
-                    "the Python worker for {} exited while importing the script ({status})",
+                    "the {} worker for {} exited while importing the script ({status})",
+                    pool.language.label(),
                     file_name(path)
                 ),
                 tail,
@@ -202,7 +191,24 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
     }
 }
 
-async fn call_python<P: FnMut(Vec<u8>)>(
+/// The language's command for `mode`: its own error kind when it has one (`pwsh_missing`), else
+/// `interpreter`.
+async fn command(
+    language: &dyn Language,
+    mode: Mode,
+    path: &Path,
+    opts: &CallOpts,
+) -> Result<Program, Error> {
+    language
+        .command(mode, path, &opts.settings, opts.path_env.as_deref())
+        .await
+        .map_err(|e| match e {
+            Error::Script { .. } => e,
+            other => error("interpreter", other.to_string()),
+        })
+}
+
+async fn call_warm<P: FnMut(Vec<u8>)>(
     pool: &Pool,
     function: &str,
     args: &[u8],
@@ -264,33 +270,38 @@ async fn crashed(pool: &Pool, worker: &mut Worker, function: &str) -> Error {
     Error::script(
         "crashed",
         format!(
-            "the Python worker running {}.{function} exited during the call ({status}); \
+            "the {} worker running {}.{function} exited during the call ({status}); \
              the next call starts a fresh worker",
-            file_name(&pool.path)
-                .trim_end_matches(".py")
-                .trim_end_matches(".PY")
+            pool.language.label(),
+            pool.path.file_stem().map_or_else(
+                || file_name(&pool.path),
+                |s| s.to_string_lossy().into_owned()
+            )
         ),
         tail,
     )
 }
 
-/// PowerShell: one `pwsh` per call (the runner reads the request on stdin).
-async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOpts) -> Answer {
-    let Some(pwsh) = interpreter::which(
-        "pwsh",
-        interpreter::path_var(opts.path_env.as_deref()).as_deref(),
-    ) else {
-        return Err(error("pwsh_missing", PWSH_MISSING));
-    };
+/// One process per call (PowerShell's runner): the request on its stdin, the answer a marked
+/// line of its stdout.
+async fn call_per_call(
+    language: &dyn Language,
+    path: &Path,
+    function: &str,
+    args: &[u8],
+    opts: &CallOpts,
+) -> Answer {
+    let program = command(language, Mode::Call, path, opts).await?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut cmd = Command::new(pwsh);
-    cmd.args(["-NoLogo", "-NoProfile", "-NonInteractive", "-File"])
-        .arg(&opts.ps_runner)
-        .current_dir(dir)
-        .envs(opts.env.iter().map(|(k, v)| (k, v)));
-    let mut child = exec::spawn_piped(&mut cmd)
-        .await
-        .map_err(|e| error("spawn", format!("cannot start pwsh: {e}")))?;
+    let mut cmd = tokio::process::Command::new(&program.program);
+    cmd.args(&program.args)
+        .envs(program.env.iter().copied())
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(dir);
+    let mut child = exec::spawn_piped(&mut cmd).await.map_err(|e| {
+        let name = program.program.display();
+        error("spawn", format!("cannot start {name}: {e}"))
+    })?;
     let pid = child.id().unwrap_or(0);
     let _tree = exec::TreeGuard(pid);
     let request = {
@@ -309,10 +320,12 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
         let _ = stdin.write_all(&request).await;
         drop(stdin);
     }
-    let out = child
-        .wait_with_output()
-        .await
-        .map_err(|e| error("crashed", format!("pwsh failed: {e}")))?;
+    let out = child.wait_with_output().await.map_err(|e| {
+        error(
+            "crashed",
+            format!("{} failed: {e}", program.program.display()),
+        )
+    })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     for line in stdout.lines().rev() {
@@ -325,7 +338,11 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
     }
     Err(Error::script(
         "crashed",
-        format!("pwsh exited ({}) without a result", out.status),
+        format!(
+            "{} exited ({}) without a result",
+            file_name(&program.program),
+            out.status
+        ),
         log,
     ))
 }
@@ -344,15 +361,15 @@ where
     C: Future<Output = &'static str>,
     P: FnMut(Vec<u8>),
 {
-    let kind = Language::of(path).map_err(|e| error("script", e.to_string()))?;
+    let language = languages::of(path).map_err(|e| error("script", e.to_string()))?;
     let script = file_name(path);
     let work = async {
-        match kind {
-            Language::Python => {
-                let pool = pool_for(path, opts);
-                call_python(&pool, function, args_json, opts, &mut on_progress).await
+        match language.calls() {
+            Calls::Warm => {
+                let pool = pool_for(path, language, opts);
+                call_warm(&pool, function, args_json, opts, &mut on_progress).await
             }
-            Language::PowerShell => call_powershell(path, function, args_json, opts).await,
+            Calls::PerCall => call_per_call(language, path, function, args_json, opts).await,
         }
     };
     // Dropping `work` (time-out, cancel) drops its worker, which kills its process tree.
@@ -408,13 +425,14 @@ mod tests {
 
     fn opts(timeout_ms: u64) -> CallOpts {
         CallOpts {
-            worker: concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../priv/python/cmdc_worker.py"
-            )
-            .into(),
-            ps_runner: String::new(),
-            python: None,
+            settings: Settings::default().with(
+                "python",
+                "worker",
+                concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../../priv/python/cmdc_worker.py"
+                ),
+            ),
             timeout: Duration::from_millis(timeout_ms),
             max_workers: 2,
             path_env: None,

@@ -9,7 +9,14 @@
 //! with `_` is private. A comment line `# TOOL_CONFIG: {"executionPolicy": ...}` inside a function
 //! or right above it sets that tool's permissions; in the file-level help it sets the defaults.
 
+use std::ffi::OsString;
+use std::path::Path;
+
 use serde_json::{json, Map, Value};
+
+use super::interpreter::{self, PWSH_MISSING};
+use super::language::{BoxFuture, Calls, Describer, Language, Mode, Program, Settings};
+use crate::error::{Error, Result};
 
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Help {
@@ -331,13 +338,84 @@ fn split_top(s: &[u8], sep: u8) -> Vec<(usize, usize)> {
     parts
 }
 
+/// What a parameter's attributes (`[type]`, `[Parameter(...)]`, `[Validate...(...)]`) say.
+#[derive(Default)]
+struct Attrs {
+    schema: Map<String, Value>,
+    mandatory: bool,
+    nullable: bool,
+    enum_values: Option<Vec<Value>>,
+    range: Option<(Value, Value)>,
+}
+
+impl Attrs {
+    /// One attribute: the text between its brackets.
+    fn read(&mut self, inner: &str) {
+        let Some(paren) = inner.find('(') else {
+            let (t, n) = type_schema(inner);
+            self.nullable |= n;
+            if let Value::Object(m) = t {
+                self.schema.extend(m);
+            }
+            return;
+        };
+        let attr = inner[..paren].trim().to_ascii_lowercase();
+        let args = inner[paren + 1..].trim_end().trim_end_matches(')');
+        match attr.as_str() {
+            "parameter" => self.mandatory |= is_mandatory(args),
+            "validateset" => self.enum_values = Some(literal_list(args)),
+            "validaterange" => {
+                if let [lo, hi] = &literal_list(args)[..] {
+                    self.range = Some((lo.clone(), hi.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The parameter, its schema completed from the attributes and the default.
+    fn into_param(self, name: String, mut default: Option<Value>) -> Param {
+        let mut schema = self.schema;
+        if schema.get("type") == Some(&json!("boolean")) && schema.contains_key("x-switch") {
+            schema.remove("x-switch");
+            if default.is_none() {
+                default = Some(Value::Bool(false));
+            }
+        }
+        if let Some(values) = self.enum_values {
+            if !schema.contains_key("type") {
+                if values.iter().all(Value::is_string) {
+                    schema.insert("type".into(), json!("string"));
+                } else if values.iter().all(Value::is_i64) {
+                    schema.insert("type".into(), json!("integer"));
+                }
+            }
+            schema.insert("enum".into(), Value::Array(values));
+        }
+        if let Some((lo, hi)) = self.range {
+            schema.insert("minimum".into(), lo);
+            schema.insert("maximum".into(), hi);
+        }
+        if self.nullable {
+            if let Some(Value::String(t)) = schema.get("type").cloned() {
+                schema.insert("type".into(), json!([t, "null"]));
+            }
+        }
+        if let Some(d) = &default {
+            schema.insert("default".into(), d.clone());
+        }
+        Param {
+            name,
+            schema: Value::Object(schema),
+            mandatory: self.mandatory,
+            default,
+        }
+    }
+}
+
 fn parse_param(s: &[u8], a: usize, b: usize) -> Option<Param> {
     let mut i = a;
-    let mut schema = Map::new();
-    let mut mandatory = false;
-    let mut nullable = false;
-    let mut enum_values: Option<Vec<Value>> = None;
-    let mut range: Option<(Value, Value)> = None;
+    let mut attrs = Attrs::default();
     let mut name = None;
     while i < b {
         i = skip_trivia(s, i);
@@ -347,29 +425,7 @@ fn parse_param(s: &[u8], a: usize, b: usize) -> Option<Param> {
         match s[i] {
             b'[' => {
                 let close = matching(s, i).filter(|&c| c < b)?;
-                let inner = text(s, i + 1, close);
-                let inner = inner.trim();
-                if let Some(paren) = inner.find('(') {
-                    let attr = inner[..paren].trim().to_ascii_lowercase();
-                    let args = inner[paren + 1..].trim_end().trim_end_matches(')');
-                    match attr.as_str() {
-                        "parameter" => mandatory |= is_mandatory(args),
-                        "validateset" => enum_values = Some(literal_list(args)),
-                        "validaterange" => {
-                            let vals = literal_list(args);
-                            if let [lo, hi] = &vals[..] {
-                                range = Some((lo.clone(), hi.clone()));
-                            }
-                        }
-                        _ => {}
-                    }
-                } else {
-                    let (t, n) = type_schema(inner);
-                    nullable |= n;
-                    if let Value::Object(m) = t {
-                        schema.extend(m);
-                    }
-                }
+                attrs.read(text(s, i + 1, close).trim());
                 i = close + 1;
             }
             b'$' => {
@@ -386,45 +442,13 @@ fn parse_param(s: &[u8], a: usize, b: usize) -> Option<Param> {
         }
     }
     let name = name.filter(|n| !n.is_empty())?;
-    let mut default = None;
     let rest = skip_trivia(s, i);
-    if rest < b && s[rest] == b'=' {
-        default = literal(text(s, rest + 1, b).trim());
-    }
-    if schema.get("type") == Some(&json!("boolean")) && schema.contains_key("x-switch") {
-        schema.remove("x-switch");
-        if default.is_none() {
-            default = Some(Value::Bool(false));
-        }
-    }
-    if let Some(values) = enum_values {
-        if !schema.contains_key("type") {
-            if values.iter().all(Value::is_string) {
-                schema.insert("type".into(), json!("string"));
-            } else if values.iter().all(Value::is_i64) {
-                schema.insert("type".into(), json!("integer"));
-            }
-        }
-        schema.insert("enum".into(), Value::Array(values));
-    }
-    if let Some((lo, hi)) = range {
-        schema.insert("minimum".into(), lo);
-        schema.insert("maximum".into(), hi);
-    }
-    if nullable {
-        if let Some(Value::String(t)) = schema.get("type").cloned() {
-            schema.insert("type".into(), json!([t, "null"]));
-        }
-    }
-    if let Some(d) = &default {
-        schema.insert("default".into(), d.clone());
-    }
-    Some(Param {
-        name,
-        schema: Value::Object(schema),
-        mandatory,
-        default,
-    })
+    let default = if rest < b && s[rest] == b'=' {
+        literal(text(s, rest + 1, b).trim())
+    } else {
+        None
+    };
+    Some(attrs.into_param(name, default))
 }
 
 fn is_mandatory(args: &str) -> bool {
@@ -547,11 +571,90 @@ struct Span {
 }
 
 /// Finds the top-level functions of a script and the first help comment of the file.
+/// A `function Name [(params)] {…}`: its name, inline parameters and the body's braces.
+struct Header {
+    name: String,
+    inline_params: Option<String>,
+    open: usize,
+    close: usize,
+}
+
+/// The definition whose `function` keyword is at `i`, or `Err(j)`: not one, scan on from `j`.
+fn header(s: &[u8], i: usize) -> Result<Header, usize> {
+    let name_start = skip_ws(s, i + 8);
+    let mut j = name_start;
+    while j < s.len() && !s[j].is_ascii_whitespace() && s[j] != b'{' && s[j] != b'(' {
+        j += 1;
+    }
+    let name = text(s, name_start, j);
+    let name = name.rsplit(':').next().unwrap_or(&name).to_owned(); // function global:Name
+    let mut k = skip_trivia(s, j);
+    let mut inline_params = None;
+    if k < s.len() && s[k] == b'(' {
+        let close = matching(s, k).unwrap_or(s.len());
+        inline_params = Some(text(s, k + 1, close));
+        k = skip_trivia(s, close + 1);
+    }
+    if k >= s.len() || s[k] != b'{' {
+        return Err(j);
+    }
+    Ok(Header {
+        name,
+        inline_params,
+        open: k,
+        close: matching(s, k).unwrap_or(s.len()),
+    })
+}
+
+/// The help comment a function body starts with (empty when none).
+fn body_help(body: &[u8]) -> Help {
+    let b0 = skip_ws(body, 0);
+    if !body[b0..].starts_with(b"<#") {
+        return Help::default();
+    }
+    let end = skip_opaque(body, b0).unwrap_or(body.len());
+    parse_help(&text(body, b0 + 2, end.saturating_sub(2)))
+}
+
+/// The file's help with its tool config, when it has one: `(start, help, config)`.
+type FileHelp = Option<(usize, Help, Option<Value>)>;
+
+/// Where the text that belongs to the function at `i` starts (its TOOL_CONFIG lines are read
+/// from there): its comment above, else after the file's help, else after the last function.
+fn own_start(
+    s: &[u8],
+    i: usize,
+    prev_end: usize,
+    comments: &[Span],
+    above: Option<&Span>,
+    file_help: &mut FileHelp,
+) -> usize {
+    match (file_help, above) {
+        (_, Some(c)) => c.start,
+        (Some((start, _, config)), None) if *start >= prev_end => {
+            let help_end = comments
+                .iter()
+                .find(|c| c.start == *start)
+                .map_or(i, |c| c.end);
+            // A TOOL_CONFIG line under the file's help (as sy-f-misc's docs show) is the
+            // file's: it applies to every function, not only the first.
+            match tool_config(&text(s, help_end, i)) {
+                Some(gap) => {
+                    config.get_or_insert(gap);
+                    i
+                }
+                None => help_end,
+            }
+        }
+        _ => prev_end,
+    }
+}
+
 pub fn parse_functions(source: &str) -> (Vec<Function>, Option<Help>, Option<Value>) {
     let s = source.as_bytes();
     let mut functions = Vec::new();
     let mut comments: Vec<Span> = Vec::new();
-    let mut file_help: Option<(usize, Help, Option<Value>)> = None;
+    let mut file_help: FileHelp = None;
     let mut prev_end = 0usize;
     let mut i = 0;
     while i < s.len() {
@@ -574,33 +677,21 @@ pub fn parse_functions(source: &str) -> (Vec<Function>, Option<Help>, Option<Val
             && starts_with_ci(s, i, "function")
             && s.get(i + 8).is_some_and(|c| c.is_ascii_whitespace())
         {
-            let name_start = skip_ws(s, i + 8);
-            let mut j = name_start;
-            while j < s.len() && !s[j].is_ascii_whitespace() && s[j] != b'{' && s[j] != b'(' {
-                j += 1;
-            }
-            let name = text(s, name_start, j);
-            let name = name.rsplit(':').next().unwrap_or(&name).to_owned(); // function global:Name
-            let mut k = skip_trivia(s, j);
-            let mut inline_params = None;
-            if k < s.len() && s[k] == b'(' {
-                let close = matching(s, k).unwrap_or(s.len());
-                inline_params = Some(text(s, k + 1, close));
-                k = skip_trivia(s, close + 1);
-            }
-            if k >= s.len() || s[k] != b'{' {
-                i = j;
-                continue;
-            }
-            let close = matching(s, k).unwrap_or(s.len());
-            let body = &s[(k + 1).min(close)..close];
+            let Header {
+                name,
+                inline_params,
+                open,
+                close,
+            } = match header(s, i) {
+                Ok(h) => h,
+                Err(j) => {
+                    i = j;
+                    continue;
+                }
+            };
+            let body = &s[(open + 1).min(close)..close];
             // help: first comment in the body, else the comment right above `function`
-            let mut help = Help::default();
-            let b0 = skip_ws(body, 0);
-            if body[b0..].starts_with(b"<#") {
-                let end = skip_opaque(body, b0).unwrap_or(body.len());
-                help = parse_help(&text(body, b0 + 2, end.saturating_sub(2)));
-            }
+            let mut help = body_help(body);
             let body_help = !help.is_empty();
             let mut above = comments
                 .iter()
@@ -629,25 +720,7 @@ pub fn parse_functions(source: &str) -> (Vec<Function>, Option<Help>, Option<Val
                 Some(p) => Some(p),
                 None => find_param_block(body).map(|(a, b)| text(body, a, b)),
             };
-            let own_start = match (&mut file_help, above) {
-                (_, Some(c)) => c.start,
-                (Some((start, _, config)), None) if *start >= prev_end => {
-                    let help_end = comments
-                        .iter()
-                        .find(|c| c.start == *start)
-                        .map_or(i, |c| c.end);
-                    // A TOOL_CONFIG line under the file's help (as sy-f-misc's docs show) is the
-                    // file's: it applies to every function, not only the first.
-                    match tool_config(&text(s, help_end, i)) {
-                        Some(gap) => {
-                            config.get_or_insert(gap);
-                            i
-                        }
-                        None => help_end,
-                    }
-                }
-                _ => prev_end,
-            };
+            let own_start = own_start(s, i, prev_end, &comments, above, &mut file_help);
             let own_text = text(s, own_start.max(prev_end), close);
             functions.push(Function {
                 name,
@@ -806,6 +879,62 @@ pub fn describe(source: &str, path: &str) -> Value {
         .map_or_else(|| path.to_owned(), |f| f.to_string_lossy().into_owned());
     crate::permissions::normalize_document(&mut doc, &file);
     doc
+}
+
+/// PowerShell: described natively ([`describe`], no `pwsh` needed), called with one `pwsh` per
+/// call running the runner script (`priv/powershell/cmdc_runner.ps1`, setting `runner`).
+pub struct PowerShell;
+
+impl Language for PowerShell {
+    fn name(&self) -> &'static str {
+        "powershell"
+    }
+
+    fn label(&self) -> &'static str {
+        "PowerShell"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["ps1"]
+    }
+
+    fn module_type(&self) -> &'static str {
+        "PowerShellModule"
+    }
+
+    fn describer(&self) -> Describer {
+        Describer::Native(describe)
+    }
+
+    fn calls(&self) -> Calls {
+        Calls::PerCall
+    }
+
+    fn command<'a>(
+        &'a self,
+        _mode: Mode,
+        _script: &'a Path,
+        settings: &'a Settings,
+        path_env: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Program>> {
+        Box::pin(async move {
+            let path_var = interpreter::path_var(path_env);
+            let Some(pwsh) = interpreter::which("pwsh", path_var.as_deref()) else {
+                return Err(Error::script("pwsh_missing", PWSH_MISSING, ""));
+            };
+            let runner = settings.get(self.name(), "runner").unwrap_or_default();
+            let mut args: Vec<OsString> = ["-NoLogo", "-NoProfile", "-NonInteractive", "-File"]
+                .iter()
+                .map(OsString::from)
+                .collect();
+            args.push(runner.into());
+            Ok(Program {
+                program: pwsh,
+                args,
+                env: Vec::new(),
+            })
+        })
+    }
 }
 
 #[cfg(test)]

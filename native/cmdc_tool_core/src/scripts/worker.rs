@@ -1,11 +1,10 @@
-//! One worker process: `python cmdc_worker.py serve|describe ...` with the frame channel on its
+//! One worker process (`python cmdc_worker.py serve|describe ...`: a language's `Program`) with the frame channel on its
 //! stdin/stdout and its stderr kept as a tail for error messages. Dropping a [`Worker`] kills its
 //! whole process tree (see [`crate::exec::kill_tree`]), so a cancelled or timed-out call, an
 //! idle worker retired, or a crashed one leaves nothing behind, not even children that left the
 //! group with `setsid`. A worker whose parent (the VM) dies kills its own tree and exits (the
 //! worker script watches its parent), so an exiting VM leaves nothing either.
 
-use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use super::language::Program;
 use crate::error::{Error, Result};
 use crate::exec;
 
@@ -94,33 +94,27 @@ pub fn file_name(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-/// Starts `interpreter worker.py <args...>` in `dir` with the frame channel on stdin/stdout, its
-/// stderr drained into a tail, UTF-8 forced, in a process group of its own. `env` is set on top
-/// of the VM's environment (the caller's variables, such as the `CMDC_MCP_SERVER` marker: the
-/// VM's `System.put_env` does not reach the environment native spawns inherit).
-pub async fn spawn_python(
-    interpreter: &Path,
-    worker_py: &str,
-    args: &[&OsStr],
+/// Starts a worker (a language's [`Program`]) in `dir` with the frame channel on stdin/stdout,
+/// its stderr drained into a tail, in a process group of its own. `env` is set on top of the
+/// VM's environment (the caller's variables, such as the `CMDC_MCP_SERVER` marker: the VM's
+/// `System.put_env` does not reach the environment native spawns inherit).
+pub async fn spawn(
+    program: &Program,
     dir: &Path,
     path_env: Option<&str>,
     env: &[(String, String)],
 ) -> Result<Worker> {
-    let mut cmd = Command::new(interpreter);
+    let mut cmd = Command::new(&program.program);
     if let Some(p) = path_env {
         cmd.env("PATH", p);
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    cmd.arg(worker_py)
-        .args(args)
+    cmd.args(&program.args)
         .current_dir(dir)
-        .env("PYTHONUTF8", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1");
+        .envs(program.env.iter().copied());
     let mut child = exec::spawn_piped(&mut cmd)
         .await
-        .map_err(|e| Error::Process(format!("cannot start {}: {e}", interpreter.display())))?;
+        .map_err(|e| Error::Process(format!("cannot start {}: {e}", program.program.display())))?;
     let pid = child.id().unwrap_or(0);
     let pipe = |what: &str| Error::Process(format!("the worker was started without {what}"));
     let stdin = child.stdin.take().ok_or_else(|| pipe("a stdin pipe"))?;

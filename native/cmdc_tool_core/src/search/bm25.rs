@@ -4,7 +4,8 @@
 
 use std::cell::RefCell;
 
-use super::{tokenize, Index, Query};
+use super::index::{Index, Query};
+use super::tokenize;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;

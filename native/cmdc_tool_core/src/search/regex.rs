@@ -4,7 +4,7 @@
 
 use regex::RegexBuilder;
 
-use super::{Index, Query};
+use super::index::{Index, Query};
 use crate::error::{Error, Result};
 
 /// Compiled program size allowed (the crate's default is 10 MiB).

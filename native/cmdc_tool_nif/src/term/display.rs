@@ -59,92 +59,10 @@ fn show(term: Term, out: &mut String, depth: usize) {
         return;
     }
     match term.get_type() {
-        TermType::Tuple => {
-            let mut arity = 0;
-            let mut items = std::ptr::null();
-            unsafe {
-                rustler::sys::enif_get_tuple(
-                    term.get_env().as_c_arg(),
-                    term.as_c_arg(),
-                    &mut arity,
-                    &mut items,
-                )
-            };
-            out.push('{');
-            for i in 0..arity as usize {
-                if out.len() > SHOWN {
-                    out.push_str("...");
-                    break;
-                }
-                if i > 0 {
-                    out.push(',');
-                }
-                let item = unsafe { Term::new(term.get_env(), *items.add(i)) };
-                show(item, out, depth + 1);
-            }
-            out.push('}');
-        }
-        TermType::List => {
-            out.push('[');
-            let mut rest = term;
-            let mut first = true;
-            while !rest.is_empty_list() {
-                if out.len() > SHOWN {
-                    out.push_str("...");
-                    break;
-                }
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                match rest.list_get_cell() {
-                    Ok((head, tail)) => {
-                        show(head, out, depth + 1);
-                        rest = tail;
-                    }
-                    Err(_) => {
-                        out.push('|');
-                        show(rest, out, depth + 1);
-                        break;
-                    }
-                }
-            }
-            out.push(']');
-        }
-        TermType::Map => {
-            out.push_str("#{");
-            for (i, (k, v)) in MapIterator::new(term).into_iter().flatten().enumerate() {
-                if out.len() > SHOWN {
-                    out.push_str("...");
-                    break;
-                }
-                if i > 0 {
-                    out.push(',');
-                }
-                show(k, out, depth + 1);
-                out.push_str(" => ");
-                show(v, out, depth + 1);
-            }
-            out.push('}');
-        }
-        TermType::Binary => match term.decode_as_binary() {
-            Ok(bin) => {
-                let bytes = bin.as_slice();
-                out.push_str("<<");
-                for (i, b) in bytes.iter().take(SHOWN / 2).enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    let _ = write!(out, "{b}");
-                }
-                if bytes.len() > SHOWN / 2 {
-                    out.push_str(",...");
-                }
-                out.push_str(">>");
-            }
-            // A bitstring.
-            Err(_) => out.push_str("<<...>>"),
-        },
+        TermType::Tuple => show_tuple(term, out, depth),
+        TermType::List => show_list(term, out, depth),
+        TermType::Map => show_map(term, out, depth),
+        TermType::Binary => show_binary(term, out),
         TermType::Atom => out.push_str(&atom_name(term).unwrap_or_default()),
         TermType::Integer => match term.decode::<i64>() {
             Ok(i) => {
@@ -156,5 +74,98 @@ fn show(term: Term, out: &mut String, depth: usize) {
         _ => {
             let _ = write!(out, "{term:?}");
         }
+    }
+}
+
+fn show_tuple(term: Term, out: &mut String, depth: usize) {
+    let mut arity = 0;
+    let mut items = std::ptr::null();
+    unsafe {
+        rustler::sys::enif_get_tuple(
+            term.get_env().as_c_arg(),
+            term.as_c_arg(),
+            &mut arity,
+            &mut items,
+        )
+    };
+    out.push('{');
+    for i in 0..arity as usize {
+        if out.len() > SHOWN {
+            out.push_str("...");
+            break;
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        let item = unsafe { Term::new(term.get_env(), *items.add(i)) };
+        show(item, out, depth + 1);
+    }
+    out.push('}');
+}
+
+fn show_list(term: Term, out: &mut String, depth: usize) {
+    out.push('[');
+    let mut rest = term;
+    let mut first = true;
+    while !rest.is_empty_list() {
+        if out.len() > SHOWN {
+            out.push_str("...");
+            break;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        match rest.list_get_cell() {
+            Ok((head, tail)) => {
+                show(head, out, depth + 1);
+                rest = tail;
+            }
+            Err(_) => {
+                out.push('|');
+                show(rest, out, depth + 1);
+                break;
+            }
+        }
+    }
+    out.push(']');
+}
+
+fn show_map(term: Term, out: &mut String, depth: usize) {
+    out.push_str("#{");
+    for (i, (k, v)) in MapIterator::new(term).into_iter().flatten().enumerate() {
+        if out.len() > SHOWN {
+            out.push_str("...");
+            break;
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        show(k, out, depth + 1);
+        out.push_str(" => ");
+        show(v, out, depth + 1);
+    }
+    out.push('}');
+}
+
+/// A binary as `<<1,2,...>>` (its first bytes); a bitstring as `<<...>>`.
+fn show_binary(term: Term, out: &mut String) {
+    match term.decode_as_binary() {
+        Ok(bin) => {
+            let bytes = bin.as_slice();
+            out.push_str("<<");
+            for (i, b) in bytes.iter().take(SHOWN / 2).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{b}");
+            }
+            if bytes.len() > SHOWN / 2 {
+                out.push_str(",...");
+            }
+            out.push_str(">>");
+        }
+        // A bitstring.
+        Err(_) => out.push_str("<<...>>"),
     }
 }

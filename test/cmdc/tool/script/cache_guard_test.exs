@@ -206,9 +206,9 @@ defmodule CMDC.Tool.ScriptCacheGuardTest do
 
     # what a module made from a tampered cache would ask the worker for
     native_opts = %{
-      worker: Path.join(:code.priv_dir(:cmdc_tool), "python/cmdc_worker.py"),
-      ps_runner: Path.join(:code.priv_dir(:cmdc_tool), "powershell/cmdc_runner.ps1"),
-      python: nil,
+      languages: %{
+        "python" => %{"worker" => Path.join(:code.priv_dir(:cmdc_tool), "python/cmdc_worker.py")}
+      },
       timeout_ms: 30_000,
       max_workers: 1,
       idle_timeout_ms: 60_000,

@@ -1,0 +1,217 @@
+//! The index's data: tools in slots, postings per term, and the incremental `put`/`remove`
+//! that touch only a tool's own words. Searching it is `find.rs` (over `bm25.rs` and
+//! `regex.rs`, which read these fields).
+
+use std::collections::HashMap;
+
+use super::doc::{annotation_key, Doc, Prepared};
+use super::tokenize;
+
+/// Longest query accepted: longer text is a document, not a query.
+pub const MAX_QUERY: usize = 4_096;
+/// Longest regex accepted (Anthropic's rule for its regex tool search).
+pub const MAX_PATTERN: usize = 200;
+/// Most hits one search returns.
+pub const MAX_LIMIT: usize = 1_000;
+
+/// How a query is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Natural language, ranked by BM25.
+    Bm25,
+    /// A regular expression (case-insensitive, linear time) over name, title, description and
+    /// parameters; tools whose name matches rank first.
+    Regex,
+}
+
+/// One search.
+#[derive(Debug, Clone)]
+pub struct Query<'q> {
+    pub text: &'q str,
+    pub mode: Mode,
+    pub limit: usize,
+    /// Keep only tools of one of these namespaces (servers); empty: all.
+    pub namespaces: &'q [String],
+    /// Keep only tools with every one of these annotations true (`read_only`, `readOnlyHint`).
+    pub annotations: &'q [String],
+}
+
+/// A found tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub name: String,
+    pub score: f64,
+}
+
+/// One indexed tool.
+#[derive(Debug)]
+pub(super) struct Slot {
+    pub(super) name: String,
+    pub(super) namespace: Option<String>,
+    /// Annotation keys whose value is `true`, normalized by [`annotation_key`].
+    pub(super) annotations: Vec<String>,
+    /// Weighted length (sum of field weights of its words).
+    pub(super) len: f32,
+    /// Distinct term ids, and where this slot sits in each term's postings: removal is
+    /// O(terms), whatever the size of the postings.
+    pub(super) terms: Vec<u32>,
+    pub(super) pos: Vec<u32>,
+    /// What the regex mode reads: name, title, description, parameters, one per line.
+    pub(super) text: String,
+}
+
+/// Term → documents, with each document's weighted frequency.
+#[derive(Debug, Default)]
+pub(super) struct Posting {
+    pub(super) slots: Vec<u32>,
+    pub(super) tf: Vec<f32>,
+}
+
+/// The index. Slots of removed tools are reused; a term's postings are unordered.
+#[derive(Debug, Default)]
+pub struct Index {
+    pub(super) slots: Vec<Option<Slot>>,
+    pub(super) free: Vec<u32>,
+    pub(super) by_name: HashMap<String, u32>,
+    pub(super) terms: HashMap<String, u32>,
+    pub(super) postings: Vec<Posting>,
+    /// Weighted length per slot (dense: read once per posting by BM25; 0 for free slots).
+    pub(super) lens: Vec<f32>,
+    pub(super) total_len: f64,
+    /// Bytes of `Slot::text` over live tools (the regex mode's cost).
+    pub(super) text_bytes: usize,
+    /// The registry generation this index reflects (set by the owner).
+    pub generation: u64,
+}
+
+impl Index {
+    pub fn new() -> Self {
+        Index::default()
+    }
+
+    /// Tools indexed.
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// Adds a tool, or replaces the one of the same name.
+    pub fn put(&mut self, doc: &Doc) {
+        self.insert(doc.prepare());
+    }
+
+    /// [`Index::put`] of a tool read beforehand ([`Doc::prepare`], no lock needed): what is
+    /// left is a hash lookup and a push per distinct word.
+    pub fn insert(&mut self, doc: Prepared) {
+        let Prepared {
+            name,
+            namespace,
+            annotations,
+            weights,
+            len,
+            text,
+        } = doc;
+        self.remove(&name);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                self.lens.push(0.0);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.lens[slot as usize] = len;
+        let mut terms = Vec::with_capacity(weights.len());
+        let mut pos = Vec::with_capacity(weights.len());
+        for (word, tf) in weights {
+            let next = self.postings.len() as u32;
+            let id = *self.terms.entry(word).or_insert(next);
+            if id == next {
+                self.postings.push(Posting::default());
+            }
+            let p = &mut self.postings[id as usize];
+            pos.push(p.slots.len() as u32);
+            p.slots.push(slot);
+            p.tf.push(tf);
+            terms.push(id);
+        }
+        self.total_len += f64::from(len);
+        self.text_bytes += text.len();
+        self.by_name.insert(name.clone(), slot);
+        self.slots[slot as usize] = Some(Slot {
+            name,
+            namespace,
+            annotations,
+            len,
+            terms,
+            pos,
+            text,
+        });
+    }
+
+    /// Removes a tool: `true` when it was indexed. Touches only its own terms' postings.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(slot) = self.by_name.remove(name) else {
+            return false;
+        };
+        let Some(s) = self.slots[slot as usize].take() else {
+            return false;
+        };
+        for (id, at) in s.terms.iter().zip(&s.pos) {
+            let p = &mut self.postings[*id as usize];
+            let at = *at as usize;
+            p.slots.swap_remove(at);
+            p.tf.swap_remove(at);
+            // The last entry moved into `at`: tell its slot.
+            if let Some(moved) = p.slots.get(at) {
+                if let Some(m) = self.slots[*moved as usize].as_mut() {
+                    if let Some(j) = m.terms.iter().position(|t| t == id) {
+                        m.pos[j] = at as u32;
+                    }
+                }
+            }
+        }
+        self.total_len -= f64::from(s.len);
+        self.lens[slot as usize] = 0.0;
+        self.text_bytes -= s.text.len();
+        self.free.push(slot);
+        true
+    }
+
+    /// The work a query costs, in units of about a nanosecond or two each: postings read for
+    /// BM25, bytes scanned for a regex. The caller compares it with its scheduler's budget.
+    pub fn cost(&self, query: &Query) -> usize {
+        match query.mode {
+            Mode::Bm25 => {
+                let mut units = query.text.len();
+                tokenize::each_word(query.text, |w| {
+                    if let Some(id) = self.terms.get(w) {
+                        units += 4 * self.postings[*id as usize].slots.len();
+                    }
+                });
+                units
+            }
+            Mode::Regex => self.text_bytes + 64 * self.len(),
+        }
+    }
+
+    /// The filters of `query` on one slot.
+    pub(super) fn keeps(slot: &Slot, query: &Query) -> bool {
+        (query.namespaces.is_empty()
+            || slot
+                .namespace
+                .as_ref()
+                .is_some_and(|n| query.namespaces.iter().any(|q| q == n)))
+            && query
+                .annotations
+                .iter()
+                .all(|a| slot.annotations.contains(&annotation_key(a)))
+    }
+}
