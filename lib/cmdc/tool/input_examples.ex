@@ -77,7 +77,7 @@ defmodule CMDC.Tool.InputExamples do
 
       iex> tool = %{"name" => "get_weather", "description" => "Weather."}
       iex> CMDC.Tool.InputExamples.put_examples(tool, :openai_responses, [%{"city" => "Paris"}])
-      %{"name" => "get_weather", "description" => ~s(Weather.\n\nExamples:\n{"city":"Paris"})}
+      %{"name" => "get_weather", "description" => ~s(Weather.\\n\\nExamples:\\n{"city":"Paris"})}
   """
   @spec with_examples([map()], atom(), [module()]) :: [map()]
   def with_examples(tools, format, modules) do
@@ -85,8 +85,10 @@ defmodule CMDC.Tool.InputExamples do
       for module <- modules,
           function_exported?(module, :examples, 0),
           {:ok, [_ | _] = examples} <- [check(module, module.name())],
+          # cmdc's own OpenAI shape keeps the name as written.
+          name <- Enum.uniq([given_name(module.name(), format), module.name()]),
           into: %{},
-          do: {given_name(module.name(), format), examples}
+          do: {name, examples}
 
     if by_name == %{}, do: tools, else: Enum.map(tools, &put_named(&1, format, by_name))
   end

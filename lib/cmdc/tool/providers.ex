@@ -106,7 +106,7 @@ defmodule CMDC.Tool.Providers do
     {format, strict} = options(opts)
 
     if format == :openai and not strict do
-      {cmdc_to_schema(modules, context), []}
+      {modules |> cmdc_to_schema(context) |> with_examples(:openai, modules), []}
     else
       tools =
         Enum.map(modules, fn m ->
