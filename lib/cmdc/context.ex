@@ -82,6 +82,15 @@ defmodule CMDC.Context do
   @spec abort(t(), term()) :: no_return()
   def abort(%__MODULE__{}, reason \\ :aborted), do: throw({:cmdc_tool_abort, reason})
 
+  @doc """
+  Registers a pending action (a preview the model applies or discards later with the `resolve`
+  tool): `:label`, `:details`, `:apply` (`fn context -> {:ok, text} | {:error, text} end`),
+  optional `:discard` (`fn reason -> any end`) and `:policy`. Returns `{:ok, id}` or
+  `{:error, message}`. See `CMDC.Tool.Pending`.
+  """
+  @spec push_pending_action(t(), keyword() | map()) :: {:ok, String.t()} | {:error, String.t()}
+  defdelegate push_pending_action(context, action), to: CMDC.Tool.Pending, as: :push
+
   defp put_if(map, _key, nil), do: map
   defp put_if(map, key, value), do: Map.put(map, key, value)
 end

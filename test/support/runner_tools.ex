@@ -81,6 +81,18 @@ defmodule CMDC.Tool.TestTools do
     def execute(_, _), do: {:ok, "approved and ran"}
   end
 
+  defmodule AskAlways do
+    use CMDC.Tool.TestTool, name: "guarded"
+    def tool_options, do: [policy: :ask_always]
+    def execute(_, _), do: {:ok, "ran"}
+  end
+
+  defmodule Forbidden do
+    use CMDC.Tool.TestTool, name: "never"
+    def tool_options, do: [policy: :deny]
+    def execute(_, _), do: {:ok, "ran"}
+  end
+
   defmodule Exclusive do
     use CMDC.Tool.TestTool, name: "exclusive"
     def tool_options, do: [exclusive: true]

@@ -8,7 +8,9 @@ defmodule CMDC.Tool.Application do
   def start(_type, _args) do
     children = [
       %{id: :cmdc_tool_cluster_pg, start: {:pg, :start_link, [:cmdc_tool_cluster]}},
-      CMDC.Tool.Approvals
+      CMDC.Tool.Approvals,
+      CMDC.Tool.Hooks.Store,
+      CMDC.Tool.Pending
     ]
 
     Supervisor.start_link(children, strategy: :one_for_one, name: CMDC.Tool.Supervisor)

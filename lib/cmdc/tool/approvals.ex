@@ -23,13 +23,7 @@ defmodule CMDC.Tool.Approvals do
   @type key :: {term(), String.t()}
 
   @doc false
-  def start_link(_opts) do
-    # The Agent's process owns the table; reads and writes go to ETS directly.
-    Agent.start_link(
-      fn -> :ets.new(@table, [:named_table, :public, :set, read_concurrency: true]) end,
-      name: __MODULE__
-    )
-  end
+  def start_link(_opts), do: CMDC.Tool.Table.start_link(__MODULE__, @table, :set)
 
   @doc "Whether `key` was approved once in its session."
   @spec approved?(key()) :: boolean()

@@ -207,10 +207,17 @@ defmodule CMDC.Tool.CLI do
     ctx = CMDC.Context.new(session_id: "cli", working_dir: File.cwd!())
     on_update = fn payload -> IO.puts(dim("… " <> update_text(payload))) end
     approver = approver(tools, opts[:yes] == true, terminal?())
-    run_opts = [on_update: on_update, approver: approver] ++ Keyword.take(opts, [:timeout])
+    hooks = [hooks: cli_hooks(opts)]
+
+    run_opts =
+      [on_update: on_update, approver: approver] ++ hooks ++ Keyword.take(opts, [:timeout])
+
+    Runner.session_event(tools, :start, ctx, hooks)
     started = System.monotonic_time(:microsecond)
     result = Runner.run(tools, %{id: "cli-1", name: name, arguments: json}, ctx, run_opts)
     ms = (System.monotonic_time(:microsecond) - started) / 1000
+    Runner.session_event(tools, :shutdown, ctx, hooks)
+    Enum.each(result.notes, &IO.puts(:stderr, dim("hook: " <> &1)))
 
     text =
       cond do
@@ -222,6 +229,33 @@ defmodule CMDC.Tool.CLI do
     status = if result.is_error, do: red("error"), else: green("ok")
     IO.puts(:stderr, "#{status} in #{:erlang.float_to_binary(ms, decimals: 1)} ms")
     if result.is_error, do: {:error, 1}, else: :ok
+  end
+
+  # The command hooks of the settings files (`CMDC.Tool.Hooks.Config`); problems go to stderr.
+  defp cli_hooks(opts) do
+    config = CMDC.Tool.Hooks.load(hooks_opts(opts))
+
+    for e <- config.errors,
+        do:
+          IO.puts(
+            :stderr,
+            "hooks: #{relative(e.path)}#{if e.hook, do: " " <> e.hook}: #{e.reason}"
+          )
+
+    CMDC.Tool.Hooks.Config.active(config)
+  end
+
+  ## hooks
+
+  def hooks(opts) do
+    config = CMDC.Tool.Hooks.load(hooks_opts(opts))
+    IO.puts(CMDC.Tool.Hooks.Listing.render(config, opts[:cwd] || File.cwd!()))
+    :ok
+  end
+
+  # `:cwd` and `:home` let tests point at a project and a home of their own.
+  defp hooks_opts(opts) do
+    [cwd: opts[:cwd] || File.cwd!(), trust_project: opts[:trust]] ++ Keyword.take(opts, [:home])
   end
 
   # Approval from the person at the terminal: the tool, its meta/1 summary and the arguments
@@ -253,6 +287,7 @@ defmodule CMDC.Tool.CLI do
         bold("approval needed") <> " for " <> bold(request.tool) <> ": " <> summary,
         "  arguments: " <> CMDC.Tool.JSON.encode!(request.args)
       ] ++
+        if(request[:reason], do: ["  asked by " <> request.reason], else: []) ++
         case request do
           %{result: result} ->
             ["  result#{if result.is_error, do: " (error)"}: " <> preview(result)]
@@ -326,10 +361,10 @@ defmodule CMDC.Tool.CLI do
 
   # The one name rule (native/cmdc_tool_core/src/names.rs), and the names providers are given.
   defp name_problem(name) do
-    with {:ok, _} <- CMDC.Tool.Native.tool_name_check(name) do
+    with {:ok, _} <- CMDC.Tool.RoundTrip.check_name(name) do
       mapped =
         for format <- [:openai, :gemini],
-            {:ok, given} = CMDC.Tool.Native.tool_name_for(name, format),
+            given = CMDC.Tool.RoundTrip.name_for(name, format),
             given != name,
             do: "given to #{format} as #{given} (the runner maps calls back)"
 

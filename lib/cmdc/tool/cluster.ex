@@ -53,12 +53,18 @@ defmodule CMDC.Tool.Cluster do
   @doc """
   Publishes `tools` (modules or a `CMDC.Tool.Registry`) under `scope` (default `:default`).
   Returns the publisher's pid; stopping it (or its node going down) unpublishes.
-  Option `:only` keeps the named tools only.
+  Option `:only` keeps the named tools only; `:hooks` (`CMDC.Tool.Hooks`) run on this node for
+  every call of these tools, after this node's global, registry and session hooks (a caller's
+  own `:hooks` option stays on the caller's node and is not used). `{:error, message}` for a bad
+  hook.
   """
   @spec publish(term(), keyword()) :: {:ok, pid()} | {:error, term()}
   def publish(tools, opts \\ []) do
     ensure_pg()
-    GenServer.start(__MODULE__, {tools, opts})
+
+    with {:ok, hooks} <- CMDC.Tool.Hooks.new(Keyword.get(opts, :hooks, [])) do
+      GenServer.start(__MODULE__, {tools, Keyword.put(opts, :hooks, hooks)})
+    end
   end
 
   @doc "Stops a publisher: its tools leave every view."
@@ -81,12 +87,13 @@ defmodule CMDC.Tool.Cluster do
   def init({tools, opts}) do
     scope = Keyword.get(opts, :scope, :default)
     :ok = :pg.join(@pg, scope, self())
-    {:ok, %{tools: tools, only: Keyword.get(opts, :only), scope: scope}}
+    {:ok, %{tools: tools, only: Keyword.get(opts, :only), scope: scope, hooks: opts[:hooks]}}
   end
 
   @impl true
   def handle_call(:describe, _from, state), do: {:reply, describe(state), state}
   def handle_call(:tools, _from, state), do: {:reply, state.tools, state}
+  def handle_call(:published, _from, state), do: {:reply, {state.tools, state.hooks}, state}
 
   defp describe(%{tools: tools, only: only}) do
     tools
@@ -329,16 +336,21 @@ defmodule CMDC.Tool.Cluster do
   # kills the tool through the runner).
   def remote_call(relay, ref, publisher, module, call, context, opts) do
     Process.monitor(relay)
-    handle = CMDC.Tool.Runner.async(published(publisher, module), call, context, opts)
+    {tools, hooks} = published(publisher, module)
+    handle = CMDC.Tool.Runner.async(tools, call, context, Keyword.put(opts, :hooks, hooks))
     remote_loop(relay, ref, handle)
   end
 
-  # The publisher's tools; only the module when the publisher has stopped meanwhile.
+  # The publisher's tools and hooks; only the module when the publisher has stopped meanwhile
+  # (its hooks then cannot be known: the call is refused rather than run without them).
   defp published(publisher, module) do
-    GenServer.call(publisher, :tools, 5_000)
+    GenServer.call(publisher, :published, 5_000)
   catch
-    :exit, _ -> [module]
+    :exit, _ -> {[module], [[name: "publisher", before_call: &publisher_gone/2]]}
   end
+
+  @doc false
+  def publisher_gone(_call, _ctx), do: {:deny, "the tool was unpublished during the call"}
 
   defp remote_loop(relay, ref, %{ref: hr} = handle) do
     receive do

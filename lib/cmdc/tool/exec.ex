@@ -1,7 +1,7 @@
 defmodule CMDC.Tool.Exec do
   @moduledoc """
   Runs external programs for tools (the seeds' `exec(command, args, {signal, cwd})`), natively
-  (mirrors `native/cmdc_tool_nif/src/exec.rs` and `native/cmdc_tool_core/src/exec.rs`).
+  (mirrors `native/cmdc_tool_nif/src/exec.rs` and `native/cmdc_tool_core/src/exec/`).
 
   No shell is involved: `cmd` is a program name looked up on `PATH` (or a path) and `args` are
   passed as they are. The program runs on the NIF's tokio runtime in its own process group;

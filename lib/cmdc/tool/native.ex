@@ -95,6 +95,7 @@ defmodule CMDC.Tool.Native do
   def schema_validate_dirty(_schema, _args), do: err()
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
+  def schema_drop_nulls(_schema, _args), do: err()
 
   # modules.rs
   def module_schema(_module, _kind, _md5), do: err()
@@ -135,8 +136,7 @@ defmodule CMDC.Tool.Native do
   def registry_search(_registry, _query, _opts), do: err()
   def registry_search_dirty(_registry, _query, _opts), do: err()
 
-  # round_trip.rs
-  def schema_drop_nulls(_schema, _args), do: err()
+  # names.rs
   def tool_name_original(_registered, _called), do: err()
   def tool_name_check(_name), do: err()
   def tool_name_namespaced(_server, _tool), do: err()

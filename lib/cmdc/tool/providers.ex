@@ -126,7 +126,7 @@ defmodule CMDC.Tool.Providers do
 
   def convert(%Registry{} = reg, context, opts) do
     {format, strict} = options(opts)
-    {_json, term_etf} = output(reg, format, strict, context)
+    {_json, term_etf} = Registry.provider_output(reg, format, strict, context)
     {tools, warnings} = :erlang.binary_to_term(term_etf)
     {tools |> with_mcp_fields(format, reg) |> with_examples(format, reg), warnings}
   end
@@ -154,7 +154,7 @@ defmodule CMDC.Tool.Providers do
       {tools, _warnings} = convert(reg, context, opts)
       CMDC.Tool.JSON.encode!(tools)
     else
-      {json, _term_etf} = output(reg, format, strict, context)
+      {json, _term_etf} = Registry.provider_output(reg, format, strict, context)
       json
     end
   end
@@ -231,43 +231,5 @@ defmodule CMDC.Tool.Providers do
     end
 
     {format, strict}
-  end
-
-  # The registry's one cache of provider output (native/cmdc_tool_nif/src/registry.rs):
-  # `{json, term_etf}` for this format, strictness and context, built on a miss.
-  defp output(reg, format, strict, context) do
-    key = :erlang.term_to_binary(context)
-
-    case Native.registry_cached(reg.ref, format, strict, key) do
-      {:ok, nil} -> build(reg, format, strict, context, key)
-      {:ok, output} -> output
-    end
-  end
-
-  # Builds natively from the registry's current generation (descriptions that depend on the
-  # context computed here, in Elixir); retries if the registry changed meanwhile.
-  defp build(reg, format, strict, context, key, attempts \\ 0) do
-    {generation, contextual} = Native.registry_contextual(reg.ref)
-
-    overrides =
-      for {name, module} <- contextual,
-          description = CMDC.Tool.description(module, context),
-          is_binary(description) and String.valid?(description),
-          into: %{},
-          do: {name, description}
-
-    case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
-      {:ok, output} ->
-        output
-
-      {:error, :stale} when attempts < 100 ->
-        build(reg, format, strict, context, key, attempts + 1)
-
-      {:error, :stale} ->
-        raise RuntimeError, "the registry changes faster than its tools list can be built"
-
-      {:error, message} ->
-        raise ArgumentError, message
-    end
   end
 end

@@ -414,6 +414,47 @@ defmodule CMDC.Tool.Registry do
 
   defp invalid(module, message), do: {:error, {:invalid_tool, module, message}}
 
+  @doc false
+  # For `CMDC.Tool.Providers`: the registry's one cache of provider output
+  # (native/cmdc_tool_nif/src/registry.rs), `{json, term_etf}` for this format, strictness and
+  # context, built on a miss. Here so that only this module reads a registry's native handle.
+  @spec provider_output(t(), atom(), boolean(), map()) :: {binary(), binary()}
+  def provider_output(%__MODULE__{} = reg, format, strict, context) do
+    key = :erlang.term_to_binary(context)
+
+    case Native.registry_cached(reg.ref, format, strict, key) do
+      {:ok, nil} -> build(reg, format, strict, context, key)
+      {:ok, output} -> output
+    end
+  end
+
+  # Builds natively from the registry's current generation (descriptions that depend on the
+  # context computed here, in Elixir); retries if the registry changed meanwhile.
+  defp build(reg, format, strict, context, key, attempts \\ 0) do
+    {generation, contextual} = Native.registry_contextual(reg.ref)
+
+    overrides =
+      for {name, module} <- contextual,
+          description = CMDC.Tool.description(module, context),
+          is_binary(description) and String.valid?(description),
+          into: %{},
+          do: {name, description}
+
+    case Native.registry_build(reg.ref, format, strict, key, generation, overrides) do
+      {:ok, output} ->
+        output
+
+      {:error, :stale} when attempts < 100 ->
+        build(reg, format, strict, context, key, attempts + 1)
+
+      {:error, :stale} ->
+        raise RuntimeError, "the registry changes faster than its tools list can be built"
+
+      {:error, message} ->
+        raise ArgumentError, message
+    end
+  end
+
   defimpl Inspect do
     def inspect(%{ref: ref, id: id, name: name}, _opts) do
       {_generation, size, _reserved} = CMDC.Tool.Native.registry_info(ref)

@@ -10,11 +10,14 @@ defmodule CMDC.Tool.Result do
       against it (`CMDC.Tool.Structured`); `:content` then holds the same value as JSON text.
     * `:reason` - with `is_error`, how the call failed, as an atom: `:unknown_tool`,
       `:invalid`, `:denied`, `:timeout`, `:cancelled`, `:crashed`, `:invalid_output`,
-      `:withheld`, `:aborted`, `:node_down` (`CMDC.Tool.Cluster`), or `:error` (the tool
-      returned `{:error, text}`); `nil` otherwise.
+      `:withheld`, `:aborted`, `:node_down` (`CMDC.Tool.Cluster`), `:blocked` (a hook blocked
+      the result, `CMDC.Tool.Hooks`), `:tool_error` (the tool returned `{:error, text}`), or
+      `:error` (`error/2`'s default); `nil` otherwise.
     * `:effect` - the term of an `{:effect, term}` result, passed through untouched.
     * `:abort` - the tool asked to abort the whole turn (`CMDC.Context.abort/2`), with a reason.
     * `:duration_us` - wall time of the call in microseconds.
+    * `:notes` - messages for the user, not the model: hooks' `systemMessage`s and their
+      non-blocking errors (`CMDC.Tool.Hooks`).
   """
 
   @replacement "\uFFFD"
@@ -27,7 +30,8 @@ defmodule CMDC.Tool.Result do
             effect: nil,
             abort: nil,
             reason: nil,
-            duration_us: 0
+            duration_us: 0,
+            notes: []
 
   @type t :: %__MODULE__{
           id: String.t() | nil,
@@ -38,7 +42,8 @@ defmodule CMDC.Tool.Result do
           effect: term(),
           abort: term(),
           reason: atom() | nil,
-          duration_us: non_neg_integer()
+          duration_us: non_neg_integer(),
+          notes: [String.t()]
         }
 
   @doc """

@@ -89,4 +89,34 @@ defmodule CMDC.Tool.RoundTrip do
       name -> {:ok, name}
     end
   end
+
+  @doc """
+  `{:ok, name}` when `name` follows the one tool-name rule (the registry's), else
+  `{:error, message}` saying what to change.
+
+      iex> CMDC.Tool.RoundTrip.check_name("fs.read")
+      {:ok, "fs.read"}
+      iex> {:error, message} = CMDC.Tool.RoundTrip.check_name("")
+      iex> is_binary(message)
+      true
+  """
+  @spec check_name(String.t()) :: {:ok, String.t()} | {:error, String.t()}
+  def check_name(name) when is_binary(name), do: Native.tool_name_check(name)
+
+  @doc """
+  The name the provider `format` is given for the tool `name` (`original_name/2` maps it back).
+  Raises `ArgumentError` for an unknown format, as `CMDC.Tool.Providers` does.
+
+      iex> CMDC.Tool.RoundTrip.name_for("fs.read", :openai)
+      "fs_read"
+      iex> CMDC.Tool.RoundTrip.name_for("fs.read", :gemini)
+      "fs.read"
+  """
+  @spec name_for(String.t(), atom()) :: String.t()
+  def name_for(name, format) when is_binary(name) do
+    case Native.tool_name_for(name, format) do
+      {:ok, given} -> given
+      {:error, message} -> raise ArgumentError, message
+    end
+  end
 end

@@ -4,16 +4,17 @@ defmodule CMDC.Tool.Runner do
   exception in the agent, never a hung turn.
 
   Steps: resolve the tool (unknown → error result with "did you mean"), decode and validate the
-  arguments natively (invalid → error result naming path, expected and got), check the
-  permission policy, execute in a process of its own under a time limit, normalize.
+  arguments natively (invalid → error result naming path, expected and got), run the hooks
+  before the call (`CMDC.Tool.Hooks`), check the permission policy, execute in a process of its
+  own under a time limit, normalize, run the hooks after the call, result approval.
 
   ## Errors
 
   `run/4`, `await/2` and `run_many/4` never fail: a failed call is a
   `%CMDC.Tool.Result{is_error: true}` whose `content` the model reads and whose `reason` says
   how it failed (`:unknown_tool`, `:invalid`, `:denied`, `:timeout`, `:cancelled`, `:crashed`,
-  `:invalid_output`, `:withheld`, `:aborted`, or `:error` when the tool returned
-  `{:error, text}`).
+  `:invalid_output`, `:withheld`, `:aborted`, `:blocked` when a hook blocked the result, or
+  `:tool_error` when the tool returned `{:error, text}`).
 
   ## Calls
 
@@ -32,6 +33,9 @@ defmodule CMDC.Tool.Runner do
       `:always` (see `CMDC.Tool.Approval`: without an approver such results are withheld).
     * `:policies` - `%{tool_name => policy}` overrides (registries carry their own settings).
     * `:subscriber` - a pid receiving `{:cmdc_tool_event, :start | :update | :end, info}`.
+    * `:hooks` - hooks for this run (`CMDC.Tool.Hooks`), after those attached globally, to
+      the registry and to the session. A `resolve` call applies a pending action of the
+      session (`CMDC.Tool.Pending`).
 
   ## Tool settings
 
@@ -53,8 +57,8 @@ defmodule CMDC.Tool.Runner do
 
   require Logger
 
-  alias CMDC.Tool.Result
-  alias CMDC.Tool.Runner.Reaper
+  alias CMDC.Tool.{Pending, Result}
+  alias CMDC.Tool.Runner.{Intercept, Reaper, Settings}
 
   @default_timeout 60_000
   @default_max_output 100_000
@@ -238,7 +242,7 @@ defmodule CMDC.Tool.Runner do
     {_, name, _} = call_parts(call)
 
     case CMDC.Tool.find(tools, name) do
-      {:ok, module} -> Map.get(settings(tools, module, name), :exclusive, false) == true
+      {:ok, module} -> Map.get(Settings.for_tool(tools, module, name), :exclusive, false) == true
       _ -> false
     end
   end
@@ -257,12 +261,17 @@ defmodule CMDC.Tool.Runner do
     emit(opts, :start, %{id: id, name: name})
 
     result =
-      with {:ok, module, args, settings} <- prepare(tools, name, arguments),
-           :ok <- permit(module, name, args, id, settings, context, opts) do
+      with {:ok, hooks} <- hooks(tools, context, opts),
+           {:ok, module, args, settings} <- prepare_call(tools, name, arguments, context),
+           call = hook_call(name, args, id, module, context),
+           {:ok, args, pre} <- Intercept.before(hooks, call, settings, context),
+           :ok <- Intercept.permit(pre, name, args, id, settings, context, opts) do
+        call = %{call | args: args}
         # The tools called against, for tools that search them (CMDC.Tool.Search.Tool).
         context = %{context | private: Map.put(context.private, :tools, tools)}
 
         supervise(module, args, context, opts, settings, {caller, ref, id})
+        |> Intercept.after_call(hooks, call, {pre, settings, context})
         |> CMDC.Tool.Approval.review(name, args, id, settings, context, opts)
       else
         {:error, %Result{} = result} -> result
@@ -273,6 +282,51 @@ defmodule CMDC.Tool.Runner do
     emit(opts, :end, %{id: id, name: name, duration_us: duration, is_error: result.is_error})
     result
   end
+
+  defp hooks(tools, context, opts) do
+    case CMDC.Tool.Hooks.for_call(tools, context, opts) do
+      {:error, message} -> {:error, Result.error(message, :denied)}
+      hooks -> {:ok, hooks}
+    end
+  end
+
+  # The `resolve` tool of pending actions (`CMDC.Tool.Pending`) answers when the tools do not
+  # have one and the session has pending actions; applying takes the action's own policy.
+  defp prepare_call(tools, "resolve", arguments, context) do
+    with {:error, %Result{reason: :unknown_tool}} = miss <- prepare(tools, "resolve", arguments) do
+      if Pending.any?(context.session_id),
+        do: [Pending.Resolve] |> prepare("resolve", arguments) |> pending_policy(context),
+        else: miss
+    end
+  end
+
+  defp prepare_call(tools, name, arguments, _context), do: prepare(tools, name, arguments)
+
+  defp pending_policy({:ok, module, %{"action" => "apply", "id" => id} = args, settings}, ctx) do
+    case Pending.fetch(ctx.session_id, id) do
+      {:ok, %{policy: policy}} when policy != nil ->
+        {:ok, module, args, Map.put(settings, :policy, policy)}
+
+      _ ->
+        {:ok, module, args, settings}
+    end
+  end
+
+  defp pending_policy(prepared, _ctx), do: prepared
+
+  # A call as hooks see it; a `resolve` call also carries the pending action it resolves.
+  defp hook_call(name, args, id, Pending.Resolve = module, context) do
+    pending =
+      case Pending.fetch(context.session_id, args["id"]) do
+        {:ok, action} -> Map.take(action, [:id, :label, :details, :tool])
+        :error -> nil
+      end
+
+    %{tool: name, args: args, call_id: id, module: module, pending: pending}
+  end
+
+  defp hook_call(name, args, id, module, _context),
+    do: %{tool: name, args: args, call_id: id, module: module}
 
   # Resolve, validate, settings: `{:ok, module, args, settings}` or `{:error, %Result{}}`. On a
   # registry one native call does the three (`CMDC.Tool.Registry.call/3`); on a list of
@@ -311,7 +365,7 @@ defmodule CMDC.Tool.Runner do
             else: CMDC.Tool.validate(module, arguments)
 
         with {:ok, args} <- result,
-             do: {:ok, module, args, settings(tools, module, name)},
+             do: {:ok, module, args, Settings.for_tool(tools, module, name)},
              else: ({:error, errors} -> invalid(errors, module))
 
       _ ->
@@ -330,7 +384,7 @@ defmodule CMDC.Tool.Runner do
 
   # `name`: the registered name; `called`: the name the model used.
   defp prepared({:ok, {module, args, registry_settings}}, _registry, name, _called),
-    do: {:ok, module, args, merge_settings(module, name, registry_settings)}
+    do: {:ok, module, args, Settings.merge(module, name, registry_settings)}
 
   defp prepared({:error, errors}, registry, name, _called) when is_list(errors) do
     case CMDC.Tool.Registry.find(registry, name) do
@@ -360,96 +414,8 @@ defmodule CMDC.Tool.Runner do
   end
 
   @doc false
-  # A tool's settings: its own (`tool_options/0`, or a script tool's `__tool_settings__/0`),
-  # overridden by the registry's (which may come from metadata files, with string keys).
-  def settings(tools, module, name) do
-    registry =
-      case tools do
-        %CMDC.Tool.Registry{} -> CMDC.Tool.Registry.settings(tools, name)
-        _ -> %{}
-      end
-
-    merge_settings(module, name, registry)
-  end
-
-  defp merge_settings(module, name, registry) do
-    own =
-      cond do
-        not Code.ensure_loaded?(module) -> %{}
-        function_exported?(module, :tool_options, 0) -> Map.new(module.tool_options())
-        function_exported?(module, :__tool_settings__, 0) -> module.__tool_settings__()
-        true -> %{}
-      end
-
-    own = Map.merge(normalize_settings(own), CMDC.Tool.Permissions.normalize(own, name))
-
-    registry =
-      Map.merge(normalize_settings(registry), CMDC.Tool.Permissions.normalize(registry, name))
-
-    Map.merge(own, registry)
-  end
-
-  defp normalize_settings(settings) do
-    Enum.reduce(settings, %{}, fn
-      {k, v}, acc when k in ["timeout", "timeout_ms", :timeout] and is_integer(v) ->
-        Map.put(acc, :timeout_ms, v)
-
-      {"exclusive", v}, acc ->
-        Map.put(acc, :exclusive, v == true)
-
-      {k, v}, acc when is_atom(k) ->
-        Map.put(acc, k, v)
-
-      {_k, _v}, acc ->
-        acc
-    end)
-  end
-
-  ## Permissions
-
-  defp permit(_module, name, args, id, settings, context, opts) do
-    policy = get_in(opts, [:policies, name]) || Map.get(settings, :policy, :auto)
-
-    case policy do
-      :auto -> :ok
-      :deny -> {:error, Result.error("#{name} is not allowed here (policy: deny).", :denied)}
-      :ask_once -> ask(name, args, id, context, opts, true)
-      :ask_always -> ask(name, args, id, context, opts, false)
-      other -> {:error, Result.error("#{name} has an unknown policy #{inspect(other)}.", :denied)}
-    end
-  end
-
-  defp ask(name, args, id, context, opts, remember?) do
-    key = {context.session_id, name}
-
-    if remember? and approved?(key) do
-      :ok
-    else
-      approver = Keyword.get(opts, :approver) || Map.get(context.private, :approver)
-
-      case approver && approver.(%{tool: name, args: args, call_id: id}) do
-        nil ->
-          {:error,
-           Result.error(
-             "#{name} needs approval, and no one can approve here (headless): not run.",
-             :denied
-           )}
-
-        :allow ->
-          if remember?, do: remember(key)
-          :ok
-
-        {:deny, why} ->
-          {:error, Result.error("#{name} was not approved: #{why}", :denied)}
-
-        _ ->
-          {:error, Result.error("#{name} was not approved.", :denied)}
-      end
-    end
-  end
-
-  defp approved?(key), do: CMDC.Tool.Approvals.approved?(key)
-  defp remember(key), do: CMDC.Tool.Approvals.remember(key)
+  # A tool's settings (see `CMDC.Tool.Runner.Settings`); kept for callers of the old name.
+  def settings(tools, module, name), do: Settings.for_tool(tools, module, name)
 
   @doc "Forgets the `:ask_once` approvals of a session (e.g. when it ends)."
   def forget_approvals(session_id), do: CMDC.Tool.Approvals.forget(session_id)
@@ -588,11 +554,15 @@ defmodule CMDC.Tool.Runner do
 
   @doc """
   Tells every tool that exports `on_session/2` about a session event (`:start`, `:switch`,
-  `:branch`, `:tree`, `:shutdown`). A crash in a tool's handler is logged as a warning and
-  never stops the others or the session.
+  `:branch`, `:tree`, `:shutdown`), then the session's hooks (`CMDC.Tool.Hooks`: Elixir hooks'
+  `on_session/2`; command hooks' `SessionStart` at `:start`, `SessionEnd` at `:shutdown`). A
+  crash in a tool's handler or a hook is logged as a warning and never stops the others or the
+  session. At `:shutdown` the session's pending actions expire (`CMDC.Tool.Pending`), its
+  `:ask_once` approvals are forgotten and its attached hooks removed. Option `:hooks` as for
+  `run/4`.
   """
-  @spec session_event(term(), atom(), CMDC.Context.t()) :: :ok
-  def session_event(tools, event, context) do
+  @spec session_event(term(), atom(), CMDC.Context.t(), keyword()) :: :ok
+  def session_event(tools, event, context, opts \\ []) do
     for module <- modules(tools),
         Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
       try do
@@ -608,6 +578,14 @@ defmodule CMDC.Tool.Runner do
             "cmdc_tool: #{inspect(module)}.on_session(#{inspect(event)}) #{kind}: #{inspect(reason)}"
           )
       end
+    end
+
+    Intercept.session(tools, event, context, opts)
+
+    if event == :shutdown and context.session_id != nil do
+      CMDC.Tool.Pending.expire(context.session_id)
+      CMDC.Tool.Approvals.forget(context.session_id)
+      CMDC.Tool.Hooks.detach({:session, context.session_id})
     end
 
     :ok

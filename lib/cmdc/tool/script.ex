@@ -270,8 +270,11 @@ defmodule CMDC.Tool.Script do
       paths
       |> Enum.zip(results)
       |> Enum.map(fn
-        {path, {_abs, {:error, message}}} -> {path, {:error, message}}
-        {path, {abs, {:ok, {status, json}}}} -> {path, build(abs, status, json, opts)}
+        {path, {_abs, {:error, message}}} ->
+          {path, {:error, message}}
+
+        {path, {abs, {:ok, {status, json, language}}}} ->
+          {path, build(abs, status, json, language, opts)}
       end)
 
     # one code-loading commit for every tool module of every script
@@ -306,10 +309,10 @@ defmodule CMDC.Tool.Script do
     end
   end
 
-  defp build(path, status, json, opts) do
+  # `language` is what the native side read the script as (`:python`, `:powershell`).
+  defp build(path, status, json, language, opts) do
     with {:ok, doc} <- JSON.decode(json) do
       for warning <- doc["warnings"] || [], do: Logger.warning("cmdc_tool: #{warning}")
-      kind = if doc["type"] == "PowerShellModule", do: :powershell, else: :python
       group = doc["name"] || Path.rootname(Path.basename(path))
       prefix = Module.concat([opts[:namespace], "S" <> hash(path), camelize(group)])
       call_opts = Keyword.take(opts, [:timeout, :max_workers, :idle_timeout, :python])
@@ -325,7 +328,7 @@ defmodule CMDC.Tool.Script do
              description: description(function["description"], name, path),
              parameters: function["parameters"] || %{"type" => "object", "properties" => %{}},
              settings: settings(tool, doc["defaultPermissions"]),
-             script: %{path: path, function: name, group: group, kind: kind},
+             script: %{path: path, function: name, group: group, kind: language},
              call_opts: call_opts
            }
            |> Map.merge(display(tool, path, name))}
@@ -336,7 +339,7 @@ defmodule CMDC.Tool.Script do
          group: group,
          rule_prompt: doc["rulePrompt"] || "",
          path: path,
-         kind: kind,
+         kind: language,
          tools: Enum.map(defs, &elem(&1, 0)),
          default_permissions: doc["defaultPermissions"] || %{},
          status: status(status),

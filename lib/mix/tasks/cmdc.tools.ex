@@ -8,6 +8,7 @@ defmodule Mix.Tasks.Cmdc.Tools do
       mix cmdc.tools validate NAME JSON
       mix cmdc.tools call NAME JSON [--timeout MS] [--yes]
       mix cmdc.tools doctor
+      mix cmdc.tools hooks [--trust]
 
   Tools come from the built-in examples, `examples/tools/`, the project's and user's tool folders
   and the paths given (see `CMDC.Tool.Discovery`), then the tools of the MCP servers configured in
@@ -20,6 +21,11 @@ defmodule Mix.Tasks.Cmdc.Tools do
   at the terminal: it shows the tool, its `meta/1` summary and the arguments (and the result),
   and runs (or shows) only on `y`. `--yes` approves everything, for scripted use; off a terminal
   without `--yes` such a tool is not run and the message names the flag.
+
+  `call` applies the command hooks of the settings files (`.claude/settings.json`, ...; see
+  `CMDC.Tool.Hooks.Config`; a project's only when trusted, e.g. with `--trust`) and prints their
+  notes on stderr. `hooks` lists those hooks: event, matcher, command, time-out, file, and
+  whether each is active.
   """
   use Mix.Task
 
@@ -45,6 +51,7 @@ defmodule Mix.Tasks.Cmdc.Tools do
       ["validate", name, json | paths] -> CLI.validate(name, json, paths, opts)
       ["call", name, json | paths] -> CLI.call(name, json, paths, opts)
       ["doctor" | paths] -> CLI.doctor(paths, opts)
+      ["hooks"] -> CLI.hooks(opts)
       _ -> Mix.raise("usage:\n" <> usage())
     end
     |> case do

@@ -1,11 +1,13 @@
 //! cmdc_tool's pure-Rust core. Nothing here knows about the BEAM: the NIF crate converts terms
 //! and calls in, and `cargo test` exercises this crate without a VM.
 
+pub mod budget;
 pub mod compiled;
 pub mod discovery;
 pub mod error;
 pub mod etf;
 pub mod exec;
+pub mod fs;
 pub mod names;
 pub mod permissions;
 pub mod providers;

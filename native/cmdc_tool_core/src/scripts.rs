@@ -22,7 +22,7 @@ pub mod worker;
 pub use cache::{
     cache_path, check_document, file_version, read_cache, tighten, with_paths, write_cache, Cached,
 };
-pub use interpreter::{find_python, which, Kind, PWSH_MISSING, VENV_PYTHONS};
+pub use interpreter::{find_python, which, Language, PWSH_MISSING, VENV_PYTHONS};
 pub use protocol::{call_payload, encode_frame, error_from_payload, frame_len, MAX_FRAME};
 
 /// A fresh, empty folder under the system's temp dir for one test.

@@ -12,18 +12,21 @@
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
-use std::os::raw::c_int;
 
 use cmdc_tool_core::tape::{is_ascii, Item, Tape};
 use rustler::sys::{
     enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size, enif_get_uint64,
-    enif_inspect_binary, enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
-    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifBinary, ErlNifEnv, ErlNifMapIterator,
+    enif_is_empty_list, enif_map_iterator_create, enif_map_iterator_destroy,
+    enif_map_iterator_get_pair, enif_map_iterator_next, ErlNifEnv, ErlNifMapIterator,
     ErlNifMapIteratorEntry, ErlNifTerm,
 };
 use rustler::{Env, Term};
 
+use crate::atoms;
 use crate::layout::{self, Layout, Shape};
+use crate::term::raw::{
+    inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
 use crate::term::{self, Budget, TermError, MAX_DEPTH};
 
 /// Reads a term under the JSON rules (see `term.rs`), within `budget`.
@@ -54,15 +57,15 @@ fn build_with<'a>(
     budget.remaining = walker.remaining;
     match walked {
         Ok(()) => Ok(walker.tape),
-        Err(Stop::Yield) => Err(TermError::Yield),
-        Err(Stop::TooBig) => Err(TermError::TooBig),
-        Err(Stop::Bad) => Err(explain(term, budget)),
+        Err(Halt::Yield) => Err(TermError::Yield),
+        Err(Halt::TooBig) => Err(TermError::TooBig),
+        Err(Halt::Bad) => Err(explain(term, budget)),
     }
 }
 
 /// Why a walk stopped. `Bad` (not JSON, too deep) is explained by a second, slower walk.
 #[derive(Debug)]
-enum Stop {
+enum Halt {
     Bad,
     Yield,
     TooBig,
@@ -88,42 +91,6 @@ fn explain(term: Term, budget: &Budget) -> TermError {
     }
 }
 
-/// A binary's bytes if `term` is one (bit strings are not), through the API. The binary belongs
-/// to the caller's term, alive for the whole NIF call: callers keep the slice no longer.
-#[inline]
-pub(crate) fn inspect_bytes(env: *mut ErlNifEnv, term: ErlNifTerm) -> Option<&'static [u8]> {
-    let mut bin = MaybeUninit::<ErlNifBinary>::uninit();
-    if unsafe { enif_inspect_binary(env, term, bin.as_mut_ptr()) } == 0 {
-        return None;
-    }
-    Some(unsafe {
-        let bin = bin.assume_init();
-        std::slice::from_raw_parts(bin.data, bin.size)
-    })
-}
-
-/// `enif_term_type`, read as a plain `int`: a future term type must not become an invalid enum.
-#[inline]
-pub(crate) fn term_type(env: *mut ErlNifEnv, term: ErlNifTerm) -> c_int {
-    type TermTypeFn = unsafe extern "C" fn(*mut ErlNifEnv, ErlNifTerm) -> c_int;
-    // SAFETY: the C function returns an `int`; only the Rust-side return type differs.
-    let f: TermTypeFn = unsafe {
-        std::mem::transmute::<*const (), TermTypeFn>(rustler::sys::enif_term_type as *const ())
-    };
-    unsafe { f(env, term) }
-}
-
-// `ErlNifTermType` values (erl_nif.h).
-pub(crate) const TYPE_ATOM: c_int = 1;
-pub(crate) const TYPE_FLOAT: c_int = 3;
-pub(crate) const TYPE_INTEGER: c_int = 5;
-pub(crate) const TYPE_LIST: c_int = 6;
-pub(crate) const TYPE_MAP: c_int = 7;
-
-pub(crate) mod atoms {
-    rustler::atoms! { true_atom = "true", false_atom = "false", nil_atom = "nil" }
-}
-
 struct Walker<'a> {
     env: *mut ErlNifEnv,
     term_env: Env<'a>,
@@ -138,14 +105,14 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     /// `Budget::spend` with a one-byte error: the hot walk never builds a `TermError`.
     #[inline]
-    fn spend(&mut self, units: i64) -> Result<(), Stop> {
+    fn spend(&mut self, units: i64) -> Result<(), Halt> {
         self.remaining -= units;
         if self.remaining >= 0 {
             Ok(())
         } else if self.dirty {
-            Err(Stop::TooBig)
+            Err(Halt::TooBig)
         } else {
-            Err(Stop::Yield)
+            Err(Halt::Yield)
         }
     }
 
@@ -156,7 +123,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Reads `term` into `slot`.
-    fn value(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
+    fn value(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Halt> {
         self.spend(1)?;
         let env = self.env;
         if let Some(layout) = self.layout {
@@ -199,7 +166,7 @@ impl<'a> Walker<'a> {
                     Item::boolean(true)
                 } else if term == atoms::false_atom().as_c_arg() {
                     Item::boolean(false)
-                } else if term == atoms::nil_atom().as_c_arg() {
+                } else if term == atoms::nil().as_c_arg() {
                     Item::NULL
                 } else {
                     {
@@ -210,14 +177,14 @@ impl<'a> Walker<'a> {
             }
             TYPE_LIST => return self.list(term, slot, depth),
             TYPE_MAP => return self.map(term, slot, depth),
-            _ => return Err(Stop::Bad),
+            _ => return Err(Halt::Bad),
         };
         self.tape.set(slot, item);
         Ok(())
     }
 
     #[inline]
-    fn string(&mut self, bytes: &'a [u8], slot: usize) -> Result<(), Stop> {
+    fn string(&mut self, bytes: &'a [u8], slot: usize) -> Result<(), Halt> {
         let (string, ascii) = self.text(bytes)?;
         self.tape.set_str(slot, string, ascii);
         Ok(())
@@ -225,20 +192,20 @@ impl<'a> Walker<'a> {
 
     /// The stop for work over the budget.
     #[inline]
-    fn over(&self) -> Stop {
+    fn over(&self) -> Halt {
         if self.dirty {
-            Stop::TooBig
+            Halt::TooBig
         } else {
-            Stop::Yield
+            Halt::Yield
         }
     }
 
     /// A container with `depth` ancestors and `size` children: refused as the 129th level, and
     /// over the budget before any slot is reserved for its children.
     #[inline]
-    fn enter(&mut self, depth: usize, size: usize) -> Result<(), Stop> {
+    fn enter(&mut self, depth: usize, size: usize) -> Result<(), Halt> {
         if depth >= MAX_DEPTH {
-            return Err(Stop::Bad);
+            return Err(Halt::Bad);
         }
         if size as i64 > self.remaining {
             return Err(self.over());
@@ -248,7 +215,7 @@ impl<'a> Walker<'a> {
 
     /// Checked text of a binary, and whether it is all ASCII.
     #[inline(always)]
-    fn text(&mut self, bytes: &'a [u8]) -> Result<(&'a str, bool), Stop> {
+    fn text(&mut self, bytes: &'a [u8]) -> Result<(&'a str, bool), Halt> {
         self.spend((bytes.len() >> 7) as i64)?;
         if is_ascii(bytes) {
             // SAFETY: ASCII is UTF-8.
@@ -256,7 +223,7 @@ impl<'a> Walker<'a> {
         }
         std::str::from_utf8(bytes)
             .map(|s| (s, false))
-            .map_err(|_| Stop::Bad)
+            .map_err(|_| Halt::Bad)
     }
 
     /// A list read cell by cell from memory (see `layout.rs`).
@@ -266,7 +233,7 @@ impl<'a> Walker<'a> {
         term: ErlNifTerm,
         slot: usize,
         depth: usize,
-    ) -> Result<(), Stop> {
+    ) -> Result<(), Halt> {
         // Counted only as far as the budget reaches: a long list yields after its first cells.
         let mut len = 0usize;
         let mut cell = term;
@@ -281,7 +248,7 @@ impl<'a> Walker<'a> {
                 }
                 Shape::Nil => break,
                 // An improper list.
-                _ => return Err(Stop::Bad),
+                _ => return Err(Halt::Bad),
             }
         }
         self.enter(depth, len)?;
@@ -289,7 +256,7 @@ impl<'a> Walker<'a> {
         let mut cell = term;
         for i in start..start + len {
             let Shape::Cons(head, tail) = layout.shape(cell) else {
-                return Err(Stop::Bad);
+                return Err(Halt::Bad);
             };
             self.value(layout::term(head), i, depth + 1)?;
             cell = layout::term(tail);
@@ -305,7 +272,7 @@ impl<'a> Walker<'a> {
         values: &[usize],
         slot: usize,
         depth: usize,
-    ) -> Result<(), Stop> {
+    ) -> Result<(), Halt> {
         let size = keys.len();
         self.enter(depth, size)?;
         let start = self.tape.reserve(size);
@@ -323,7 +290,7 @@ impl<'a> Walker<'a> {
     /// atom. Inlined, with the name written here: returned through memory, a name measured as a
     /// store-forwarding stall.
     #[inline(always)]
-    fn key(&mut self, key: ErlNifTerm, slot: usize) -> Result<bool, Stop> {
+    fn key(&mut self, key: ErlNifTerm, slot: usize) -> Result<bool, Halt> {
         let bytes = match self.layout.map(|layout| layout.shape(key)) {
             Some(Shape::Bytes(bytes)) => bytes,
             _ => return self.other_key(key, slot),
@@ -335,14 +302,14 @@ impl<'a> Walker<'a> {
 
     /// A key not read directly: another binary, or an atom.
     #[inline(never)]
-    fn other_key(&mut self, key: ErlNifTerm, slot: usize) -> Result<bool, Stop> {
+    fn other_key(&mut self, key: ErlNifTerm, slot: usize) -> Result<bool, Halt> {
         if let Some(bytes) = self.bytes(key) {
             let (name, _) = self.text(bytes)?;
             self.tape.set_key(slot, name);
             return Ok(false);
         }
         if term_type(self.env, key) != TYPE_ATOM {
-            return Err(Stop::Bad);
+            return Err(Halt::Bad);
         }
         let name = self.atom_name(key)?;
         self.tape.set_owned_key(slot, name);
@@ -356,11 +323,11 @@ impl<'a> Walker<'a> {
         start: usize,
         size: usize,
         mixed: bool,
-    ) -> Result<(), Stop> {
+    ) -> Result<(), Halt> {
         if self.tape.finish_object(slot, start, size, mixed) {
             Ok(())
         } else {
-            Err(Stop::Bad)
+            Err(Halt::Bad)
         }
     }
 
@@ -368,25 +335,25 @@ impl<'a> Walker<'a> {
     /// charged first (`term::read_big`).
     #[cold]
     #[inline(never)]
-    fn big(&mut self, term: ErlNifTerm) -> Result<Item, Stop> {
+    fn big(&mut self, term: ErlNifTerm) -> Result<Item, Halt> {
         let term = unsafe { Term::new(self.term_env, term) };
         let mut budget = Budget::with(self.remaining, self.dirty);
         let big = term::read_big(term, &mut budget);
         self.remaining = budget.remaining;
         match big {
             Ok(big) => Ok(self.tape.big(big.to_string())),
-            Err(TermError::Yield) => Err(Stop::Yield),
-            Err(_) => Err(Stop::TooBig),
+            Err(TermError::Yield) => Err(Halt::Yield),
+            Err(_) => Err(Halt::TooBig),
         }
     }
 
     #[inline(never)]
-    fn atom_name(&mut self, term: ErlNifTerm) -> Result<String, Stop> {
-        term::atom_name(unsafe { Term::new(self.term_env, term) }).ok_or(Stop::Bad)
+    fn atom_name(&mut self, term: ErlNifTerm) -> Result<String, Halt> {
+        term::atom_name(unsafe { Term::new(self.term_env, term) }).ok_or(Halt::Bad)
     }
 
     #[inline(never)]
-    fn list(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
+    fn list(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Halt> {
         let env = self.env;
         // Counted cell by cell only as far as the budget reaches (`enif_get_list_length`
         // would count a 2M-element list whole).
@@ -402,7 +369,7 @@ impl<'a> Walker<'a> {
             cell = unsafe { tail.assume_init() };
         }
         if unsafe { enif_is_empty_list(env, cell) } == 0 {
-            return Err(Stop::Bad);
+            return Err(Halt::Bad);
         }
         self.enter(depth, len)?;
         let start = self.tape.reserve(len);
@@ -417,11 +384,11 @@ impl<'a> Walker<'a> {
     }
 
     #[inline(never)]
-    fn map(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Stop> {
+    fn map(&mut self, term: ErlNifTerm, slot: usize, depth: usize) -> Result<(), Halt> {
         let env = self.env;
         let mut size = 0usize;
         if unsafe { enif_get_map_size(env, term, &mut size) } == 0 {
-            return Err(Stop::Bad);
+            return Err(Halt::Bad);
         }
         self.enter(depth, size)?;
         let start = self.tape.reserve(size);
@@ -437,7 +404,7 @@ impl<'a> Walker<'a> {
             )
         };
         if created == 0 {
-            return Err(Stop::Bad);
+            return Err(Halt::Bad);
         }
         let members = self.members(iter, start, size, depth);
         unsafe { enif_map_iterator_destroy(env, iter) };
@@ -454,7 +421,7 @@ impl<'a> Walker<'a> {
         start: usize,
         size: usize,
         depth: usize,
-    ) -> Result<bool, Stop> {
+    ) -> Result<bool, Halt> {
         let env = self.env;
         let (mut atom_keys, mut binary_keys) = (false, false);
         let mut k = MaybeUninit::<ErlNifTerm>::uninit();
@@ -462,7 +429,7 @@ impl<'a> Walker<'a> {
         for i in start..start + size {
             if unsafe { enif_map_iterator_get_pair(env, iter, k.as_mut_ptr(), v.as_mut_ptr()) } == 0
             {
-                return Err(Stop::Bad);
+                return Err(Halt::Bad);
             }
             let (key, value) = unsafe { (k.assume_init(), v.assume_init()) };
             let atom = self.key(key, i)?;

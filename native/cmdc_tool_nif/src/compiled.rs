@@ -11,7 +11,7 @@
 use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_uint};
 
-use cmdc_tool_core::compiled::{Budget, Instance, Kind, Program, Stop};
+use cmdc_tool_core::compiled::{Budget, Instance, Program, Stop, ValueKind};
 use cmdc_tool_core::tape::is_ascii;
 use rustler::sys::{
     enif_get_atom, enif_get_double, enif_get_int64, enif_get_list_cell, enif_get_map_size,
@@ -21,10 +21,11 @@ use rustler::sys::{
 };
 use rustler::Term;
 
-use crate::beam::{
-    atoms, inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
-};
+use crate::atoms;
 use crate::layout::{self, Layout, Shape};
+use crate::term::raw::{
+    inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
 use crate::term::{DIRTY_BUDGET, NORMAL_BUDGET};
 
 /// Work units of the program on a normal scheduler. A unit here (one value checked in place)
@@ -76,10 +77,7 @@ fn run_spending(
         layout,
     };
     let start = if dirty { DIRTY_BUDGET } else { NORMAL_UNITS };
-    let mut budget = Budget {
-        remaining: start,
-        dirty,
-    };
+    let mut budget = Budget::with(start, dirty);
     let result = program.validate(
         Raw {
             term: term.as_c_arg(),
@@ -130,43 +128,43 @@ impl<'r> Raw<'r> {
 
     #[cold]
     #[inline(never)]
-    fn api_kind(self) -> Kind<'static> {
+    fn api_kind(self) -> ValueKind<'static> {
         if let Some(bytes) = self.bytes() {
-            return Kind::Str(bytes);
+            return ValueKind::Str(bytes);
         }
         let env = self.reader.env;
         match term_type(env, self.term) {
             TYPE_INTEGER => {
                 let mut i = 0i64;
                 if unsafe { enif_get_int64(env, self.term, &mut i) } != 0 {
-                    Kind::Int(i)
+                    ValueKind::Int(i)
                 } else {
                     // Past i64: the `jsonschema` path reads these.
-                    Kind::Other
+                    ValueKind::Other
                 }
             }
             TYPE_FLOAT => {
                 let mut f = 0f64;
                 if unsafe { enif_get_double(env, self.term, &mut f) } != 0 {
-                    Kind::Float(f)
+                    ValueKind::Float(f)
                 } else {
-                    Kind::Other
+                    ValueKind::Other
                 }
             }
             TYPE_ATOM => {
                 if self.term == atoms::true_atom().as_c_arg() {
-                    Kind::Bool(true)
+                    ValueKind::Bool(true)
                 } else if self.term == atoms::false_atom().as_c_arg() {
-                    Kind::Bool(false)
-                } else if self.term == atoms::nil_atom().as_c_arg() {
-                    Kind::Null
+                    ValueKind::Bool(false)
+                } else if self.term == atoms::nil().as_c_arg() {
+                    ValueKind::Null
                 } else {
-                    Kind::Name
+                    ValueKind::Name
                 }
             }
-            TYPE_LIST => Kind::Array,
-            TYPE_MAP => Kind::Object,
-            _ => Kind::Other,
+            TYPE_LIST => ValueKind::Array,
+            TYPE_MAP => ValueKind::Object,
+            _ => ValueKind::Other,
         }
     }
 
@@ -323,21 +321,21 @@ struct KeyKinds {
 
 impl<'r> Instance<'r> for Raw<'r> {
     #[inline(always)]
-    fn kind(self) -> Kind<'r> {
+    fn kind(self) -> ValueKind<'r> {
         if let Some(layout) = self.reader.layout {
             match layout.shape(self.term) {
-                Shape::Bytes(bytes) => return Kind::Str(bytes),
-                Shape::Small(i) => return Kind::Int(i),
-                Shape::Map(..) => return Kind::Object,
-                Shape::Cons(..) | Shape::Nil => return Kind::Array,
+                Shape::Bytes(bytes) => return ValueKind::Str(bytes),
+                Shape::Small(i) => return ValueKind::Int(i),
+                Shape::Map(..) => return ValueKind::Object,
+                Shape::Cons(..) | Shape::Nil => return ValueKind::Array,
                 // Atoms are immediates: true, false and nil are told apart without a call.
                 Shape::Other if self.term == atoms::true_atom().as_c_arg() => {
-                    return Kind::Bool(true)
+                    return ValueKind::Bool(true)
                 }
                 Shape::Other if self.term == atoms::false_atom().as_c_arg() => {
-                    return Kind::Bool(false)
+                    return ValueKind::Bool(false)
                 }
-                Shape::Other if self.term == atoms::nil_atom().as_c_arg() => return Kind::Null,
+                Shape::Other if self.term == atoms::nil().as_c_arg() => return ValueKind::Null,
                 Shape::Other => {}
             }
         }

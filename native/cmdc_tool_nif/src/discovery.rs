@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cmdc_tool_core::discovery::{
-    self, Config, Kind, Meta, Note, NoteKind, Scan, Source, ToolFile, Trust,
+    self, Config, Meta, Note, NoteKind, Scan, Source, ToolFile, ToolKind, Trust,
 };
 use rustler::{Encoder, Env, NifMap, Term};
 
@@ -14,51 +14,38 @@ use crate::error::Result;
 use crate::options::{self, Options};
 use crate::term::from_value;
 
-mod keys {
-    rustler::atoms! {
-        files, ignored, errors, project_trusted,
-        source, provider, root, path, real_path, kind, mtime, size, meta, meta_path, doc,
-        doc_settings, doc_path, cache_path, plugin, name, version, dir, description, disabled, settings, tools,
-        r#type = "type", reason, unchanged,
-        explicit, project, user, plugin_source = "plugin", elixir, script,
-        unsupported, hidden, duplicate, untrusted, metadata, no_manifest, plugin_disabled,
-        not_found, unreadable, bad_metadata, bad_manifest, bad_trust_list, bad_home,
-        outside_plugin,
-    }
-}
-
 fn source_atom(source: Source) -> rustler::Atom {
     match source {
-        Source::Explicit => keys::explicit(),
-        Source::Project => keys::project(),
-        Source::User => keys::user(),
-        Source::Plugin => keys::plugin_source(),
+        Source::Explicit => atoms::explicit(),
+        Source::Project => atoms::project(),
+        Source::User => atoms::user(),
+        Source::Plugin => atoms::plugin(),
     }
 }
 
-fn kind_atom(kind: Kind) -> rustler::Atom {
+fn kind_atom(kind: ToolKind) -> rustler::Atom {
     match kind {
-        Kind::Elixir => keys::elixir(),
-        Kind::Script => keys::script(),
+        ToolKind::Elixir => atoms::elixir(),
+        ToolKind::Script => atoms::script(),
     }
 }
 
 fn note_atom(kind: NoteKind) -> rustler::Atom {
     match kind {
-        NoteKind::Unsupported => keys::unsupported(),
-        NoteKind::Hidden => keys::hidden(),
-        NoteKind::Duplicate => keys::duplicate(),
-        NoteKind::Untrusted => keys::untrusted(),
-        NoteKind::Metadata => keys::metadata(),
-        NoteKind::NoManifest => keys::no_manifest(),
-        NoteKind::PluginDisabled => keys::plugin_disabled(),
-        NoteKind::NotFound => keys::not_found(),
-        NoteKind::Unreadable => keys::unreadable(),
-        NoteKind::BadMetadata => keys::bad_metadata(),
-        NoteKind::BadManifest => keys::bad_manifest(),
-        NoteKind::BadTrustList => keys::bad_trust_list(),
-        NoteKind::BadHome => keys::bad_home(),
-        NoteKind::OutsidePlugin => keys::outside_plugin(),
+        NoteKind::Unsupported => atoms::unsupported(),
+        NoteKind::Hidden => atoms::hidden(),
+        NoteKind::Duplicate => atoms::duplicate(),
+        NoteKind::Untrusted => atoms::untrusted(),
+        NoteKind::Metadata => atoms::metadata(),
+        NoteKind::NoManifest => atoms::no_manifest(),
+        NoteKind::PluginDisabled => atoms::plugin_disabled(),
+        NoteKind::NotFound => atoms::not_found(),
+        NoteKind::Unreadable => atoms::unreadable(),
+        NoteKind::BadMetadata => atoms::bad_metadata(),
+        NoteKind::BadManifest => atoms::bad_manifest(),
+        NoteKind::BadTrustList => atoms::bad_trust_list(),
+        NoteKind::BadHome => atoms::bad_home(),
+        NoteKind::OutsidePlugin => atoms::outside_plugin(),
     }
 }
 
@@ -146,11 +133,11 @@ fn meta_term<'a>(env: Env<'a>, meta: &Meta) -> Term<'a> {
     map(
         env,
         &[
-            (keys::name(), opt_str(env, &meta.name)),
-            (keys::description(), opt_str(env, &meta.description)),
-            (keys::disabled(), meta.disabled.encode(env)),
-            (keys::settings(), settings),
-            (keys::tools(), tools),
+            (atoms::name(), opt_str(env, &meta.name)),
+            (atoms::description(), opt_str(env, &meta.description)),
+            (atoms::disabled(), meta.disabled.encode(env)),
+            (atoms::settings(), settings),
+            (atoms::tools(), tools),
         ],
     )
 }
@@ -164,9 +151,9 @@ fn file_term<'a>(env: Env<'a>, f: &ToolFile) -> Term<'a> {
         Some(p) => map(
             env,
             &[
-                (keys::name(), p.name.as_str().encode(env)),
-                (keys::version(), p.version.as_str().encode(env)),
-                (keys::dir(), path_term(env, &p.dir)),
+                (atoms::name(), p.name.as_str().encode(env)),
+                (atoms::version(), p.version.as_str().encode(env)),
+                (atoms::dir(), path_term(env, &p.dir)),
             ],
         ),
         None => atoms::nil().encode(env),
@@ -174,24 +161,24 @@ fn file_term<'a>(env: Env<'a>, f: &ToolFile) -> Term<'a> {
     map(
         env,
         &[
-            (keys::source(), source_atom(f.source).encode(env)),
-            (keys::provider(), f.provider.as_str().encode(env)),
-            (keys::root(), path_term(env, &f.root)),
-            (keys::path(), path_term(env, &f.path)),
-            (keys::real_path(), path_term(env, &f.real_path)),
-            (keys::kind(), kind_atom(f.kind).encode(env)),
-            (keys::mtime(), f.mtime_ns.encode(env)),
-            (keys::size(), f.size.encode(env)),
-            (keys::meta(), meta),
-            (keys::meta_path(), opt_path(env, &f.meta_path)),
-            (keys::doc(), opt_str(env, &f.doc)),
+            (atoms::source(), source_atom(f.source).encode(env)),
+            (atoms::provider(), f.provider.as_str().encode(env)),
+            (atoms::root(), path_term(env, &f.root)),
+            (atoms::path(), path_term(env, &f.path)),
+            (atoms::real_path(), path_term(env, &f.real_path)),
+            (atoms::kind(), kind_atom(f.kind).encode(env)),
+            (atoms::mtime(), f.mtime_ns.encode(env)),
+            (atoms::size(), f.size.encode(env)),
+            (atoms::meta(), meta),
+            (atoms::meta_path(), opt_path(env, &f.meta_path)),
+            (atoms::doc(), opt_str(env, &f.doc)),
             (
-                keys::doc_settings(),
+                atoms::doc_settings(),
                 from_value(env, &serde_json::Value::Object(f.doc_settings.clone())),
             ),
-            (keys::doc_path(), opt_path(env, &f.doc_path)),
-            (keys::cache_path(), opt_path(env, &f.cache_path)),
-            (keys::plugin(), plugin),
+            (atoms::doc_path(), opt_path(env, &f.doc_path)),
+            (atoms::cache_path(), opt_path(env, &f.cache_path)),
+            (atoms::plugin(), plugin),
         ],
     )
 }
@@ -200,11 +187,11 @@ fn note_term<'a>(env: Env<'a>, n: &Note) -> Term<'a> {
     map(
         env,
         &[
-            (keys::r#type(), note_atom(n.kind).encode(env)),
-            (keys::source(), source_atom(n.source).encode(env)),
-            (keys::provider(), n.provider.as_str().encode(env)),
-            (keys::path(), path_term(env, &n.path)),
-            (keys::reason(), n.reason.as_str().encode(env)),
+            (atoms::r#type(), note_atom(n.kind).encode(env)),
+            (atoms::source(), source_atom(n.source).encode(env)),
+            (atoms::provider(), n.provider.as_str().encode(env)),
+            (atoms::path(), path_term(env, &n.path)),
+            (atoms::reason(), n.reason.as_str().encode(env)),
         ],
     )
 }
@@ -216,10 +203,10 @@ fn scan_term<'a>(env: Env<'a>, scan: &Scan) -> Term<'a> {
     map(
         env,
         &[
-            (keys::files(), files.encode(env)),
-            (keys::ignored(), ignored.encode(env)),
-            (keys::errors(), errors.encode(env)),
-            (keys::project_trusted(), scan.project_trusted.encode(env)),
+            (atoms::files(), files.encode(env)),
+            (atoms::ignored(), ignored.encode(env)),
+            (atoms::errors(), errors.encode(env)),
+            (atoms::project_trusted(), scan.project_trusted.encode(env)),
         ],
     )
 }
@@ -235,7 +222,7 @@ fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Option<u64>) -> Re
     let scan = discovery::scan(&config);
     let digest = discovery::digest(&scan);
     Ok(if previous == Some(digest) {
-        (keys::unchanged(), digest).encode(env)
+        (atoms::unchanged(), digest).encode(env)
     } else {
         (scan_term(env, &scan), digest).encode(env)
     })

@@ -19,10 +19,11 @@ use rustler::sys::{
 };
 use rustler::{Binary, Env, NewBinary, Term};
 
-use crate::beam::{
-    atoms, inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
-};
+use crate::atoms;
 use crate::layout::{self, Layout, Shape};
+use crate::term::raw::{
+    inspect_bytes, term_type, TYPE_ATOM, TYPE_FLOAT, TYPE_INTEGER, TYPE_LIST, TYPE_MAP,
+};
 use crate::term::{self, Budget, Cells, Seg, TermError, MAX_DEPTH};
 
 /// Output first written on the stack on a normal scheduler (a tool call's arguments fit; the
@@ -128,7 +129,7 @@ impl Words {
         Words {
             true_: atoms::true_atom().as_c_arg(),
             false_: atoms::false_atom().as_c_arg(),
-            nil: atoms::nil_atom().as_c_arg(),
+            nil: atoms::nil().as_c_arg(),
         }
     }
 }
@@ -404,7 +405,7 @@ impl<'a> Writer<'_, 'a, '_> {
     fn spend(&mut self, units: i64) -> Res<'a> {
         self.budget
             .spend(units)
-            .map_err(|e| Fail::new(Why::Budget(e)))
+            .map_err(|e| Fail::new(Why::Budget(e.into())))
     }
 
     #[inline(always)]
@@ -501,7 +502,7 @@ impl<'a> Writer<'_, 'a, '_> {
                     self.out.put(b"true");
                 } else if t == atoms::false_atom().as_c_arg() {
                     self.out.put(b"false");
-                } else if t == atoms::nil_atom().as_c_arg() {
+                } else if t == atoms::nil().as_c_arg() {
                     self.out.put(b"null");
                 } else {
                     let name = self.atom_name(t)?;

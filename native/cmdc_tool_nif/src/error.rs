@@ -82,15 +82,6 @@ impl From<cmdc_tool_core::error::Error> for Error {
     }
 }
 
-impl From<crate::json::DecodeError> for Error {
-    fn from(e: crate::json::DecodeError) -> Self {
-        match e {
-            crate::json::DecodeError::Yield => Error::Yield,
-            crate::json::DecodeError::Invalid(message) => Error::Message(message),
-        }
-    }
-}
-
 impl From<RegistryError<Atom>> for Error {
     fn from(e: RegistryError<Atom>) -> Self {
         match e {

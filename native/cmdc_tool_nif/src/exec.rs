@@ -20,31 +20,10 @@ use cmdc_tool_core::exec::{self, Ending, Input, Outcome, Spec};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::{mpsc, watch};
 
+use crate::atoms;
 use crate::error::{Error, Result};
 use crate::options::{self, Options};
-
-mod atoms {
-    rustler::atoms! {
-        ok,
-        cmdc_exec,
-        started,
-        line,
-        stderr_line,
-        exit,
-        exited,
-        timeout,
-        cancelled,
-        status,
-        code,
-        signal,
-        stdout,
-        stderr,
-        stdout_dropped,
-        stderr_dropped,
-        duration_us,
-        os_pid,
-    }
-}
+use crate::twins::twin_nifs;
 
 /// Bytes of stdin (or of one `exec_write`) a normal scheduler copies; more answers `:yield`
 /// (the dirty twin copies it).
@@ -211,28 +190,21 @@ async fn drive(
     }
 }
 
-/// Starts a program; answers `{:ok, {handle, id}}` at once (or `{:error, message}` when the
-/// runtime cannot start). Everything else arrives as messages. A large stdin answers `:yield`:
-/// copying it is the only unbounded work here, done by `exec_start_dirty`.
-#[rustler::nif]
-fn exec_start<'a>(
-    env: Env<'a>,
-    opts: Term<'a>,
-    stdin: Option<Binary<'a>>,
-) -> Result<(ResourceArc<ExecHandle>, u64)> {
-    if stdin.as_ref().is_some_and(|b| b.len() > NORMAL_STDIN_BYTES) {
-        return Err(Error::Yield);
+twin_nifs! {
+    /// Starts a program; answers `{:ok, {handle, id}}` at once (or `{:error, message}` when the
+    /// runtime cannot start). Everything else arrives as messages. A large stdin answers `:yield`:
+    /// copying it is the only unbounded work here, done by `exec_start_dirty`.
+    fn exec_start / exec_start_dirty<'a>(
+        env: Env,
+        opts: Term<'a>,
+        stdin: Option<Binary<'a>>,
+    ) -> (Result<(ResourceArc<ExecHandle>, u64)>),
+    |dirty| {
+        if !dirty && stdin.as_ref().is_some_and(|b| b.len() > NORMAL_STDIN_BYTES) {
+            return Err(Error::Yield);
+        }
+        start(env, opts, stdin)
     }
-    start(env, opts, stdin)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn exec_start_dirty<'a>(
-    env: Env<'a>,
-    opts: Term<'a>,
-    stdin: Option<Binary<'a>>,
-) -> Result<(ResourceArc<ExecHandle>, u64)> {
-    start(env, opts, stdin)
 }
 
 fn start<'a>(
@@ -285,20 +257,17 @@ fn exec_cancel(handle: ResourceArc<ExecHandle>) -> Atom {
     atoms::ok()
 }
 
-/// Writes bytes to an interactive program's stdin (queued, written in order): `{:ok, bytes}`, or
-/// `{:error, message}` when stdin is closed or the run is not interactive. More than
-/// [`NORMAL_STDIN_BYTES`] answers `:yield`: `exec_write_dirty` copies them.
-#[rustler::nif]
-fn exec_write(handle: ResourceArc<ExecHandle>, data: Binary) -> Result<usize> {
-    if data.len() > NORMAL_STDIN_BYTES {
-        return Err(Error::Yield);
+twin_nifs! {
+    /// Writes bytes to an interactive program's stdin (queued, written in order): `{:ok, bytes}`, or
+    /// `{:error, message}` when stdin is closed or the run is not interactive. More than
+    /// [`NORMAL_STDIN_BYTES`] answers `:yield`: `exec_write_dirty` copies them.
+    fn exec_write / exec_write_dirty(handle: ResourceArc<ExecHandle>, data: Binary) -> (Result<usize>),
+    |dirty| {
+        if !dirty && data.len() > NORMAL_STDIN_BYTES {
+            return Err(Error::Yield);
+        }
+        write(&handle, data)
     }
-    write(&handle, data)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn exec_write_dirty(handle: ResourceArc<ExecHandle>, data: Binary) -> Result<usize> {
-    write(&handle, data)
 }
 
 fn write(handle: &ExecHandle, data: Binary) -> Result<usize> {

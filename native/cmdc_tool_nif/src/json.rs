@@ -18,6 +18,7 @@ use rustler::{Binary, Encoder, Env, Term};
 
 use crate::error::{Error, Result};
 use crate::term::{self, Budget, TermError};
+use crate::twins::twin_nifs;
 
 /// Bytes of JSON text a normal scheduler decodes; larger input goes to a dirty scheduler.
 pub const NORMAL_DECODE_BYTES: usize = 16 * 1024;
@@ -31,15 +32,12 @@ pub enum DecodeError {
     Invalid(String),
 }
 
-/// A new binary holding `bytes` (one `enif_make_new_binary`: rustler's `NewBinary` measured at
-/// three times its cost, which an error list of nine failures pays 36 times).
-pub fn binary<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
-    let mut term = MaybeUninit::<ErlNifTerm>::uninit();
-    // SAFETY: the new binary has room for `bytes`; the term belongs to `env`.
-    unsafe {
-        let data = enif_make_new_binary(env.as_c_arg(), bytes.len(), term.as_mut_ptr());
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
-        Term::new(env, term.assume_init())
+impl From<DecodeError> for Error {
+    fn from(e: DecodeError) -> Self {
+        match e {
+            DecodeError::Yield => Error::Yield,
+            DecodeError::Invalid(message) => Error::Message(message),
+        }
     }
 }
 
@@ -464,7 +462,7 @@ impl Parser<'_, '_, '_> {
         }
         self.budget
             .spend(term::bignum_units(words))
-            .map_err(Fail::Budget)?;
+            .map_err(|e| Fail::Budget(e.into()))?;
         let big = BigInt::from_str(text).map_err(|_| Fail::At("invalid number"))?;
         Ok(big.encode(env).as_c_arg())
     }
@@ -494,27 +492,36 @@ fn encoded<'a>(
     }
 }
 
-#[rustler::nif]
-fn json_decode<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
-    if text.len() > NORMAL_DECODE_BYTES {
-        return Err(Error::Yield);
+twin_nifs! {
+    fn json_decode / json_decode_dirty<'a>(env: Env, text: Binary<'a>) -> (Result<Term<'a>>),
+    |dirty| {
+        if dirty {
+            return Ok(decode(env, text.as_slice(), &mut Budget::dirty())?);
+        }
+        if text.len() > NORMAL_DECODE_BYTES {
+            return Err(Error::Yield);
+        }
+        // ~10 ns a byte of text, reported as work units of ~100 ns.
+        term::report_units(env, (text.len() / 10) as i64);
+        Ok(decode(env, text.as_slice(), &mut Budget::normal())?)
     }
-    // ~10 ns a byte of text, reported as work units of ~100 ns.
-    term::report_units(env, (text.len() / 10) as i64);
-    Ok(decode(env, text.as_slice(), &mut Budget::normal())?)
 }
 
-#[rustler::nif(schedule = "DirtyCpu")]
-fn json_decode_dirty<'a>(env: Env<'a>, text: Binary<'a>) -> Result<Term<'a>> {
-    Ok(decode(env, text.as_slice(), &mut Budget::dirty())?)
-}
-
-#[rustler::nif]
-fn json_encode<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
-    let mut budget = Budget::normal();
-    let result = crate::encode::encode(term, pretty, &mut budget);
-    term::report_units(env, budget.spent());
-    encoded(env, result)
+twin_nifs! {
+    fn json_encode / json_encode_dirty<'a>(
+        env: Env,
+        term: Term<'a>,
+        pretty: bool,
+    ) -> (Result<Term<'a>>),
+    |dirty| {
+        if dirty {
+            return encoded(env, crate::encode::encode(term, pretty, &mut Budget::dirty()));
+        }
+        let mut budget = Budget::normal();
+        let result = crate::encode::encode(term, pretty, &mut budget);
+        term::report_units(env, budget.spent());
+        encoded(env, result)
+    }
 }
 
 /// A slice of a long list's elements (see `encode::encode_slice`): `{:ok, {text, rest}}`.
@@ -527,12 +534,4 @@ fn json_encode_slice<'a>(env: Env<'a>, list: Term<'a>) -> Result<Term<'a>> {
         Ok((text, rest)) => Ok((text, rest).encode(env)),
         Err(e) => encoded(env, Err(e)),
     }
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn json_encode_dirty<'a>(env: Env<'a>, term: Term<'a>, pretty: bool) -> Result<Term<'a>> {
-    encoded(
-        env,
-        crate::encode::encode(term, pretty, &mut Budget::dirty()),
-    )
 }

@@ -13,10 +13,11 @@ pub mod exec;
 pub mod json;
 pub mod layout;
 pub mod modules;
+pub mod names;
+pub mod nulls;
 pub mod options;
 pub mod permissions;
 pub mod registry;
-pub mod round_trip;
 pub mod runtime;
 pub mod schema;
 pub mod scripts;
@@ -25,5 +26,6 @@ pub mod stdio;
 pub mod term;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod twins;
 
 rustler::init!("Elixir.CMDC.Tool.Native");

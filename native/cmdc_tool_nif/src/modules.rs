@@ -15,6 +15,7 @@ use rustler::{Atom, Binary, Env, ResourceArc, Term};
 use crate::atoms;
 use crate::error::{Error, Result};
 use crate::schema::{self, Args, Schema};
+use crate::twins::twin_nifs;
 
 /// A compiled schema, or the message of why the module's schema does not compile.
 type Compiled = std::result::Result<ResourceArc<Schema>, String>;
@@ -119,54 +120,22 @@ fn validate<'a>(
     )
 }
 
-#[rustler::nif]
-fn module_validate<'a>(
-    env: Env<'a>,
-    module: Atom,
-    md5: Binary<'a>,
-    args: Term<'a>,
-) -> Result<Term<'a>> {
-    validate(env, module, md5.as_slice(), Args::Term(args), false)
+twin_nifs! {
+    fn module_validate / module_validate_dirty<'a>(
+        env: Env,
+        module: Atom,
+        md5: Binary<'a>,
+        args: Term<'a>,
+    ) -> (Result<Term<'a>>),
+    |dirty| { validate(env, module, md5.as_slice(), Args::Term(args), dirty) }
 }
 
-#[rustler::nif(schedule = "DirtyCpu")]
-fn module_validate_dirty<'a>(
-    env: Env<'a>,
-    module: Atom,
-    md5: Binary<'a>,
-    args: Term<'a>,
-) -> Result<Term<'a>> {
-    validate(env, module, md5.as_slice(), Args::Term(args), true)
-}
-
-#[rustler::nif]
-fn module_validate_json<'a>(
-    env: Env<'a>,
-    module: Atom,
-    md5: Binary<'a>,
-    text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate(
-        env,
-        module,
-        md5.as_slice(),
-        Args::Text(text.as_slice()),
-        false,
-    )
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn module_validate_json_dirty<'a>(
-    env: Env<'a>,
-    module: Atom,
-    md5: Binary<'a>,
-    text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate(
-        env,
-        module,
-        md5.as_slice(),
-        Args::Text(text.as_slice()),
-        true,
-    )
+twin_nifs! {
+    fn module_validate_json / module_validate_json_dirty<'a>(
+        env: Env,
+        module: Atom,
+        md5: Binary<'a>,
+        text: Binary<'a>,
+    ) -> (Result<Term<'a>>),
+    |dirty| { validate(env, module, md5.as_slice(), Args::Text(text.as_slice()), dirty) }
 }

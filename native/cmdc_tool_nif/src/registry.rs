@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::schema::{self, Args, Schema};
 use crate::search;
 use crate::term::{self, Budget};
+use crate::twins::twin_nifs;
 
 /// Registries larger than this compute "did you mean" on a dirty scheduler.
 const NORMAL_SUGGEST_NAMES: usize = 1_000;
@@ -248,7 +249,7 @@ fn registry_settings<'a>(
 /// Settings as stored (term_to_binary bytes), or `:none`.
 fn settings_term<'a>(env: Env<'a>, settings: Option<&[u8]>) -> Term<'a> {
     match settings {
-        Some(bytes) => crate::json::binary(env, bytes),
+        Some(bytes) => crate::term::binary(env, bytes),
         None => atoms::none().encode(env),
     }
 }
@@ -270,30 +271,20 @@ fn fetch(reg: &Registry, name: &str, dirty: bool) -> Result<Atom> {
     }
 }
 
-#[rustler::nif]
-fn registry_fetch(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom> {
-    fetch(&reg, as_str(&name), false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> Result<Atom> {
-    fetch(&reg, as_str(&name), true)
+twin_nifs! {
+    fn registry_fetch / registry_fetch_dirty(reg: ResourceArc<Registry>, name: Binary) -> (Result<Atom>),
+    |dirty| { fetch(&reg, as_str(&name), dirty) }
 }
 
 /// Lists of more tools than this are built on a dirty scheduler: a normal scheduler then spends
 /// at most some tens of µs on one (the switch costs a few µs, small beside a longer list).
 const LIST_ON_NORMAL: usize = 2_000;
 
-/// Modules in registration order, or `{:error, :yield}` for a list too long for a normal
-/// scheduler.
-#[rustler::nif]
-fn registry_list<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
-    list(env, &reg, false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_list_dirty<'a>(env: Env<'a>, reg: ResourceArc<Registry>) -> Term<'a> {
-    list(env, &reg, true)
+twin_nifs! {
+    /// Modules in registration order, or `{:error, :yield}` for a list too long for a normal
+    /// scheduler.
+    fn registry_list / registry_list_dirty<'a>(env: Env, reg: ResourceArc<Registry>) -> (Term<'a>),
+    |dirty| { list(env, &reg, dirty) }
 }
 
 fn list<'a>(env: Env<'a>, reg: &Registry, dirty: bool) -> Term<'a> {
@@ -363,44 +354,24 @@ fn call<'a>(
     Ok((module, args, settings_term(env, settings.as_deref())))
 }
 
-#[rustler::nif]
-fn registry_validate<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    args: Term<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Term(args), false)
+twin_nifs! {
+    fn registry_validate / registry_validate_dirty<'a>(
+        env: Env,
+        reg: ResourceArc<Registry>,
+        name: Binary<'a>,
+        args: Term<'a>,
+    ) -> (Result<(Atom, Term<'a>, Term<'a>)>),
+    |dirty| { call(env, &reg, as_str(&name), Args::Term(args), dirty) }
 }
 
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_validate_dirty<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    args: Term<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Term(args), true)
-}
-
-#[rustler::nif]
-fn registry_validate_json<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    text: Binary<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), false)
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn registry_validate_json_dirty<'a>(
-    env: Env<'a>,
-    reg: ResourceArc<Registry>,
-    name: Binary<'a>,
-    text: Binary<'a>,
-) -> Result<(Atom, Term<'a>, Term<'a>)> {
-    call(env, &reg, as_str(&name), Args::Text(text.as_slice()), true)
+twin_nifs! {
+    fn registry_validate_json / registry_validate_json_dirty<'a>(
+        env: Env,
+        reg: ResourceArc<Registry>,
+        name: Binary<'a>,
+        text: Binary<'a>,
+    ) -> (Result<(Atom, Term<'a>, Term<'a>)>),
+    |dirty| { call(env, &reg, as_str(&name), Args::Text(text.as_slice()), dirty) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -514,7 +485,7 @@ fn providers_convert<'a>(
         })
         .collect();
     let output = providers::assemble(&listed, fmt, strict);
-    Ok(crate::json::binary(env, &output.term))
+    Ok(crate::term::binary(env, &output.term))
 }
 
 /// Entries and bytes in a registry's output cache (for the tests of its bound).

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
-use cmdc_tool_core::providers::round_trip::{null_plan, NullPlan};
+use cmdc_tool_core::providers::null_plan;
+use cmdc_tool_core::providers::round_trip::NullPlan;
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
 use cmdc_tool_core::schema::{
     check_for, compile_for, failures_for, parse_draft, pattern_factor, Documents, Failures,
@@ -21,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::json::DecodeError;
 use crate::options::{self, Options};
 use crate::term::{self, Budget, NORMAL_BUDGET};
+use crate::twins::twin_nifs;
 use cmdc_tool_core::tape::{Beam, Tape};
 
 /// A compiled schema. `Validator` is not `RefUnwindSafe`; no NIF here unwinds across it.
@@ -41,7 +43,7 @@ pub struct Schema {
     /// function of this immutable schema: never invalidated, at most one entry per format and
     /// strictness, freed with the schema.
     pub converted: Mutex<ConversionCache>,
-    /// Where strict mode's rewrite made nulls stand for absent keys (`crate::round_trip`).
+    /// Where strict mode's rewrite made nulls stand for absent keys (`crate::nulls`).
     null_plan: OnceLock<NullPlan>,
     /// The cost of `validator`'s regexes per unit of reading an instance (0 without patterns).
     pattern_factor: i64,
@@ -149,7 +151,7 @@ fn decide(schema: &Schema, tape: &Tape, invalid: bool) -> Result<()> {
 }
 
 /// A tool call's arguments validated: as `validate_term`, and when they fail, once more
-/// without the nulls strict mode put for absent optional fields (`crate::round_trip`), so a
+/// without the nulls strict mode put for absent optional fields (`crate::nulls`), so a
 /// call shaped by a strict schema reaches the tool as its original schema means it.
 /// `Ok(args)` (maybe without those nulls) or the first failures. The one rule of every path
 /// that validates a call: registry, tool module, runner, MCP server, cluster.
@@ -176,7 +178,7 @@ pub(crate) fn validate_call<'a>(
     if !dirty {
         return Err(Error::Yield);
     }
-    match crate::round_trip::without_nulls(env, schema, args) {
+    match crate::nulls::without_nulls(env, schema.null_plan(), args) {
         Some(dropped) if validate_term(schema, dropped, Budget::dirty()).is_ok() => Ok(dropped),
         _ => Err(Error::Invalid(failures)),
     }
@@ -210,7 +212,7 @@ pub(crate) fn validate_args<'a>(
 /// normal scheduler when the text holds more work than it may do, a big integer); text that
 /// is not JSON is the one failure with keyword `"json"`.
 pub(crate) fn decode_args<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>> {
-    crate::json::decode(env, text, &mut Budget::here()).map_err(|e| match e {
+    crate::json::decode(env, text, &mut term::budget::here()).map_err(|e| match e {
         DecodeError::Yield => Error::Yield,
         DecodeError::Invalid(message) => Error::Invalid(Failures::json("", &message)),
     })
@@ -287,34 +289,40 @@ fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Sc
     Ok(ResourceArc::new(Schema::new(validator, source, draft)))
 }
 
-#[rustler::nif]
-fn schema_validate<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a>> {
+twin_nifs! {
     // A borrowed resource: the caller's term keeps it alive, no reference count to touch.
-    validate_term(schema, args, Budget::normal())
-}
-
-#[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_dirty<'a>(schema: ResourceArc<Schema>, args: Term<'a>) -> Result<Term<'a>> {
-    validate_term(&schema, args, Budget::dirty())
-}
-
-#[rustler::nif]
-fn schema_validate_json<'a>(
-    env: Env<'a>,
-    schema: ResourceArc<Schema>,
-    text: Binary<'a>,
-) -> Result<Term<'a>> {
-    if text.len() > crate::json::NORMAL_DECODE_BYTES {
-        return Err(Error::Yield);
+    fn schema_validate / schema_validate_dirty<'a>(
+        schema: &'a Schema,
+        args: Term<'a>,
+    ) -> (Result<Term<'a>>),
+    |dirty| {
+        let budget = if dirty { Budget::dirty() } else { Budget::normal() };
+        validate_term(schema, args, budget)
     }
-    validate_text(env, &schema, text.as_slice())
 }
 
+twin_nifs! {
+    fn schema_validate_json / schema_validate_json_dirty<'a>(
+        env: Env,
+        schema: ResourceArc<Schema>,
+        text: Binary<'a>,
+    ) -> (Result<Term<'a>>),
+    |dirty| {
+        if !dirty && text.len() > crate::json::NORMAL_DECODE_BYTES {
+            return Err(Error::Yield);
+        }
+        validate_text(env, &schema, text.as_slice())
+    }
+}
+
+/// `args` without the nulls the OpenAI strict rewrite of the schema introduced (the keys
+/// absent instead), or `nil` when it has none of them. Only called after a validation failed,
+/// so it runs on a dirty scheduler and may walk the whole term.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn schema_validate_json_dirty<'a>(
+fn schema_drop_nulls<'a>(
     env: Env<'a>,
     schema: ResourceArc<Schema>,
-    text: Binary<'a>,
-) -> Result<Term<'a>> {
-    validate_text(env, &schema, text.as_slice())
+    args: Term<'a>,
+) -> Option<Term<'a>> {
+    crate::nulls::without_nulls(env, schema.null_plan(), args)
 }

@@ -11,30 +11,21 @@
 //! Every NIF here returns at once; results arrive from runtime threads via
 //! `OwnedEnv::send_and_clear`, never from a scheduler.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use cmdc_tool_core::scripts::{
     load::{self, Loaded},
-    pool, powershell,
+    pool, powershell, Language,
 };
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::oneshot;
 
 use crate::atoms;
 use crate::error::{Error, Result};
-use crate::json::binary;
 use crate::options::{self, Options};
-
-mod msg {
-    rustler::atoms! {
-        cmdc_script,
-        progress,
-        loaded,
-        not_running,
-    }
-}
+use crate::term::binary;
 
 // ------------------------------------------------------------------------------------------------
 // call handles
@@ -86,7 +77,7 @@ impl Reply {
     {
         let handle = self.handle.clone();
         let _ = self.env.send_and_clear(&self.pid, move |env| {
-            (msg::cmdc_script(), handle, event(env)).encode(env)
+            (atoms::cmdc_script(), handle, event(env)).encode(env)
         });
     }
 }
@@ -189,7 +180,7 @@ fn script_call<'a>(
         let cancel = async { cancel.await.unwrap_or("cancelled") };
         let path = PathBuf::from(path);
         let on_progress = |payload: Vec<u8>| {
-            reply.send(move |env| (msg::progress(), binary(env, &payload)).encode(env))
+            reply.send(move |env| (atoms::progress(), binary(env, &payload)).encode(env))
         };
         let answer = pool::call(&path, &function, &args, &opts, cancel, on_progress).await;
         match answer {
@@ -207,7 +198,7 @@ fn script_cancel(handle: ResourceArc<Handle>) -> rustler::Atom {
     if handle.fire("cancelled by the caller") {
         atoms::ok()
     } else {
-        msg::not_running()
+        atoms::not_running()
     }
 }
 
@@ -225,7 +216,8 @@ fn script_stop(path: Option<String>) -> usize {
 }
 
 /// Starts reading the scripts' descriptions: `{:ok, handle}`, then the message
-/// `{:cmdc_script, handle, {:loaded, [{path, {:ok, {status, json}} | {:error, message}}]}}`.
+/// `{:cmdc_script, handle, {:loaded, [{path, {:ok, {status, json, language}} | {:error, message}}]}}`,
+/// `language` (`:python`, `:powershell`) being the one the native side read the script as.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn script_load<'a>(
     env: Env<'a>,
@@ -248,13 +240,21 @@ fn script_load<'a>(
                 .into_iter()
                 .map(|(path, r)| {
                     let r = match r {
-                        Loaded::Ok(status, text) => Ok((status, binary(env, text.as_bytes()))),
+                        Loaded::Ok(status, text) => Language::of(Path::new(&path))
+                            .map(|language| {
+                                (
+                                    status,
+                                    binary(env, text.as_bytes()),
+                                    language_atom(language),
+                                )
+                            })
+                            .map_err(Error::from),
                         Loaded::Err(e) => Err(Error::from(e)),
                     };
                     (path, r).encode(env)
                 })
                 .collect();
-            (msg::loaded(), items).encode(env)
+            (atoms::loaded(), items).encode(env)
         });
     });
     Ok(handle)
@@ -264,4 +264,12 @@ fn script_load<'a>(
 #[rustler::nif(schedule = "DirtyCpu")]
 fn script_describe_powershell(source: String, path: String) -> String {
     serde_json::to_string(&powershell::describe(&source, &path)).unwrap_or_default()
+}
+
+/// A script language as the atom Elixir reads (`CMDC.Tool.Script`'s `kind`).
+fn language_atom(language: Language) -> rustler::Atom {
+    match language {
+        Language::Python => atoms::python(),
+        Language::PowerShell => atoms::powershell(),
+    }
 }

@@ -65,10 +65,6 @@ fn schema_validate_api<'a>(schema: &'a Schema, args: Term<'a>) -> Result<Term<'a
     Ok(args)
 }
 
-mod answers {
-    rustler::atoms! { valid, invalid, fallback, unsupported }
-}
-
 /// The compiled program's own answer: `:valid`, `:invalid`, `:fallback` (not decided there), or
 /// `:unsupported` (the schema did not compile into a program). `api` reads through `enif_*`.
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -79,7 +75,7 @@ fn schema_validate_compiled<'a>(
     api: bool,
 ) -> Term<'a> {
     let Some(program) = schema.compiled.as_ref() else {
-        return answers::unsupported().encode(env);
+        return atoms::unsupported().encode(env);
     };
     let result = if api {
         run_api(program, input, true)
@@ -87,9 +83,9 @@ fn schema_validate_compiled<'a>(
         run(program, input, true)
     };
     match result {
-        Ok(()) => answers::valid(),
-        Err(Stop::Invalid) => answers::invalid(),
-        Err(_) => answers::fallback(),
+        Ok(()) => atoms::valid(),
+        Err(Stop::Invalid) => atoms::invalid(),
+        Err(_) => atoms::fallback(),
     }
     .encode(env)
 }
@@ -234,10 +230,6 @@ fn rust_errors(validator: &Validator, value: &Value) -> bool {
         .is_empty()
 }
 
-mod works {
-    rustler::atoms! { errors, encode, decode, is_valid }
-}
-
 /// One reference work alone, `iterations` times in a plain loop (no rounds, no timing): for
 /// counting its instructions (`valgrind --tool=callgrind`), where the other reference NIFs run
 /// two works each. `what` is `:errors` (as `bench_rust_text_validate`'s second figure),
@@ -251,13 +243,13 @@ fn bench_rust_one(
     iterations: u64,
 ) -> Result<u64> {
     let (value, validator) = (parse(text.as_slice())?, converting(&schema)?);
-    let work: &dyn Fn() -> bool = if what == works::errors() {
+    let work: &dyn Fn() -> bool = if what == atoms::errors() {
         &|| rust_errors(&validator, &value)
-    } else if what == works::encode() {
+    } else if what == atoms::encode() {
         &|| serde_json::to_vec(std::hint::black_box(&value)).is_ok()
-    } else if what == works::decode() {
+    } else if what == atoms::decode() {
         &|| serde_json::from_slice::<Value>(std::hint::black_box(text.as_slice())).is_ok()
-    } else if what == works::is_valid() {
+    } else if what == atoms::is_valid() {
         &|| validator.is_valid(std::hint::black_box(&value))
     } else {
         return Err(Error::Message(

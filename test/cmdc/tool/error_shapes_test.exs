@@ -197,4 +197,24 @@ defmodule CMDC.Tool.ErrorShapesTest do
       assert System.get_env("CMDC_MCP_FD") == nil
     end
   end
+
+  describe "hooks and pending actions" do
+    test "a bad hook or action is {:error, message}; settings problems are entries, never a crash" do
+      assert {:error, "the hook's after_call must be a function of arity 3"} =
+               CMDC.Tool.Hooks.new([[after_call: fn _ -> :ok end]])
+
+      assert {:error, "not a hook: 42"} = CMDC.Tool.Hooks.attach(:global, [42])
+
+      assert {:error, "a pending action needs :apply" <> _} =
+               CMDC.Context.push_pending_action(%CMDC.Context{session_id: "e"}, label: "x")
+
+      dir = Path.join(System.tmp_dir!(), "shapes_hooks_#{System.unique_integer([:positive])}")
+      File.mkdir_p!(Path.join(dir, ".claude"))
+      File.write!(Path.join(dir, ".claude/settings.json"), "[1,")
+      config = CMDC.Tool.Hooks.load(cwd: dir, home: dir)
+      File.rm_rf!(dir)
+      assert [%{path: path, hook: nil, reason: "not valid JSON: " <> _}] = config.errors
+      assert path =~ ".claude/settings.json"
+    end
+  end
 end

@@ -1,7 +1,7 @@
 defmodule CMDC.Tool.StrictRoundTripTest do
   use ExUnit.Case, async: true
 
-  alias CMDC.Tool.{Registry, Runner}
+  alias CMDC.Tool.{Registry, RoundTrip, Runner}
 
   doctest CMDC.Tool.RoundTrip
 
@@ -166,5 +166,17 @@ defmodule CMDC.Tool.StrictRoundTripTest do
 
     # Gemini and MCP keep both names apart.
     assert [%{"functionDeclarations" => [_, _]}] = CMDC.Tool.to_schema(reg, %{}, format: :gemini)
+  end
+
+  test "check_name/1 and name_for/2: the one name rule and each provider's name, as the CLI shows" do
+    assert {:ok, "fs.read"} = RoundTrip.check_name("fs.read")
+    assert {:error, message} = RoundTrip.check_name(String.duplicate("a", 200))
+    assert message =~ "128"
+    assert RoundTrip.name_for("fs.read", :anthropic) == "fs_read"
+
+    assert RoundTrip.original_name(["fs.read"], RoundTrip.name_for("fs.read", :openai)) ==
+             {:ok, "fs.read"}
+
+    assert_raise ArgumentError, ~r/format/, fn -> RoundTrip.name_for("echo", :no_such_format) end
   end
 end

@@ -9,7 +9,7 @@ defmodule CMDC.Tool.MCP.Main do
 
   require Logger
 
-  alias CMDC.Tool.CLI
+  alias CMDC.Tool.{CLI, Hooks, Runner}
   alias CMDC.Tool.MCP.{HTTP, SelfGuard, Server, Stdio}
 
   @usage """
@@ -41,7 +41,9 @@ defmodule CMDC.Tool.MCP.Main do
   server exits when the client closes stdin. It also serves the tools of the MCP servers in
   .mcp.json, ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself: never started from
   inside cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it
-  set exits with status 3). MCP client configuration:
+  set exits with status 3). Calls go through the hooks of .claude/settings.json and the
+  other settings files (a project's only when trusted; see `mix cmdc.tools hooks`). MCP
+  client configuration:
 
       {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
   """
@@ -169,11 +171,40 @@ defmodule CMDC.Tool.MCP.Main do
     refresh = &Server.refresh(server, &1)
     if watch, do: spawn_link(fn -> watch_loop(refresh, state, watch) end)
 
+    context = hooked_context(report.tools)
+
     Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
       output: output,
-      list_changed: watch != nil
+      list_changed: watch != nil,
+      context: context
     )
+
+    Runner.session_event(report.tools, :shutdown, context)
+  end
+
+  # The stdio session gets the command hooks of the settings files, and its session events.
+  defp hooked_context(tools) do
+    context =
+      CMDC.Context.new(
+        session_id: "mcp-#{System.unique_integer([:positive])}",
+        working_dir: File.cwd!()
+      )
+
+    :ok = Hooks.attach({:session, context.session_id}, settings_hooks())
+    Runner.session_event(tools, :start, context)
+    context
+  end
+
+  # The command hooks of the settings files (`CMDC.Tool.Hooks.Config`: a project's only when
+  # trusted); problems are logged, naming file and hook.
+  defp settings_hooks do
+    config = Hooks.load(cwd: File.cwd!())
+
+    for e <- config.errors,
+        do: Logger.warning("mcp: hooks: #{e.path}#{if e.hook, do: " " <> e.hook}: #{e.reason}")
+
+    Hooks.Config.active(config)
   end
 
   # Serves until the VM is stopped (SIGTERM, or the supervisor above).
@@ -185,6 +216,8 @@ defmodule CMDC.Tool.MCP.Main do
 
     with {:ok, http_opts} <- http_options(opts) do
       {report, state} = CLI.watch(paths)
+      # HTTP sessions come and go: the settings' hooks apply to every call of this VM.
+      :ok = Hooks.attach(:global, settings_hooks())
       http_opts = [tools: report.tools, list_changed: opts[:watch] != nil] ++ http_opts
       # A port in use is a message and a status, not a crash of the caller.
       Process.flag(:trap_exit, true)

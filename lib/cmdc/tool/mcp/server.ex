@@ -24,7 +24,7 @@ defmodule CMDC.Tool.MCP.Server do
 
   require Logger
 
-  alias CMDC.Tool.{MCP, Runner}
+  alias CMDC.Tool.{MCP, Pending, Runner}
   alias CMDC.Tool.MCP.{Calls, Protocol}
 
   # How long shutdown waits for cancelled calls to end (their tools are killed, not asked).
@@ -153,8 +153,14 @@ defmodule CMDC.Tool.MCP.Server do
   defp line(state, line) do
     case Protocol.decode_frame(line) do
       {:ok, msg} ->
-        {outgoing, mcp} = MCP.handle(msg, state.mcp)
-        Enum.reduce(outgoing, %{state | mcp: mcp}, &perform/2)
+        # While the session has pending actions, `resolve` is listed and callable too.
+        tools = state.mcp.tools
+        session = state.context.session_id
+
+        {outgoing, mcp} =
+          MCP.handle(msg, MCP.put_tools(state.mcp, Pending.Resolve.offer(tools, session)))
+
+        Enum.reduce(outgoing, %{state | mcp: %{mcp | tools: tools}}, &perform/2)
 
       :empty ->
         state
@@ -211,8 +217,19 @@ defmodule CMDC.Tool.MCP.Server do
 
       {entry, calls} ->
         Process.demonitor(entry.mon, [:flush])
-        write(%{state | calls: calls}, MCP.call_reply(state.mcp, entry.call, result))
+        state = write(%{state | calls: calls}, MCP.call_reply(state.mcp, entry.call, result))
+        pending_changed(state)
     end
+  end
+
+  # `resolve` comes and goes with the session's pending actions (`CMDC.Tool.Pending`): a client
+  # told that the list can change hears of it.
+  defp pending_changed(state) do
+    now = Pending.any?(state.context.session_id)
+    changed? = now != Map.get(state, :pending, false)
+    state = Map.put(state, :pending, now)
+
+    if changed? and state.mcp.list_changed, do: announce(state), else: state
   end
 
   defp down(%{reader: {_, ref}} = state, ref, _reason), do: shutdown(state)

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Scan;
+use super::model::Scan;
 
 /// A fingerprint of a whole scan (every file's paths, mtime, size and metadata, every note):
 /// equal digests mean nothing on disk that discovery looks at changed, so a caller holding the

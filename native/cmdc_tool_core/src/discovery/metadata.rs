@@ -1,15 +1,9 @@
 //! Metadata files next to a tool: `<stem>.json` (name, description, settings, per-tool
 //! entries) and `<stem>.md` (the description, front matter removed).
 
-use std::fs;
-use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
-
 use serde_json::{Map, Value};
 
-use super::roots::json_string;
-use super::{Meta, MAX_METADATA_BYTES};
+use super::model::{json_string, Meta};
 use crate::error::{Error, Result};
 
 /// A `.md` file's front matter (`---` … `---` at the top) and its body.
@@ -185,73 +179,4 @@ fn meta_from(value: &Value, top: bool) -> Result<Meta> {
 /// A tool name by the one rule ([`crate::names::NAME_RULE`]), the registry's too.
 pub fn valid_name(name: &str) -> bool {
     crate::names::valid(name)
-}
-
-/// Reads a metadata file, refusing one larger than `MAX_METADATA_BYTES` (they are read on
-/// every scan) and never opening a special file (see [`read_regular`]). The error's message
-/// names the problem, not the path (the caller's reason names the file).
-pub(super) fn read_small(path: &Path) -> Result<Vec<u8>> {
-    read_regular(path, MAX_METADATA_BYTES).map_err(|e| Error::Invalid(e.to_string()))
-}
-
-/// Reads a regular file of at most `limit` bytes. Special files (FIFOs, devices, sockets) are
-/// never opened: reading a FIFO waits for a writer forever, and opening a device can act on it.
-/// The file is opened without blocking and its type checked again on the open handle, so a path
-/// swapped for a FIFO after the first check cannot block the scan either.
-pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let regular = |md: &fs::Metadata| -> io::Result<()> {
-        if !md.is_file() {
-            let what = file_kind(md);
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{} is {what}, not a regular file; not opened",
-                    path.display()
-                ),
-            ));
-        }
-        if md.len() > limit {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} bytes, more than the {limit} allowed", md.len()),
-            ));
-        }
-        Ok(())
-    };
-    regular(&fs::metadata(path)?)?;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let md = file.metadata()?;
-    regular(&md)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("more than the {limit} bytes allowed"),
-        ));
-    }
-    Ok(bytes)
-}
-
-/// What a file system entry is, for messages: "a FIFO (named pipe)", "a socket", ….
-pub fn file_kind(md: &fs::Metadata) -> &'static str {
-    let ft = md.file_type();
-    if ft.is_file() {
-        "a regular file"
-    } else if ft.is_dir() {
-        "a folder"
-    } else if ft.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else {
-        "a special file"
-    }
 }

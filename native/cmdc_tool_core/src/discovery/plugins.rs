@@ -8,11 +8,10 @@ use std::path::{Component, Path};
 
 use serde_json::Value;
 
-use super::metadata::read_regular;
-use super::roots::json_string;
+use super::model::{json_string, Ctx, NoteKind, Plugin, Source, MANIFEST, MAX_METADATA_BYTES};
 use super::walk::visit_root;
-use super::{Ctx, NoteKind, Plugin, Source, MANIFEST, MAX_METADATA_BYTES};
 use crate::error::{Error, Result};
+use crate::fs::read_regular;
 
 /// Reads a plugin manifest: `name` and `version` (strings), optional `tools` (paths relative to
 /// the plugin folder, default `["tools"]`) and `disabled`.
@@ -73,80 +72,91 @@ pub(super) fn scan_plugins(cx: &mut Ctx, plugins_dir: &Path) {
             .file_name()
             .and_then(OsStr::to_str)
             .is_some_and(|n| n.starts_with('.'));
-        if hidden {
-            continue;
-        }
-        cx.enter(Source::Plugin, "plugin", &dir, None);
-        let manifest = dir.join(MANIFEST);
-        let text = match read_regular(&manifest, MAX_METADATA_BYTES) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                cx.note(
-                    &dir,
-                    NoteKind::NoManifest,
-                    format!("plugin folder {} has no {MANIFEST}; skipped", dir.display()),
-                );
-                continue;
-            }
-            Err(e) => {
-                cx.note(
-                    &manifest,
-                    NoteKind::BadManifest,
-                    format!("cannot read {}: {e}", manifest.display()),
-                );
-                continue;
-            }
-        };
-        let (name, version, tools, disabled) = match read_manifest(&text) {
-            Ok(m) => m,
-            Err(e) => {
-                cx.note(
-                    &manifest,
-                    NoteKind::BadManifest,
-                    format!("plugin manifest {} refused: {e}", manifest.display()),
-                );
-                continue;
-            }
-        };
-        let provider = format!("plugin:{name}");
-        cx.enter(Source::Plugin, &provider, &dir, None);
-        if disabled {
-            cx.note(
-                &dir,
-                NoteKind::PluginDisabled,
-                format!("plugin {name} is disabled in {}", manifest.display()),
-            );
-            continue;
-        }
-        let real_dir = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-        let plugin = Plugin {
-            name: name.clone(),
-            version,
-            dir: dir.clone(),
-        };
-        for rel in tools {
-            let rel_path = Path::new(&rel);
-            let target = dir.join(rel_path);
-            cx.enter(Source::Plugin, &provider, &target, Some(plugin.clone()));
-            let escapes = rel_path.is_absolute()
-                || rel.starts_with('~')
-                || rel_path
-                    .components()
-                    .any(|c| matches!(c, Component::ParentDir))
-                || fs::canonicalize(&target).is_ok_and(|real| !real.starts_with(&real_dir));
-            if escapes {
-                cx.note(
-                    &target,
-                    NoteKind::BadManifest,
-                    format!(
-                        "plugin {name}: tool path {} leaves the plugin folder {}; refused",
-                        json_string(&rel),
-                        dir.display()
-                    ),
-                );
-                continue;
-            }
-            visit_root(cx, &target, true);
+        if !hidden {
+            scan_plugin(cx, &dir);
         }
     }
+}
+
+/// One plugin folder: its manifest read, then each tool path it lists walked.
+fn scan_plugin(cx: &mut Ctx, dir: &Path) {
+    cx.enter(Source::Plugin, "plugin", dir, None);
+    let manifest = dir.join(MANIFEST);
+    let text = match read_regular(&manifest, MAX_METADATA_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            cx.note(
+                dir,
+                NoteKind::NoManifest,
+                format!("plugin folder {} has no {MANIFEST}; skipped", dir.display()),
+            );
+            return;
+        }
+        Err(e) => {
+            cx.note(
+                &manifest,
+                NoteKind::BadManifest,
+                format!("cannot read {}: {e}", manifest.display()),
+            );
+            return;
+        }
+    };
+    let (name, version, tools, disabled) = match read_manifest(&text) {
+        Ok(m) => m,
+        Err(e) => {
+            cx.note(
+                &manifest,
+                NoteKind::BadManifest,
+                format!("plugin manifest {} refused: {e}", manifest.display()),
+            );
+            return;
+        }
+    };
+    let provider = format!("plugin:{name}");
+    cx.enter(Source::Plugin, &provider, dir, None);
+    if disabled {
+        cx.note(
+            dir,
+            NoteKind::PluginDisabled,
+            format!("plugin {name} is disabled in {}", manifest.display()),
+        );
+        return;
+    }
+    let plugin = Plugin {
+        name,
+        version,
+        dir: dir.to_path_buf(),
+    };
+    for rel in tools {
+        scan_plugin_tool(cx, &plugin, &provider, &rel);
+    }
+}
+
+/// One tool path of a plugin's manifest, walked unless it leaves the plugin folder.
+fn scan_plugin_tool(cx: &mut Ctx, plugin: &Plugin, provider: &str, rel: &str) {
+    let dir = &plugin.dir;
+    let real_dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+    let rel_path = Path::new(rel);
+    let target = dir.join(rel_path);
+    cx.enter(Source::Plugin, provider, &target, Some(plugin.clone()));
+    let escapes = rel_path.is_absolute()
+        || rel.starts_with('~')
+        || rel_path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
+        || fs::canonicalize(&target).is_ok_and(|real| !real.starts_with(&real_dir));
+    if escapes {
+        cx.note(
+            &target,
+            NoteKind::BadManifest,
+            format!(
+                "plugin {}: tool path {} leaves the plugin folder {}; refused",
+                plugin.name,
+                json_string(rel),
+                dir.display()
+            ),
+        );
+        return;
+    }
+    visit_root(cx, &target, true);
 }

@@ -2,45 +2,13 @@
 //! trusted), user folders, plugins; and how a path as the user wrote it is expanded.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
+use super::model::{json_string, Config, Ctx, NoteKind, Scan, Source, PROVIDER_DIRS, TRUST_FILE};
 use super::plugins::scan_plugins;
 use super::trust::project_trusted;
 use super::walk::visit_root;
-use super::{Config, Ctx, NoteKind, Scan, Source, PROVIDER_DIRS, TRUST_FILE};
-
-/// Expands `~` (alone or followed by `/`) to `home` and makes relative paths absolute under
-/// `cwd`; `.` and `..` components are resolved lexically, as `Path.expand/1` does (the real
-/// path, which identifies the file, follows symlinks).
-pub fn expand(path: &str, cwd: &Path, home: &Path) -> PathBuf {
-    let joined = if path == "~" {
-        home.to_path_buf()
-    } else if let Some(rest) = path.strip_prefix("~/") {
-        home.join(rest)
-    } else {
-        let p = Path::new(path);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            cwd.join(p)
-        }
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() && !out.has_root() {
-                    out.push(c);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+use crate::fs::expand;
 
 /// Scans every enabled source in precedence order: explicit paths, project folders (when
 /// trusted), user folders, plugins.
@@ -124,38 +92,17 @@ fn check_homes(cx: &mut Ctx, config: &Config, home: &Path) {
         );
         cx.note(home, NoteKind::BadHome, reason);
     }
-    if let Err(reason) = cmdc_home(config, home) {
+    if let Err(reason) = config.cmdc_home(home) {
         let raw = config.cmdc_home.clone().unwrap_or_default();
         cx.note(&raw, NoteKind::BadHome, reason);
     }
-}
-
-/// `$CMDC_HOME` as an absolute path: `Ok(None)` when unset, an error when it is neither
-/// absolute nor `~/…`. A relative one would be read from whatever folder the agent runs in,
-/// making a cloned repository's `trusted.json`, `mcp.json`, tools and plugins the user's; it is
-/// ignored (the default `~/.cmdc` still applies).
-pub fn cmdc_home(config: &Config, home: &Path) -> Result<Option<PathBuf>, String> {
-    let Some(raw) = &config.cmdc_home else {
-        return Ok(None);
-    };
-    let text = raw.to_string_lossy();
-    let tilde = text == "~" || text.starts_with("~/");
-    if raw.is_absolute() || (tilde && home.is_absolute()) {
-        return Ok(Some(expand(&text, Path::new("/"), home)));
-    }
-    Err(format!(
-        "CMDC_HOME is {}, not an absolute path: ignored (a relative one would be read from the \
-         project folder, making a repository's files the user's). Set it to an absolute path \
-         or unset it",
-        json_string(&text)
-    ))
 }
 
 /// The user tool folders, in precedence order: `$CMDC_HOME/tools`, `~/.cmdc/tools`,
 /// `~/.claude/tools`, `~/.codex/tools`.
 pub fn user_dirs(config: &Config, home: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut dirs = Vec::new();
-    if let Ok(Some(ch)) = cmdc_home(config, home) {
+    if let Ok(Some(ch)) = config.cmdc_home(home) {
         dirs.push(("cmdc", ch.join("tools")));
     }
     if home.is_absolute() {
@@ -166,26 +113,10 @@ pub fn user_dirs(config: &Config, home: &Path) -> Vec<(&'static str, PathBuf)> {
     dirs
 }
 
-/// `$CMDC_HOME` (when valid) and `~/.cmdc` (when the home folder is absolute).
-pub(super) fn cmdc_homes(config: &Config, home: &Path) -> Vec<PathBuf> {
-    let mut homes = Vec::new();
-    if let Ok(Some(ch)) = cmdc_home(config, home) {
-        homes.push(ch);
-    }
-    let default = home.join(".cmdc");
-    if home.is_absolute() && !homes.contains(&default) {
-        homes.push(default);
-    }
-    homes
-}
-
 fn plugin_homes(config: &Config, home: &Path) -> Vec<PathBuf> {
-    cmdc_homes(config, home)
+    config
+        .cmdc_homes(home)
         .into_iter()
         .map(|h| h.join("plugins"))
         .collect()
-}
-
-pub(super) fn json_string(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
 }

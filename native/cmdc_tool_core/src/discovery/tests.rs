@@ -1,5 +1,7 @@
 use super::*;
+use crate::fs::expand;
 use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Tmp(PathBuf);
@@ -110,7 +112,7 @@ fn scans_every_source_in_precedence_order() {
     let mut sorted = sources.clone();
     sorted.sort();
     assert_eq!(sources, sorted);
-    assert_eq!(scan.files[7].kind, Kind::Script);
+    assert_eq!(scan.files[7].kind, ToolKind::Script);
     let plugin = scan.files[8].plugin.as_ref().unwrap();
     assert_eq!(
         (plugin.name.as_str(), plugin.version.as_str()),

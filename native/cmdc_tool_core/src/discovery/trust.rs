@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::metadata::read_regular;
-use super::roots::{cmdc_homes, expand};
-use super::{Config, Ctx, NoteKind, Trust, MAX_METADATA_BYTES, TRUST_FILE};
+use super::model::{Config, Ctx, NoteKind, Trust, MAX_METADATA_BYTES, TRUST_FILE};
 use crate::error::{Error, Result};
+use crate::fs::{expand, read_regular};
 
 /// Reads a trust list: `{"trusted": [folders]}` or a bare array of folders, each absolute or
 /// starting with `~/`.
@@ -50,7 +49,7 @@ pub(super) fn project_trusted(cx: &mut Ctx, config: &Config, cwd: &Path, home: &
         .iter()
         .map(|t| expand(t, cwd, home))
         .collect();
-    for dir in cmdc_homes(config, home) {
+    for dir in config.cmdc_homes(home) {
         let file = dir.join(TRUST_FILE);
         match read_regular(&file, MAX_METADATA_BYTES) {
             Ok(text) => match read_trust_list(&text, cwd, home) {

@@ -5,13 +5,13 @@ use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
-use super::metadata::{file_kind, markdown_body, markdown_display, parse_meta, read_small};
-use super::{Ctx, Kind, NoteKind, ToolFile, MAX_DEPTH};
+use super::metadata::{markdown_body, markdown_display, parse_meta};
+use super::model::{Ctx, NoteKind, ToolFile, ToolKind, MAX_DEPTH, MAX_METADATA_BYTES};
+use crate::fs::{file_kind, mtime_ns, read_small};
 
 enum Class {
-    Tool(Kind),
+    Tool(ToolKind),
     Metadata,
     Other,
 }
@@ -22,8 +22,8 @@ fn classify(name: &str) -> Class {
         _ => return Class::Other,
     };
     match ext.as_str() {
-        "ex" | "exs" => Class::Tool(Kind::Elixir),
-        "py" | "ps1" => Class::Tool(Kind::Script),
+        "ex" | "exs" => Class::Tool(ToolKind::Elixir),
+        "py" | "ps1" => Class::Tool(ToolKind::Script),
         "md" | "json" => Class::Metadata,
         _ => Class::Other,
     }
@@ -61,101 +61,15 @@ pub(super) fn visit_root(cx: &mut Ctx, root: &Path, required: bool) {
 }
 
 fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBuf>) {
-    let real_dir = match fs::canonicalize(dir) {
-        Ok(r) => r,
-        Err(e) => {
-            cx.note(
-                dir,
-                NoteKind::Unreadable,
-                format!("cannot read {}: {e}", dir.display()),
-            );
-            return;
-        }
+    let Some((real_dir, entries)) = read_folder(cx, dir, visited) else {
+        return;
     };
-    if !visited.insert(real_dir.clone()) {
-        return; // a symlink cycle, or a folder reached twice under the same root
-    }
-    if let Some(reason) = leaves_plugin(cx, dir, &real_dir) {
-        return cx.note(dir, NoteKind::OutsidePlugin, reason);
-    }
-    let read = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) => {
-            cx.note(
-                dir,
-                NoteKind::Unreadable,
-                format!("cannot read folder {}: {e}", dir.display()),
-            );
-            return;
-        }
-    };
-    let mut entries: Vec<(String, fs::FileType, fs::DirEntry)> = Vec::new();
-    for entry in read.flatten() {
-        let Ok(ft) = entry.file_type() else { continue };
-        match entry.file_name().into_string() {
-            Ok(name) => entries.push((name, ft, entry)),
-            Err(raw) => {
-                let path = dir.join(&raw);
-                cx.note(
-                    &path,
-                    NoteKind::Unsupported,
-                    format!("{}: the file name is not UTF-8", path.display()),
-                );
-            }
-        }
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
     let names: HashSet<&str> = entries.iter().map(|(n, _, _)| n.as_str()).collect();
-
     let mut subdirs = Vec::new();
     for (name, ft, entry) in &entries {
         let path = dir.join(name);
-        if name.starts_with('.') {
-            cx.note(
-                &path,
-                NoteKind::Hidden,
-                format!("{} is hidden (its name starts with a dot)", path.display()),
-            );
-            continue;
-        }
-        if ft.is_dir() {
-            subdirs.push(path);
-            continue;
-        }
-        if ft.is_symlink() {
-            match fs::metadata(&path) {
-                Ok(md) if md.is_dir() => subdirs.push(path),
-                Ok(md) => {
-                    let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                    match leaves_plugin(cx, &path, &real) {
-                        Some(reason) => cx.note(&path, NoteKind::OutsidePlugin, reason),
-                        None => visit_classified(cx, &path, real, &md, Some((&names, &real_dir))),
-                    }
-                }
-                Err(_) => cx.note(
-                    &path,
-                    NoteKind::Unreadable,
-                    format!("{} is a broken symlink", path.display()),
-                ),
-            }
-            continue;
-        }
-        // A plain file: its real path is the real folder plus its name, and its metadata is
-        // read relative to the open folder (no path walk).
-        if let Class::Tool(_) = classify(name) {
-            match entry.metadata() {
-                Ok(md) => {
-                    let real = real_dir.join(name);
-                    visit_classified(cx, &path, real, &md, Some((&names, &real_dir)));
-                }
-                Err(e) => cx.note(
-                    &path,
-                    NoteKind::Unreadable,
-                    format!("cannot read {}: {e}", path.display()),
-                ),
-            }
-        } else {
-            classify_other(cx, &path, name, false);
+        if let Some(sub) = visit_entry(cx, (&real_dir, &names), path, name, ft, entry) {
+            subdirs.push(sub);
         }
     }
     for sub in subdirs {
@@ -172,6 +86,124 @@ fn walk_dir(cx: &mut Ctx, dir: &Path, depth: usize, visited: &mut HashSet<PathBu
         }
         walk_dir(cx, &sub, depth + 1, visited);
     }
+}
+
+/// A folder entry: its name, type and the entry (for its metadata).
+type Entry = (String, fs::FileType, fs::DirEntry);
+
+/// A folder's real path and its entries sorted by name, or `None` when it cannot be read or
+/// was visited already (a symlink cycle, or a folder reached twice under the same root).
+fn read_folder(
+    cx: &mut Ctx,
+    dir: &Path,
+    visited: &mut HashSet<PathBuf>,
+) -> Option<(PathBuf, Vec<Entry>)> {
+    let real_dir = match fs::canonicalize(dir) {
+        Ok(r) => r,
+        Err(e) => {
+            cx.note(
+                dir,
+                NoteKind::Unreadable,
+                format!("cannot read {}: {e}", dir.display()),
+            );
+            return None;
+        }
+    };
+    if !visited.insert(real_dir.clone()) {
+        return None;
+    }
+    if let Some(reason) = leaves_plugin(cx, dir, &real_dir) {
+        cx.note(dir, NoteKind::OutsidePlugin, reason);
+        return None;
+    }
+    let read = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            cx.note(
+                dir,
+                NoteKind::Unreadable,
+                format!("cannot read folder {}: {e}", dir.display()),
+            );
+            return None;
+        }
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    for entry in read.flatten() {
+        let Ok(ft) = entry.file_type() else { continue };
+        match entry.file_name().into_string() {
+            Ok(name) => entries.push((name, ft, entry)),
+            Err(raw) => {
+                let path = dir.join(&raw);
+                cx.note(
+                    &path,
+                    NoteKind::Unsupported,
+                    format!("{}: the file name is not UTF-8", path.display()),
+                );
+            }
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Some((real_dir, entries))
+}
+
+/// Visits one folder entry (`folder`: the folder's real path and its entries' names); a
+/// sub-folder to walk is returned.
+fn visit_entry(
+    cx: &mut Ctx,
+    folder: (&Path, &HashSet<&str>),
+    path: PathBuf,
+    name: &str,
+    ft: &fs::FileType,
+    entry: &fs::DirEntry,
+) -> Option<PathBuf> {
+    let (real_dir, names) = folder;
+    if name.starts_with('.') {
+        cx.note(
+            &path,
+            NoteKind::Hidden,
+            format!("{} is hidden (its name starts with a dot)", path.display()),
+        );
+        return None;
+    }
+    if ft.is_dir() {
+        return Some(path);
+    }
+    if ft.is_symlink() {
+        match fs::metadata(&path) {
+            Ok(md) if md.is_dir() => return Some(path),
+            Ok(md) => {
+                let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                match leaves_plugin(cx, &path, &real) {
+                    Some(reason) => cx.note(&path, NoteKind::OutsidePlugin, reason),
+                    None => visit_classified(cx, &path, real, &md, Some((names, real_dir))),
+                }
+            }
+            Err(_) => cx.note(
+                &path,
+                NoteKind::Unreadable,
+                format!("{} is a broken symlink", path.display()),
+            ),
+        }
+        return None;
+    }
+    // A plain file: its real path is the real folder plus its name, and its metadata is
+    // read relative to the open folder (no path walk).
+    if let Class::Tool(_) = classify(name) {
+        match entry.metadata() {
+            Ok(md) => {
+                let real = real_dir.join(name);
+                visit_classified(cx, &path, real, &md, Some((names, real_dir)));
+            }
+            Err(e) => cx.note(
+                &path,
+                NoteKind::Unreadable,
+                format!("cannot read {}: {e}", path.display()),
+            ),
+        }
+    } else {
+        classify_other(cx, &path, name, false);
+    }
+    None
 }
 
 /// Inside a plugin, every folder and file must resolve inside the plugin's folder: a symlink to
@@ -260,25 +292,9 @@ fn visit_classified(
         );
         return;
     }
-    if !cx.seen.insert(real.clone()) {
-        let first = cx
-            .seen_from
-            .iter()
-            .find(|(r, _)| *r == real)
-            .map(|(_, p)| p.display().to_string())
-            .unwrap_or_default();
-        cx.note(
-            path,
-            NoteKind::Duplicate,
-            format!(
-                "{} is the same file as {first} (real path {}), which is loaded once",
-                path.display(),
-                real.display()
-            ),
-        );
+    if !first_visit(cx, path, &real) {
         return;
     }
-    cx.seen_from.push((real.clone(), path.to_path_buf()));
 
     let dir = path.parent().unwrap_or(Path::new("/"));
     let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(&name);
@@ -305,10 +321,49 @@ fn visit_classified(
         plugin: cx.plugin.clone(),
     };
 
+    if read_side_files(cx, &mut tool, dir, stem, &exists) {
+        cx.scan.files.push(tool);
+    }
+}
+
+/// Whether `real` is seen for the first time in this scan; a second path to it is noted.
+fn first_visit(cx: &mut Ctx, path: &Path, real: &Path) -> bool {
+    if !cx.seen.insert(real.to_path_buf()) {
+        let first = cx
+            .seen_from
+            .iter()
+            .find(|(r, _)| r == real)
+            .map(|(_, p)| p.display().to_string())
+            .unwrap_or_default();
+        cx.note(
+            path,
+            NoteKind::Duplicate,
+            format!(
+                "{} is the same file as {first} (real path {}), which is loaded once",
+                path.display(),
+                real.display()
+            ),
+        );
+        return false;
+    }
+    cx.seen_from.push((real.to_path_buf(), path.to_path_buf()));
+    true
+}
+
+/// Reads a tool's side files (`<stem>.json`, `<stem>.md`, `<stem>.tool.json`) into `tool`;
+/// `false` when one is invalid, which leaves the tool out (noted).
+fn read_side_files(
+    cx: &mut Ctx,
+    tool: &mut ToolFile,
+    dir: &Path,
+    stem: &str,
+    exists: &dyn Fn(&str) -> bool,
+) -> bool {
+    let path = tool.path.clone();
     let meta_name = format!("{stem}.json");
     if exists(&meta_name) {
         let meta_path = dir.join(&meta_name);
-        match read_small(&meta_path).and_then(|t| parse_meta(&t)) {
+        match read_small(&meta_path, MAX_METADATA_BYTES).and_then(|t| parse_meta(&t)) {
             Ok(meta) => {
                 tool.meta = Some(meta);
                 tool.meta_path = Some(meta_path);
@@ -319,15 +374,15 @@ fn visit_classified(
                     path.display(),
                     meta_path.display()
                 );
-                cx.note(path, NoteKind::BadMetadata, reason);
-                return;
+                cx.note(&path, NoteKind::BadMetadata, reason);
+                return false;
             }
         }
     }
     let doc_name = format!("{stem}.md");
     if exists(&doc_name) {
         let doc_path = dir.join(&doc_name);
-        match read_small(&doc_path).and_then(|t| {
+        match read_small(&doc_path, MAX_METADATA_BYTES).and_then(|t| {
             String::from_utf8(t)
                 .map_err(|_| crate::error::Error::Invalid("the file is not UTF-8 text".into()))
         }) {
@@ -342,13 +397,13 @@ fn visit_classified(
                     path.display(),
                     doc_path.display()
                 );
-                cx.note(path, NoteKind::BadMetadata, reason);
-                return;
+                cx.note(&path, NoteKind::BadMetadata, reason);
+                return false;
             }
         }
     }
     let cache_name = format!("{stem}.tool.json");
-    if kind == Kind::Script && exists(&cache_name) {
+    if tool.kind == ToolKind::Script && exists(&cache_name) {
         // The script loader reads the cache: hand it only a regular file.
         let cache_path = dir.join(cache_name);
         match fs::metadata(&cache_path) {
@@ -365,16 +420,5 @@ fn visit_classified(
             Err(_) => {}
         }
     }
-    cx.scan.files.push(tool);
-}
-
-/// Nanoseconds since the Unix epoch (negative before it); 0 when the platform has no mtime.
-pub fn mtime_ns(md: &fs::Metadata) -> i64 {
-    match md.modified() {
-        Ok(t) => match t.duration_since(UNIX_EPOCH) {
-            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-            Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
-        },
-        Err(_) => 0,
-    }
+    true
 }

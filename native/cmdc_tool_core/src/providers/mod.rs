@@ -29,7 +29,7 @@ pub use limits::{
     OPENAI_MAX_CHARS, OPENAI_MAX_DEPTH, OPENAI_MAX_ENUM_VALUES, OPENAI_MAX_PROPERTIES,
 };
 pub use names::{check_names, tool_name};
-pub use strict::make_nullable;
+pub use strict::{make_nullable, null_plan};
 pub use warn::Warning;
 pub use write::{
     end_list_etf, list_json_delimiters, start_list_etf, wrap, wrap_list, write_tool_etf,

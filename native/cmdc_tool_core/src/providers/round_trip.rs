@@ -2,16 +2,14 @@
 //! nullable, so the model sends `null` for each one it leaves out. The rewrite records where it
 //! did that (a [`Plan`] that mirrors the rewritten schema); [`NullPlan::apply`] removes those
 //! nulls from a call's arguments, so they mean what the original schema means: the key absent.
+//! The plan is made by the rewrite (`strict::null_plan`); this file only holds and applies it.
 //! A `null` the original schema accepts there is not recorded, so it is kept.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::format::Format;
 use super::pointer::resolve;
-use super::strict::strict_root_plan;
-use super::warn::Cx;
 
 /// Where the rewrite made nulls stand for absent keys, for one (sub)schema.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -112,18 +110,6 @@ fn has_drop<'p>(plan: &'p Plan, all: &'p NullPlan, seen: &mut Vec<&'p str>) -> b
             seen.push(r);
             all.defs.get(r).is_some_and(|p| has_drop(p, all, seen))
         })
-}
-
-/// The plan of `schema`'s OpenAI strict rewrite (the only one that introduces nulls: Anthropic
-/// keeps `required` as written).
-pub fn null_plan(schema: &Value) -> NullPlan {
-    let mut warnings = Vec::new();
-    let mut cx = Cx {
-        tool: "",
-        format: Format::OpenAI,
-        warnings: &mut warnings,
-    };
-    strict_root_plan(&mut cx, schema).1
 }
 
 /// Whether `schema` (a subschema of `root`) accepts `null`, read from its keywords; when that

@@ -128,6 +128,18 @@ pub(super) fn strict_root(cx: &mut Cx, schema: &Value) -> Value {
     strict_root_plan(cx, schema).0
 }
 
+/// The plan of `schema`'s OpenAI strict rewrite (the only one that introduces nulls: Anthropic
+/// keeps `required` as written).
+pub fn null_plan(schema: &Value) -> NullPlan {
+    let mut warnings = Vec::new();
+    let mut cx = Cx {
+        tool: "",
+        format: Format::OpenAI,
+        warnings: &mut warnings,
+    };
+    strict_root_plan(&mut cx, schema).1
+}
+
 /// The strict rewrite of a parameters schema and the plan of the nulls it introduced.
 pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan) {
     let root = match schema {

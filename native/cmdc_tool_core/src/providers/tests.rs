@@ -522,7 +522,7 @@ fn strict_rewrite_keeps_every_accepted_call() {
             let original = compile(&schema, Documents::default(), None).unwrap();
             let rewritten = compile(&strict, Documents::default(), None)
                 .unwrap_or_else(|e| panic!("{e}\n{strict:#}"));
-            let plan = round_trip::null_plan(&schema);
+            let plan = null_plan(&schema);
             for _ in 0..20 {
                 let (args, strict_args) = gen_value(&mut rng, &schema, &schema);
                 if !original.is_valid(&args) {

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::interpreter::Kind;
+use super::interpreter::Language;
 use super::stamp;
-use crate::discovery::mtime_ns;
 use crate::error::{Error, Result};
+use crate::fs::mtime_ns;
 use crate::permissions::{Policy, ResultApproval};
 
 /// The error for a script that cannot be read (missing, unreadable).
@@ -100,7 +100,7 @@ pub fn script_stamp(script: &Path) -> Result<String> {
 /// its `scriptStamp` is `current`. File times play no part: a fresh `git clone` gives a script
 /// and a crafted cache the same mtime.
 pub fn read_cache(script: &Path, current: &str, key: &[u8]) -> Result<Cached> {
-    let kind = Kind::of(script)?;
+    let kind = Language::of(script)?;
     let cache = cache_path(script);
     let cache_meta = match fs::metadata(&cache) {
         Ok(meta) => meta,
@@ -230,7 +230,7 @@ pub fn tighten(fresh: &mut Value, untrusted: &Value, file: &str) -> Vec<String> 
 
 /// Checks that a document has the shape a script description must have: an [`Error::Json`]
 /// says what is missing (the reason a cache is rebuilt).
-pub fn check_document(doc: &Value, kind: Kind) -> Result<()> {
+pub fn check_document(doc: &Value, kind: Language) -> Result<()> {
     let bad = |why: String| Error::Json(why);
     let obj = doc
         .as_object()
@@ -284,7 +284,7 @@ pub fn write_cache(
     description: &[u8],
     key: &[u8],
 ) -> Result<String> {
-    let kind = Kind::of(script)?;
+    let kind = Language::of(script)?;
     let mut doc: Value = serde_json::from_slice(description).map_err(|e| {
         Error::Json(format!(
             "the description of {} is not JSON: {e}",

@@ -15,22 +15,22 @@ use tokio::process::Command;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub enum Language {
     Python,
     PowerShell,
 }
 
-impl Kind {
+impl Language {
     /// The kind of a script by its extension, or an error naming the supported ones.
-    pub fn of(path: &Path) -> Result<Kind> {
+    pub fn of(path: &Path) -> Result<Language> {
         match path
             .extension()
             .and_then(OsStr::to_str)
             .map(str::to_ascii_lowercase)
             .as_deref()
         {
-            Some("py") => Ok(Kind::Python),
-            Some("ps1") => Ok(Kind::PowerShell),
+            Some("py") => Ok(Language::Python),
+            Some("ps1") => Ok(Language::PowerShell),
             _ => Err(Error::Invalid(format!(
                 "{} is not a script tool: expected a .py or .ps1 file",
                 path.display()
@@ -41,8 +41,8 @@ impl Kind {
     /// The `type` field of the cache document.
     pub fn module_type(self) -> &'static str {
         match self {
-            Kind::Python => "PythonModule",
-            Kind::PowerShell => "PowerShellModule",
+            Language::Python => "PythonModule",
+            Language::PowerShell => "PowerShellModule",
         }
     }
 }
@@ -183,9 +183,12 @@ mod tests {
 
     #[test]
     fn kinds() {
-        assert_eq!(Kind::of(Path::new("a/b.py")).unwrap(), Kind::Python);
-        assert_eq!(Kind::of(Path::new("a/b.PS1")).unwrap(), Kind::PowerShell);
-        let err = Kind::of(Path::new("a/b.rb")).unwrap_err();
+        assert_eq!(Language::of(Path::new("a/b.py")).unwrap(), Language::Python);
+        assert_eq!(
+            Language::of(Path::new("a/b.PS1")).unwrap(),
+            Language::PowerShell
+        );
+        let err = Language::of(Path::new("a/b.rb")).unwrap_err();
         assert!(
             matches!(&err, Error::Invalid(m) if m.contains(".py or .ps1")),
             "{err:?}"

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::cache::{self, Cached};
-use super::interpreter::{self, Kind};
+use super::interpreter::{self, Language};
 use super::powershell;
 use super::protocol::{self, read_frame};
 use super::worker::{spawn_python, Worker};
@@ -242,7 +242,7 @@ fn scan(paths: &[String], use_cache: bool, key: &[u8]) -> (Vec<Option<Loaded>>, 
     let mut python = Vec::new();
     for (i, p) in paths.iter().enumerate() {
         let path = PathBuf::from(p);
-        let kind = match Kind::of(&path) {
+        let kind = match Language::of(&path) {
             Ok(k) => k,
             Err(e) => {
                 results[i] = Some(Loaded::Err(e));
@@ -263,8 +263,8 @@ fn scan(paths: &[String], use_cache: bool, key: &[u8]) -> (Vec<Option<Loaded>>, 
             }
         };
         match kind {
-            Kind::Python => python.push((i, path, reading)),
-            Kind::PowerShell => {
+            Language::Python => python.push((i, path, reading)),
+            Language::PowerShell => {
                 results[i] = Some(match std::fs::read(&path) {
                     Ok(bytes) => {
                         let source = String::from_utf8_lossy(&bytes);

@@ -14,7 +14,7 @@ use tokio::process::Command;
 use tokio::sync::Semaphore;
 
 use super::cache::file_version;
-use super::interpreter::{self, Kind, PWSH_MISSING};
+use super::interpreter::{self, Language, PWSH_MISSING};
 use super::protocol::{self, error_from_payload, read_frame};
 use super::worker::{file_name, spawn_python, Worker};
 use crate::error::Error;
@@ -339,15 +339,15 @@ where
     C: Future<Output = &'static str>,
     P: FnMut(Vec<u8>),
 {
-    let kind = Kind::of(path).map_err(|e| error("script", e.to_string()))?;
+    let kind = Language::of(path).map_err(|e| error("script", e.to_string()))?;
     let script = file_name(path);
     let work = async {
         match kind {
-            Kind::Python => {
+            Language::Python => {
                 let pool = pool_for(path, opts);
                 call_python(&pool, function, args_json, opts, &mut on_progress).await
             }
-            Kind::PowerShell => call_powershell(path, function, args_json, opts).await,
+            Language::PowerShell => call_powershell(path, function, args_json, opts).await,
         }
     };
     // Dropping `work` (time-out, cancel) drops its worker, which kills its process tree.

@@ -1,0 +1,236 @@
+defmodule CMDC.Tool.Hooks.Config do
+  @moduledoc """
+  Command hooks from the settings files users already have, in Claude Code's format:
+
+      {"hooks": {"PreToolUse": [{"matcher": "Bash|write_file",
+                                 "hooks": [{"type": "command", "command": "./check.sh", "timeout": 30}]}]}}
+
+  Files, in this order (the order hooks run in, and in which rewrites are applied — the last
+  wins): `~/.claude/settings.json`, `~/.cmdc/settings.json` (or `$CMDC_HOME/settings.json`; a
+  relative or empty `HOME`/`CMDC_HOME` is ignored and reported, see `CMDC.Tool.Home`), then
+  the project's `.claude/settings.json`, `.claude/settings.local.json` and `.cmdc/settings.json`.
+  A project's files run commands from a repository, so their hooks are active only when the
+  project is trusted (the gate of `CMDC.Tool.Discovery.project_trusted?/1`); otherwise they are
+  listed as inactive.
+
+  Events: `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `SessionStart`, `SessionEnd`.
+  `timeout` is in seconds (default 60). Hooks run with the project directory (`:cwd`) as
+  working directory.
+
+      iex> config = CMDC.Tool.Hooks.Config.load(cwd: "/nonexistent/project", home: "/nonexistent/home")
+      iex> {config.hooks, config.files, config.errors}
+      {[], [], []}
+
+  ## Errors
+
+  `load/1` never fails: a file that is not valid JSON, an unknown event, a matcher that is not a
+  valid regular expression, a hook without a command or of another `type`, a bad `timeout` —
+  each is an entry `%{path, hook, reason}` in `errors`, and every other hook of every file still
+  loads.
+  """
+
+  alias CMDC.Tool.Home
+  alias CMDC.Tool.Hooks.{Command, Hook, Matcher}
+
+  defstruct hooks: [], files: [], errors: []
+
+  @type t :: %__MODULE__{
+          hooks: [Hook.t()],
+          files: [%{path: String.t(), source: :user | :project, active: boolean()}],
+          errors: [%{path: String.t(), hook: String.t() | nil, reason: String.t()}]
+        }
+
+  @default_timeout_s 60
+
+  @doc """
+  Reads the settings files. Options: `:cwd` (the project, default the current directory),
+  `:home`, `:cmdc_home`, `:trust_project`, `:trusted` (as for `CMDC.Tool.Discovery`), `:paths`
+  (more settings files, treated as the user's).
+  """
+  @spec load(keyword()) :: t()
+  def load(opts \\ []) do
+    cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
+    # A project that is the home folder has one settings file, not two.
+    files =
+      cwd
+      |> files(opts)
+      |> Enum.uniq_by(&elem(&1, 1))
+      |> Enum.filter(fn {_, path} -> File.regular?(path) end)
+
+    project? = Enum.any?(files, &(elem(&1, 0) == :project))
+    trusted? = project? and trusted?(cwd, opts)
+    home_errors = for e <- Home.errors(opts), do: problem("(user folders)", nil, e.reason)
+
+    Enum.reduce(files, %__MODULE__{errors: home_errors}, fn {source, path}, acc ->
+      active = source == :user or trusted?
+      {hooks, errors} = read(path, cwd, active)
+
+      %{
+        acc
+        | hooks: acc.hooks ++ hooks,
+          files: acc.files ++ [%{path: path, source: source, active: active}],
+          errors: acc.errors ++ errors
+      }
+    end)
+  end
+
+  @doc "The active hooks of `load/1` (what a runner should use)."
+  @spec active(t()) :: [Hook.t()]
+  def active(%__MODULE__{hooks: hooks}), do: Enum.filter(hooks, & &1.active)
+
+  # The home folders go through `CMDC.Tool.Home`: a relative or empty `HOME`/`CMDC_HOME` is
+  # ignored (a repository's files would become the user's, always active), and a project that
+  # is the home folder holds the user's own files.
+  defp files(cwd, opts) do
+    home =
+      case Home.user_home(opts) do
+        {:ok, dir} -> dir
+        {:error, _} -> nil
+      end
+
+    user = fn dir, file -> if dir, do: [{:user, Path.join(dir, file)}], else: [] end
+    extra = Enum.map(Keyword.get(opts, :paths, []), &{:user, Path.expand(&1)})
+    project_source = if home && Home.home?(cwd, home), do: :user, else: :project
+
+    user.(home, ".claude/settings.json") ++
+      user.(Home.cmdc_dir(opts), "settings.json") ++
+      extra ++
+      for(
+        file <- [".claude/settings.json", ".claude/settings.local.json", ".cmdc/settings.json"],
+        do: {project_source, Path.join(cwd, file)}
+      )
+  end
+
+  defp trusted?(cwd, opts) do
+    CMDC.Tool.Discovery.project_trusted?(
+      [cwd: cwd] ++ Keyword.take(opts, [:home, :cmdc_home, :trust_project, :trusted])
+    )
+  end
+
+  defp read(path, cwd, active) do
+    with {:ok, text} <- File.read(path),
+         {:ok, json} <- CMDC.Tool.JSON.decode(text) do
+      hooks_of(json, path, cwd, active)
+    else
+      {:error, reason} when is_binary(reason) ->
+        {[], [problem(path, nil, "not valid JSON: #{reason}")]}
+
+      {:error, reason} ->
+        {[], [problem(path, nil, "cannot be read: #{:file.format_error(reason)}")]}
+    end
+  end
+
+  defp hooks_of(%{"hooks" => events}, path, cwd, active) when is_map(events) do
+    events
+    |> Enum.sort_by(fn {name, _} -> order(name) end)
+    |> Enum.reduce({[], []}, fn {name, groups}, {hooks, errors} ->
+      {h, e} = event(name, groups, path, cwd, active)
+      {hooks ++ h, errors ++ e}
+    end)
+  end
+
+  defp hooks_of(%{"hooks" => other}, path, _cwd, _active),
+    do:
+      {[],
+       [
+         problem(
+           path,
+           nil,
+           "\"hooks\" must be an object of events (got #{inspect(other, limit: 5)})"
+         )
+       ]}
+
+  defp hooks_of(%{}, _path, _cwd, _active), do: {[], []}
+
+  defp hooks_of(_, path, _cwd, _active),
+    do: {[], [problem(path, nil, "the settings must be a JSON object")]}
+
+  @order ~w(SessionStart PreToolUse PostToolUse PostToolUseFailure SessionEnd)
+  defp order(name), do: Enum.find_index(@order, &(&1 == name)) || length(@order)
+
+  defp event(name, groups, path, cwd, active) do
+    case {Map.fetch(Command.events(), name), groups} do
+      {:error, _} ->
+        known = Command.events() |> Map.keys() |> Enum.join(", ")
+
+        {[],
+         [
+           problem(
+             path,
+             name,
+             "unknown event #{inspect(name)}: cmdc_tool runs #{known}; its hooks are ignored"
+           )
+         ]}
+
+      {{:ok, event}, groups} when is_list(groups) ->
+        groups
+        |> Enum.with_index()
+        |> Enum.reduce({[], []}, fn {group, g}, {hooks, errors} ->
+          {h, e} = group(group, {name, event, g}, path, cwd, active)
+          {hooks ++ h, errors ++ e}
+        end)
+
+      {_, _} ->
+        {[], [problem(path, name, "#{name} must be a list of matcher groups")]}
+    end
+  end
+
+  defp group(%{"hooks" => list} = group, {name, event, g}, path, cwd, active)
+       when is_list(list) do
+    where = "#{name}[#{g}]"
+
+    case Matcher.parse(group["matcher"]) do
+      {:ok, matcher} ->
+        list
+        |> Enum.with_index()
+        |> Enum.reduce({[], []}, fn {spec, i}, {hooks, errors} ->
+          base = %Hook{
+            kind: :command,
+            events: [event],
+            matcher: matcher,
+            dir: cwd,
+            source: path,
+            event_name: name,
+            active: active
+          }
+
+          case command(spec, base, "#{where}.hooks[#{i}]") do
+            {:ok, hook} -> {hooks ++ [hook], errors}
+            {:error, hook_name, why} -> {hooks, errors ++ [problem(path, hook_name, why)]}
+          end
+        end)
+
+      {:error, why} ->
+        {[], [problem(path, where, why <> "; the group's hooks are ignored")]}
+    end
+  end
+
+  defp group(_group, {name, _event, g}, path, _cwd, _active),
+    do: {[], [problem(path, "#{name}[#{g}]", "a matcher group needs a \"hooks\" list")]}
+
+  defp command(%{"type" => "command", "command" => cmd} = spec, base, where)
+       when is_binary(cmd) and cmd != "" do
+    case Map.get(spec, "timeout", @default_timeout_s) do
+      t when is_number(t) and t > 0 ->
+        label = "#{base.source} #{where} (#{Matcher.source(base.matcher)}: #{short(cmd)})"
+        {:ok, %{base | command: cmd, timeout_ms: round(t * 1000), label: label}}
+
+      t ->
+        {:error, where, "timeout must be a positive number of seconds (got #{inspect(t)})"}
+    end
+  end
+
+  defp command(%{"type" => "command"}, _base, where),
+    do: {:error, where, "the hook has no command (\"command\" must be a non-empty string)"}
+
+  defp command(%{"type" => type}, _base, where),
+    do: {:error, where, "hook type #{inspect(type)} is not supported (only \"command\")"}
+
+  defp command(_spec, _base, where),
+    do: {:error, where, "a hook must be an object with \"type\": \"command\" and a \"command\""}
+
+  defp short(cmd),
+    do: if(String.length(cmd) > 60, do: String.slice(cmd, 0, 57) <> "...", else: cmd)
+
+  defp problem(path, hook, reason), do: %{path: path, hook: hook, reason: reason}
+end

@@ -1,0 +1,121 @@
+defmodule CMDC.Tool.Hooks.Dispatch do
+  @moduledoc """
+  Runs the hooks of one event that match, concurrently, each in a process of its own under its
+  time-out, and returns their `CMDC.Tool.Hooks.Verdict`s in hook order (not finishing order).
+
+  An Elixir hook that raises, exits or runs past its time-out fails safe: before a call it denies
+  the call, after a call it blocks the result, at a session event it is a logged error; the
+  caller never crashes. A command hook's time-out is enforced by the exec layer (the hook and its
+  process group are killed) and is a non-blocking error, as in Claude Code
+  (`CMDC.Tool.Hooks.Command`). A `:cancel` message to the calling process stops the hooks.
+
+      iex> {:ok, hooks} = CMDC.Tool.Hooks.new([
+      ...>   [name: "slow", timeout: 50, before_call: fn _, _ -> Process.sleep(1_000) end],
+      ...>   [name: "fine", match: "echo", before_call: fn _, _ -> {:allow, "ok"} end]])
+      iex> call = %{tool: "echo", args: %{}, call_id: "1", module: CMDC.Tool.Examples.Echo}
+      iex> [slow, fine] = CMDC.Tool.Hooks.Dispatch.run(hooks, :pre_tool_use, ["echo"], %{call: call, context: %CMDC.Context{}})
+      iex> {slow.decision, slow.reason, fine.decision}
+      {:deny, "hook slow did not answer within 50 ms (stopped) (fail-safe: not run)", :allow}
+  """
+
+  require Logger
+
+  alias CMDC.Tool.Hooks.{Command, Hook, Verdict}
+
+  # A command hook's own time-out is enforced natively; this only covers a stuck VM process.
+  @command_margin 5_000
+
+  @doc """
+  Runs the hooks of `hooks` matching `event` and `names`. `input` carries what the hooks read:
+  `:call` (`%{tool, args, call_id, module}`), `:result` after a call, `:context`,
+  `:session_event` and `:json` (the stdin object of command hooks).
+  """
+  @spec run([Hook.t()], Hook.event(), [String.t()], map()) :: [Verdict.t()] | :cancelled
+  def run(hooks, event, names, input) do
+    case Enum.filter(hooks, &Hook.matches?(&1, event, names)) do
+      [] -> []
+      matching -> matching |> start(event, input) |> collect(event, %{})
+    end
+  end
+
+  defp start(hooks, event, input) do
+    parent = self()
+    ref = make_ref()
+
+    running =
+      hooks
+      |> Enum.with_index()
+      |> Enum.map(fn {hook, i} ->
+        # Linked: a hook dies with its caller (and a command hook's program with it). Nothing
+        # inside can exit abnormally, so the link never takes the caller down.
+        pid = spawn_link(fn -> send(parent, {ref, i, safely(hook, event, input)}) end)
+        margin = if hook.kind == :command, do: @command_margin, else: 0
+        {i, hook, pid, System.monotonic_time(:millisecond) + hook.timeout_ms + margin}
+      end)
+
+    {ref, running}
+  end
+
+  defp collect({_ref, []}, _event, done), do: done |> Enum.sort() |> Enum.map(&elem(&1, 1))
+
+  defp collect({ref, running}, event, done) do
+    {i, hook, pid, deadline} = Enum.min_by(running, &elem(&1, 3))
+    left = max(deadline - System.monotonic_time(:millisecond), 0)
+
+    receive do
+      {^ref, j, verdict} ->
+        collect({ref, List.keydelete(running, j, 0)}, event, Map.put(done, j, verdict))
+
+      :cancel ->
+        Enum.each(running, fn {_, _, pid, _} -> stop(pid) end)
+        :cancelled
+    after
+      left ->
+        stop(pid)
+        why = "did not answer within #{hook.timeout_ms} ms (stopped)"
+
+        collect(
+          {ref, List.keydelete(running, i, 0)},
+          event,
+          Map.put(done, i, failed(hook, event, why))
+        )
+    end
+  end
+
+  defp stop(pid) do
+    Process.unlink(pid)
+    Process.exit(pid, :kill)
+  end
+
+  defp safely(%Hook{kind: :command} = hook, event, input) do
+    Command.run(hook, event, input)
+  rescue
+    e -> failed(hook, event, "failed: " <> Exception.message(e))
+  end
+
+  defp safely(hook, event, input) do
+    CMDC.Tool.Hooks.Elixir.run(hook, event, input)
+  rescue
+    e -> failed(hook, event, "raised " <> Exception.format_banner(:error, e, __STACKTRACE__))
+  catch
+    kind, reason -> failed(hook, event, "#{kind}: #{inspect(reason, limit: 10)}")
+  end
+
+  # Fail-safe for Elixir hooks; a non-blocking error for command hooks (Claude Code's rule).
+  defp failed(%Hook{kind: :command, label: label}, _event, why) do
+    Logger.warning("cmdc_tool: #{label} #{why}")
+    %Verdict{hook: label, error: why}
+  end
+
+  defp failed(%Hook{label: label}, :pre_tool_use, why),
+    do: %Verdict{hook: label, decision: :deny, reason: "#{label} #{why} (fail-safe: not run)"}
+
+  defp failed(%Hook{label: label}, event, why)
+       when event in [:post_tool_use, :post_tool_use_failure],
+       do: %Verdict{hook: label, block: "#{label} #{why} (fail-safe: result withheld)"}
+
+  defp failed(%Hook{label: label}, _event, why) do
+    Logger.warning("cmdc_tool: #{label} #{why}")
+    %Verdict{hook: label, error: why}
+  end
+end

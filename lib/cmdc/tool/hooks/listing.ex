@@ -1,0 +1,63 @@
+defmodule CMDC.Tool.Hooks.Listing do
+  @moduledoc """
+  What `mix cmdc.tools hooks` prints: every command hook of the settings files (event, matcher,
+  command, time-out, file, active or why not), then the files read and the problems found.
+
+      iex> CMDC.Tool.Hooks.Listing.render(%CMDC.Tool.Hooks.Config{}, "/tmp")
+      "no command hooks configured"
+  """
+
+  alias CMDC.Tool.Hooks.{Config, Matcher}
+
+  @doc "The listing of a `CMDC.Tool.Hooks.Config` as text (paths relative to `cwd`)."
+  @spec render(Config.t(), String.t()) :: String.t()
+  def render(%Config{} = config, cwd) do
+    rows =
+      for hook <- config.hooks do
+        [
+          hook.event_name,
+          Matcher.source(hook.matcher),
+          hook.command,
+          "#{div(hook.timeout_ms, 1000)}s",
+          relative(hook.source, cwd),
+          if(hook.active, do: "yes", else: "no (project not trusted)")
+        ]
+      end
+
+    [
+      if(rows == [],
+        do: "no command hooks configured",
+        else: table(["EVENT", "MATCHER", "COMMAND", "TIMEOUT", "FILE", "ACTIVE"], rows)
+      ),
+      section("settings files", config.files, fn f ->
+        "#{relative(f.path, cwd)} (#{f.source}#{if f.active, do: "", else: ", inactive: the project is not trusted; pass --trust or list it in ~/.cmdc/trusted.json"})"
+      end),
+      section("problems", config.errors, fn e ->
+        "#{relative(e.path, cwd)}#{if e.hook, do: " " <> e.hook}: #{e.reason}"
+      end)
+    ]
+    |> Enum.reject(&(&1 == ""))
+    |> Enum.join("\n\n")
+  end
+
+  defp section(_title, [], _fun), do: ""
+
+  defp section(title, items, fun),
+    do: "#{title} (#{length(items)}):\n" <> Enum.map_join(items, "\n", &("  - " <> fun.(&1)))
+
+  defp relative(path, cwd), do: Path.relative_to(path, cwd)
+
+  defp table(header, rows) do
+    widths =
+      Enum.reduce([header | rows], List.duplicate(0, length(header)), fn row, acc ->
+        Enum.zip_with(row, acc, &max(String.length(&1), &2))
+      end)
+
+    Enum.map_join([header | rows], "\n", fn row ->
+      row
+      |> Enum.zip(widths)
+      |> Enum.map_join("  ", fn {cell, w} -> String.pad_trailing(cell, w) end)
+      |> String.trim_trailing()
+    end)
+  end
+end
