@@ -12,15 +12,15 @@ build: setup
 demo: setup
 	mix compile
 	@echo; echo "== mix cmdc.tools list: the tools found, and what could not be loaded =="
-	mix cmdc.tools list
+	mix cmdc.tools list --examples
 	@echo; echo "== mix cmdc.tools schema --format anthropic: what a model request carries =="
-	mix cmdc.tools schema --format anthropic
+	mix cmdc.tools schema --format anthropic --examples
 	@echo; echo "== a valid call of an Elixir tool, streaming partial results =="
-	mix cmdc.tools call countdown '{"n": 3, "delay_ms": 200}'
+	mix cmdc.tools call --examples countdown '{"n": 3, "delay_ms": 200}'
 	@echo; echo "== a valid call of a Python script tool (examples/tools/text_tools.py) =="
-	mix cmdc.tools call count_slowly '{"n": 3, "delay_ms": 200}'
+	mix cmdc.tools call --examples count_slowly '{"n": 3, "delay_ms": 200}'
 	@echo; echo "== an invalid call: the error result the model gets =="
-	-mix cmdc.tools call read_file '{"path": 42, "limit": 0}'
+	-mix cmdc.tools call --examples read_file '{"path": 42, "limit": 0}'
 	@echo; echo "== the library API from Elixir: define, describe, validate =="
 	mix run examples/demo.exs
 

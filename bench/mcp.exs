@@ -1,6 +1,8 @@
 # The MCP stdio server (`bin/cmdc-mcp`, a real subprocess) as clients see it:
 #   1. start-up: spawn to the first tools/list answer, through the official MCP Python client,
-#      ours next to the Python SDK's reference server (test/support/mcp_py_server.py), same run;
+#      ours next to the Python SDK's reference server (test/support/mcp_py_server.py), same run:
+#      from this checkout (--examples), and from a freshly generated mix app depending on it
+#      (`bin/cmdc-mcp --cwd APP`: the app's config tool + two Python tools in .cmdc/tools);
 #   2. idle cost of `--watch 1000`: CPU time over ~10 s of a server with nothing changing;
 #   3. tools/call round trips per second for a trivial tool (raw frames).
 # Run: MIX_ENV=bench mix run bench/mcp.exs [RUNS]   (the Python client comes from the venv
@@ -27,18 +29,41 @@ first_list = fn command ->
 end
 
 median = fn list -> list |> Enum.sort() |> Enum.at(div(length(list), 2)) end
-first_list.([server])
+first_list.([server, "--examples"])
 
-{ours, theirs} =
-  Enum.reduce(1..runs, {[], []}, fn _, {ours, theirs} ->
-    {[first_list.([server]) | ours], [first_list.([python | reference]) | theirs]}
+# A user's app (test/support/project_app.ex), trusted, started once before timing (that start
+# writes the launch file and the Python tools' cache).
+app_dir = Path.join(System.tmp_dir!(), "cmdc_bench_app_#{System.unique_integer([:positive])}")
+app = CMDC.Tool.ProjectApp.generate!(app_dir)
+{_, 0} = CMDC.Tool.ProjectApp.mix(app, ["cmdc.tools", "trust"])
+app_env = CMDC.Tool.ProjectApp.env(app_dir)
+
+app_list = fn ->
+  {out, 0} =
+    System.cmd(python, [start_py, server, "--cwd", app], env: app_env, stderr_to_stdout: false)
+
+  %{"first_list_ms" => ms, "tools" => 3} =
+    out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
+
+  ms
+end
+
+app_list.()
+
+{ours, theirs, apps} =
+  Enum.reduce(1..runs, {[], [], []}, fn _, {ours, theirs, apps} ->
+    {[first_list.([server, "--examples"]) | ours], [first_list.([python | reference]) | theirs],
+     [app_list.() | apps]}
   end)
+
+File.rm_rf!(app_dir)
 
 fmt = fn list -> Enum.map_join(Enum.sort(list), " ", &"#{round(&1)}") end
 
 IO.puts("""
 start to first tools/list answer (official Python client, #{runs} runs each, median):
-  cmdc-mcp:                        #{round(median.(ours))} ms  (#{fmt.(ours)})
+  cmdc-mcp --examples (checkout):  #{round(median.(ours))} ms  (#{fmt.(ours)})
+  cmdc-mcp --cwd APP (mix app):    #{round(median.(apps))} ms  (#{fmt.(apps)})
   Python SDK reference server:     #{round(median.(theirs))} ms  (#{fmt.(theirs)})
   target:                          500 ms, and less than the reference
 """)
@@ -94,7 +119,7 @@ cpu_s = fn os_pid ->
   Enum.sum(for i <- 11..14, do: String.to_integer(Enum.at(fields, i))) / ticks
 end
 
-port = open.(["--watch", "1000"])
+port = open.(["--examples", "--watch", "1000"])
 {:os_pid, os_pid} = Port.info(port, :os_pid)
 # Let the first ticks pass, then measure a quiet stretch.
 Process.sleep(2_000)
@@ -111,7 +136,7 @@ idle cost of --watch 1000 (examples/tools watched, nothing changing, #{Float.rou
 """)
 
 # ---------------------------------------------------------------------------------------------
-port = open.([])
+port = open.(["--examples"])
 
 call = fn id ->
   params = %{"name" => "echo", "arguments" => %{"text" => "hi"}}

@@ -143,7 +143,9 @@ defmodule CMDC.Tool do
   Finds the tool module with the given name: `{:ok, module}` or `{:error, :not_found}`.
 
   On a list of modules this is cmdc's linear search; on a `CMDC.Tool.Registry` it is a native
-  hash lookup (use `CMDC.Tool.Registry.fetch/2` or `suggest/2` for "did you mean").
+  hash lookup. Not found is `{:error, :not_found}`, as cmdc defines `find/2`; the richer reason
+  (the name and the nearest names) is `suggest/2` or `unknown_tool_message/2` on either, or
+  `CMDC.Tool.Registry.fetch/2`'s `{:error, {:not_found, name, suggestions}}` on a registry.
 
       iex> CMDC.Tool.find([CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile], "read_file")
       {:ok, CMDC.Tool.Examples.ReadFile}
@@ -238,6 +240,11 @@ defmodule CMDC.Tool do
   `CMDC.Tool.Providers` (whose `convert/3` also returns the warnings for dropped keywords).
   On a registry the result is cached until the registry changes.
 
+  Where a provider's format cannot say what a schema says, the output changes meaning and a
+  warning says how. Option `warnings:` (`CMDC.Tool.Providers.Warnings`): `:log` (default, each
+  logged once per tool, format and change at `:warning`), `:raise` (an `ArgumentError`: for
+  tests and CI) or `:ignore`.
+
   Deferred loading (`defer:`, `always_loaded:`, `search:`, `loaded:`): a large catalog stays out
   of the prompt and the model finds tools with a search tool; see `CMDC.Tool.Deferred` and
   `CMDC.Tool.Session`.
@@ -260,10 +267,14 @@ defmodule CMDC.Tool do
   end
 
   def to_schema(source, context, opts) do
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    mode = CMDC.Tool.Providers.Warnings.mode!(mode)
+
     if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)) do
       CMDC.Tool.Deferred.to_schema(source, context, opts)
     else
-      {tools, _warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+      {tools, warnings} = CMDC.Tool.Providers.convert(source, context, opts)
+      CMDC.Tool.Providers.Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)
       tools
     end
   end
@@ -302,6 +313,29 @@ defmodule CMDC.Tool do
   """
   @spec validate(module(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
   def validate(tool_module, args), do: Schema.validate_module(tool_module, args)
+
+  @doc """
+  `validate/2` that returns the arguments or raises `ArgumentError` with `format_errors/2`'s
+  text: for arguments your own code builds (a test, a script), where invalid ones are a bug.
+
+      iex> CMDC.Tool.validate!(CMDC.Tool.Examples.Echo, %{"text" => "hi"})
+      %{"text" => "hi"}
+
+      iex> CMDC.Tool.validate!(CMDC.Tool.Examples.Echo, %{"text" => 1})
+      ** (ArgumentError) echo: Invalid arguments:
+      - at /text: 1 is not of type "string" (type)
+      Accepted parameters: text (string, required).
+  """
+  @spec validate!(module(), term()) :: term()
+  def validate!(tool_module, args) do
+    case validate(tool_module, args) do
+      {:ok, args} ->
+        args
+
+      {:error, errors} ->
+        raise ArgumentError, "#{tool_module.name()}: " <> format_errors(errors, tool_module)
+    end
+  end
 
   @doc """
   Resolves the tool named `tool_name` in a registry and validates `args` against its schema, in

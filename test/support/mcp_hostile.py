@@ -74,11 +74,13 @@ def flood(kind):
         while True:
             err.write(line * 50)
     else:
+        # notify: small messages in batches; big: 1 MB messages (the window's byte bound).
+        size, batch = (200, 50) if kind == "notify" else (1 << 20, 1)
         msg = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                          "params": {"level": "info", "data": "x" * 200}}).encode() + b"\n"
+                          "params": {"level": "info", "data": "x" * size}}).encode() + b"\n"
         while True:
             with LOCK:
-                OUT.write(msg * 50)
+                OUT.write(msg * batch)
 
 
 def handle(msg):
@@ -95,7 +97,7 @@ def handle(msg):
     if method == "notifications/initialized":
         if MODE == "crash_loop":
             os._exit(7)
-        if MODE in ("stderr_flood", "notify_flood"):
+        if MODE in ("stderr_flood", "notify_flood", "big_flood"):
             threading.Thread(target=flood, args=(MODE.split("_")[0],), daemon=True).start()
         return None
     if method == "tools/list":

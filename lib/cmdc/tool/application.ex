@@ -1,7 +1,8 @@
 defmodule CMDC.Tool.Application do
   @moduledoc false
   # Starts what must outlive any caller: the cluster's :pg scope (so every node's view is in
-  # sync from boot, not from the first lookup) and the owner of the approvals table.
+  # sync from boot, not from the first lookup), the owner of the approvals table and that of
+  # the provider warnings already logged.
   use Application
 
   @impl true
@@ -10,7 +11,8 @@ defmodule CMDC.Tool.Application do
       %{id: :cmdc_tool_cluster_pg, start: {:pg, :start_link, [:cmdc_tool_cluster]}},
       CMDC.Tool.Approvals,
       CMDC.Tool.Hooks.Store,
-      CMDC.Tool.Pending
+      CMDC.Tool.Pending,
+      CMDC.Tool.Providers.Warnings
     ]
 
     Supervisor.start_link(children, strategy: :one_for_one, name: CMDC.Tool.Supervisor)

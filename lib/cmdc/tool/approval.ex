@@ -17,7 +17,7 @@ defmodule CMDC.Tool.Approval do
 
       iex> result = %CMDC.Tool.Result{content: "secret"}
       iex> CMDC.Tool.Approval.review(result, "read", %{}, "c1", %{result_approval: :always}, %CMDC.Context{}, []).content
-      "the result of read needs approval before the model may see it, and no one can approve here (headless): withheld."
+      "the result of read needs approval before the model may see it, and no one can approve here (headless): withheld. To show it without asking, pass `--allow read` to `mix cmdc.mcp` / `cmdc-mcp` / `mix cmdc.tools call`, or set the tool's result approval to never (`resultApprovalPolicy = \"never\"`, `result_approval: :never`)."
   """
 
   alias CMDC.Tool.Result
@@ -44,7 +44,9 @@ defmodule CMDC.Tool.Approval do
   defp decide(nil, _result, %{tool: name}) do
     Result.error(
       "the result of #{name} needs approval before the model may see it, and no one can " <>
-        "approve here (headless): withheld.",
+        "approve here (headless): withheld. To show it without asking, pass `--allow #{name}` " <>
+        "to `mix cmdc.mcp` / `cmdc-mcp` / `mix cmdc.tools call`, or set the tool's result " <>
+        "approval to never (`resultApprovalPolicy = \"never\"`, `result_approval: :never`).",
       :withheld
     )
   end
@@ -54,11 +56,42 @@ defmodule CMDC.Tool.Approval do
       :allow ->
         result
 
+      # An approver with no answer for this tool: as if there were none.
+      nil ->
+        decide(nil, result, request)
+
       {:deny, why} ->
         Result.error("the result of #{request.tool} was not approved: #{why}", :withheld)
 
       _ ->
         Result.error("the result of #{request.tool} was not approved.", :withheld)
+    end
+  end
+
+  @doc """
+  How to let `name` (tool `module`) run without asking, for the headless refusal: the flag, and
+  the setting in the tool's own file (a script's path is named).
+
+      iex> CMDC.Tool.Approval.how_to_allow(nil, "deploy") =~ "--allow deploy"
+      true
+  """
+  @spec how_to_allow(module() | nil, String.t()) :: String.t()
+  def how_to_allow(module, name) do
+    "To let it run without asking, give it policy auto: pass `--allow #{name}` to " <>
+      "`mix cmdc.mcp` / `cmdc-mcp` / `mix cmdc.tools call`, or " <> in_file(module, name)
+  end
+
+  defp in_file(module, name) do
+    case module && :persistent_term.get({CMDC.Tool.Script, module}, nil) do
+      %{script: %{path: path, function: function, kind: :python}} ->
+        "add `#{function}.executionPolicy = \"auto\"` below the function in #{path}."
+
+      %{script: %{path: path, kind: :powershell}} ->
+        "add `# TOOL_CONFIG: {\"executionPolicy\": \"auto\"}` to the function's help in #{path}."
+
+      _ ->
+        "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or pass " <>
+          "`policies: %{\"#{name}\" => :auto}` to CMDC.Tool.Runner."
     end
   end
 end

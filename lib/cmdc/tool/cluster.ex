@@ -38,6 +38,10 @@ defmodule CMDC.Tool.Cluster do
 
   @pg :cmdc_tool_cluster
 
+  # Every view takes the same options; a call takes the runner's too.
+  @view [:scope, :timeout]
+  @call [:scope, :node | CMDC.Tool.Runner.options()]
+
   @typedoc "A published tool as every node sees it."
   @type entry :: %{
           name: String.t(),
@@ -53,13 +57,14 @@ defmodule CMDC.Tool.Cluster do
   @doc """
   Publishes `tools` (modules or a `CMDC.Tool.Registry`) under `scope` (default `:default`).
   Returns the publisher's pid; stopping it (or its node going down) unpublishes.
-  Option `:only` keeps the named tools only; `:hooks` (`CMDC.Tool.Hooks`) run on this node for
-  every call of these tools, after this node's global, registry and session hooks (a caller's
-  own `:hooks` option stays on the caller's node and is not used). `{:error, message}` for a bad
-  hook.
+  Options: `:scope`, `:only` (keeps the named tools only), `:hooks` (`CMDC.Tool.Hooks`: run on
+  this node for every call of these tools, after this node's global, registry and session hooks;
+  a caller's own `:hooks` option stays on the caller's node and is not used). `{:error, message}`
+  for a bad hook.
   """
   @spec publish(term(), keyword()) :: {:ok, pid()} | {:error, term()}
   def publish(tools, opts \\ []) do
+    check!(opts, [:scope, :only, :hooks], "publish/2")
     ensure_pg()
 
     with {:ok, hooks} <- CMDC.Tool.Hooks.new(Keyword.get(opts, :hooks, [])) do
@@ -119,22 +124,35 @@ defmodule CMDC.Tool.Cluster do
   ## Views
 
   @doc """
-  Every published tool of `scope` visible from this node, local first, then remote by node
+  Every published tool of a scope visible from this node, local first, then remote by node
   name; a name published by two remote nodes appears once (see `conflicts/1`).
-  Option `:timeout` bounds the wait for each node's answer (default 5,000 ms).
+
+  Every function of the cluster takes the scope the same way, as an option: `scope:` (default
+  `:default`), and `:timeout` bounds the wait for each node's answer (default 5,000 ms).
+  (`list(:my_scope)` and `list(:my_scope, opts)`, the older form, still work.)
   """
-  @spec list(atom(), keyword()) :: [entry()]
-  def list(scope \\ :default, opts \\ []) do
-    {entries, _conflicts} = view(scope, opts)
+  @spec list(keyword() | atom(), keyword()) :: [entry()]
+  def list(opts \\ [], more \\ []) do
+    opts = view_opts(opts, more, "list/1")
+    {entries, _conflicts} = view(opts[:scope] || :default, opts)
     entries
   end
 
-  @doc "Names published by more than one remote node: `[{name, [node, ...]}]`."
-  @spec conflicts(atom(), keyword()) :: [{String.t(), [node()]}]
-  def conflicts(scope \\ :default, opts \\ []) do
-    {_entries, conflicts} = view(scope, opts)
+  @doc "Names published by more than one remote node: `[{name, [node, ...]}]` (options as `list/1`)."
+  @spec conflicts(keyword() | atom(), keyword()) :: [{String.t(), [node()]}]
+  def conflicts(opts \\ [], more \\ []) do
+    opts = view_opts(opts, more, "conflicts/1")
+    {_entries, conflicts} = view(opts[:scope] || :default, opts)
     conflicts
   end
+
+  defp view_opts(scope, more, function) when is_atom(scope),
+    do: view_opts([{:scope, scope} | more], [], function)
+
+  defp view_opts(opts, more, function), do: check!(opts ++ more, @view, function)
+
+  defp check!(opts, allowed, function),
+    do: CMDC.Tool.Options.check!(opts, allowed, "CMDC.Tool.Cluster." <> function)
 
   @doc """
   Finds a published tool: `{:ok, entry}` or `{:error, :not_found}`. The local node's tool wins
@@ -142,12 +160,13 @@ defmodule CMDC.Tool.Cluster do
   """
   @spec find(String.t(), keyword()) :: {:ok, entry()} | {:error, :not_found}
   def find(name, opts \\ []) do
+    check!(opts, [:node | @view], "find/2")
     scope = Keyword.get(opts, :scope, :default)
 
     candidates =
       case Keyword.fetch(opts, :node) do
         {:ok, wanted} -> Enum.filter(all(scope, opts), &(&1.node == wanted))
-        :error -> list(scope, opts)
+        :error -> list(Keyword.take(opts, @view))
       end
 
     case Enum.find(candidates, &(&1.name == name)) do
@@ -159,9 +178,9 @@ defmodule CMDC.Tool.Cluster do
   @doc """
   The tools list a model request carries, for every tool of the view (cmdc's shape).
   """
-  @spec to_schema(atom(), keyword()) :: [map()]
-  def to_schema(scope \\ :default, opts \\ []) do
-    for entry <- list(scope, opts) do
+  @spec to_schema(keyword() | atom(), keyword()) :: [map()]
+  def to_schema(opts \\ [], more \\ []) do
+    for entry <- list(view_opts(opts, more, "to_schema/1")) do
       %{
         "type" => "function",
         "function" => %{
@@ -235,11 +254,12 @@ defmodule CMDC.Tool.Cluster do
   """
   @spec run(map(), CMDC.Context.t(), keyword()) :: CMDC.Tool.Result.t()
   def run(call, context, opts \\ []) do
-    call |> async(context, opts) |> await(opts)
+    call |> async(context, opts) |> await(Keyword.take(opts, [:on_update, :await_timeout]))
   end
 
   @doc "Starts a call (see `run/3`); `await/2` or `cancel/1` the returned handle."
   def async(call, context, opts \\ []) do
+    check!(opts, @call, "run/3")
     {id, name, arguments} = CMDC.Tool.Runner.call_parts(call)
     caller = self()
     ref = make_ref()
@@ -264,8 +284,6 @@ defmodule CMDC.Tool.Cluster do
   defdelegate cancel(handle), to: CMDC.Tool.Runner
 
   defp start(id, name, arguments, context, opts, caller, ref) do
-    scope = Keyword.get(opts, :scope, :default)
-
     case locate(name, opts) do
       {:ok, entry} ->
         call = %{id: id, name: name, arguments: arguments}
@@ -273,12 +291,14 @@ defmodule CMDC.Tool.Cluster do
         remote(entry, call, context, runner_opts, caller, ref)
 
       {:error, :not_found} ->
-        names = scope |> list(opts) |> Enum.map(& &1.name)
+        names = opts |> Keyword.take(@view) |> list() |> Enum.map(& &1.name)
         CMDC.Tool.Result.error(CMDC.Tool.unknown_tool_message(names, name), :unknown_tool)
     end
   end
 
-  defp locate(name, opts) when is_binary(name), do: find(name, opts)
+  defp locate(name, opts) when is_binary(name),
+    do: find(name, Keyword.take(opts, [:node | @view]))
+
   defp locate(_name, _opts), do: {:error, :not_found}
 
   defp remote(entry, call, context, opts, caller, ref) do

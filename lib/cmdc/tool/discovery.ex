@@ -50,9 +50,11 @@ defmodule CMDC.Tool.Discovery do
       and skipped; the other files load. Modules with an `@on_load` hook are refused (loading
       them would run code in the host). Files are compiled independently: a helper module used
       by several files must be defined in each, or live in the application.
-    * `.py` / `.ps1`: script tools, handed to the `:script_loader` function when one is given
-      (`fn path -> {:ok, [module]} | {:error, reason} end`); without one they are listed in
-      `:ignored` with `type: :script` and `status: "script, not loaded"`.
+    * `.py` / `.ps1`: script tools, loaded with `CMDC.Tool.Script.load/2` (Python through
+      `python3`, PowerShell described natively and run with `pwsh`), or handed to the
+      `:script_loader` function given (`fn path -> {:ok, [module]} | {:error, reason} end`);
+      with `script_loader: false` they are listed in `:ignored` with `type: :script` and
+      `status: "script, not loaded"`.
     * `.md` / `.json`: metadata, never executed (`<stem>.tool.json` is a script's cache).
     * anything else: listed in `:ignored` with the reason.
 
@@ -139,7 +141,8 @@ defmodule CMDC.Tool.Discovery do
     * `:compile_cache` - the folder keeping compiled files (`false`: none); see
       `CMDC.Tool.Discovery.CompileCache`: a file compiled before with the same content is not
       compiled again (no compiler VM starts when all are cached).
-    * `:script_loader` - loads a `.py`/`.ps1` file: `fn path -> {:ok, [module]} | {:error, term}`.
+    * `:script_loader` - loads a `.py`/`.ps1` file: `fn path -> {:ok, [module]} | {:error, term}`
+      (default: `CMDC.Tool.Script.load/2`; `false`: scripts are listed in `:ignored`).
 
   ## Result
 
@@ -192,6 +195,21 @@ defmodule CMDC.Tool.Discovery do
   alias CMDC.Tool.{Home, Native}
 
   @sources [:explicit, :project, :user, :plugins]
+
+  @options [
+    :cwd,
+    :home,
+    :cmdc_home,
+    :paths,
+    :sources,
+    :trust_project,
+    :trusted,
+    :reserved,
+    :compile_timeout,
+    :call_timeout,
+    :compile_cache,
+    :script_loader
+  ]
 
   @no_changes %{added: [], removed: [], changed: [], recompiled: []}
 
@@ -259,6 +277,7 @@ defmodule CMDC.Tool.Discovery do
   """
   @spec discover(keyword()) :: report()
   def discover(opts \\ []) do
+    check!(opts, "discover/1")
     {report, _files, _stale, _digest} = run(opts, %{}, reserved(opts), nil)
     report
   end
@@ -281,7 +300,8 @@ defmodule CMDC.Tool.Discovery do
       :ok
   """
   @spec rediscover(t() | keyword()) :: {:changed | :unchanged, t()}
-  def rediscover(opts) when is_list(opts), do: rediscover(%__MODULE__{opts: opts})
+  def rediscover(opts) when is_list(opts),
+    do: rediscover(%__MODULE__{opts: check!(opts, "rediscover/1")})
 
   def rediscover(%__MODULE__{} = state) do
     reserved = reserved(state.opts)
@@ -313,6 +333,7 @@ defmodule CMDC.Tool.Discovery do
   """
   @spec project_trusted?(keyword()) :: boolean()
   def project_trusted?(opts \\ []) do
+    check!(opts, "project_trusted?/1")
     opts = Keyword.merge(opts, sources: [:project], paths: [])
     {scan, _digest} = scan!(opts, nil)
     scan.project_trusted
@@ -330,6 +351,7 @@ defmodule CMDC.Tool.Discovery do
   """
   @spec load_into(struct(), keyword()) :: {:ok, t()} | {:error, term()}
   def load_into(registry, opts \\ []) when is_list(opts) do
+    check!(opts, "load_into/2")
     refresh(registry, %__MODULE__{opts: opts})
   end
 
@@ -495,7 +517,7 @@ defmodule CMDC.Tool.Discovery do
         result =
           case f.kind do
             :elixir -> Loader.load_compiled(f, compiled[f.real_path])
-            :script -> Loader.load_script(f, opts[:script_loader], call_timeout)
+            :script -> Loader.load_script(f, script_loader(opts), call_timeout)
           end
 
         {f.real_path,
@@ -527,6 +549,25 @@ defmodule CMDC.Tool.Discovery do
 
     {report, files, stale, digest}
   end
+
+  # Python and PowerShell files load by default; `script_loader: false` (or nil) lists them.
+  defp script_loader(opts) do
+    case Keyword.fetch(opts, :script_loader) do
+      {:ok, loader} when loader in [nil, false] -> nil
+      {:ok, loader} -> loader
+      :error -> &load_script/1
+    end
+  end
+
+  defp load_script(path) do
+    case CMDC.Tool.Script.load(path) do
+      {:ok, %{tools: modules}} -> {:ok, modules}
+      {:error, reason} -> {:error, reason}
+    end
+  end
+
+  defp check!(opts, function),
+    do: CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Discovery." <> function)
 
   defp file_modules(%{result: {:ok, %{modules: modules}}}), do: modules
   defp file_modules(%{result: {:error, _, %{modules: modules}}}), do: modules

@@ -15,6 +15,13 @@ defmodule CMDC.Tool.Exec do
       VM dies (`PR_SET_PDEATHSIG`; this one reaches the program, not what it started).
     * stdout and stderr are kept up to `:max_output` bytes each; the rest is read and dropped,
       so a flood never blocks the program. stdout lines can be streamed while it runs.
+    * Streamed lines can flow under a credit window (`:window`): at most that many `:line` /
+      `:stderr_line` messages wait for the owner, who returns credits with `ack/2` as it
+      consumes them. While none are left, stdout is not read, so the program blocks on its next
+      write (its memory, not the VM's, holds the backlog); stderr lines without a credit are
+      dropped and counted (`{:cmdc_exec, id, {:stderr_dropped_lines, n}}`), so a noisy log
+      never holds stdout back. Lines still waiting for a credit half a second after the program
+      exited are lost. Without `:window` (the default) lines stream as fast as they come.
 
   Errors: `{:error, message}` (a binary) from every function that can fail: a program that
   cannot start, a missing working folder, a write to a closed stdin. A program that runs and
@@ -78,9 +85,26 @@ defmodule CMDC.Tool.Exec do
           handle: reference(),
           owner: pid(),
           on_line: term(),
-          on_stderr_line: term()
+          on_stderr_line: term(),
+          window: pos_integer() | nil
         }
-  defstruct [:id, :handle, :owner, :on_line, :on_stderr_line]
+  defstruct [:id, :handle, :owner, :on_line, :on_stderr_line, :window]
+
+  @options [
+    :stdin,
+    :cwd,
+    :env,
+    :clear_env,
+    :timeout,
+    :kill_after,
+    :max_output,
+    :on_line,
+    :context,
+    :max_line,
+    :stream_lines,
+    :stream_stderr,
+    :on_stderr_line
+  ]
 
   @doc """
   Runs a program to its end and returns `{:ok, %CMDC.Tool.Exec.Result{}}` (whatever its exit
@@ -104,10 +128,16 @@ defmodule CMDC.Tool.Exec do
     * `:context` - a `t:CMDC.Context.t/0`: each stdout line becomes a streamed partial result
       through `CMDC.Context.update/2`, and its `working_dir` is the default `:cwd`.
     * `:max_line` - longer stdout lines are streamed in pieces of this many bytes (default 16384).
+    * `:stream_lines` - `true` sends each stdout line to the owner as
+      `{:cmdc_exec, id, {:line, binary}}` (implied by `:on_line` and `:context`).
     * `:stream_stderr` - `true` sends each stderr line to the owner as
       `{:cmdc_exec, id, {:stderr_line, binary}}` (`await/1` hands them to `:on_stderr_line`).
     * `:on_stderr_line` - a function called with each stderr line in `await/1` (implies
       `:stream_stderr`).
+    * `:window` - a positive integer: flow control of the streamed lines (see above); the owner
+      calls `ack/2` (`await/1` does it for the lines it handles). Default `nil`: none.
+    * `:window_bytes` - with `:window`, also bound the bytes of the lines waiting (default
+      16 MiB; one longer line still passes when nothing else waits).
 
       iex> {:ok, r} = CMDC.Tool.Exec.run("cat", [], stdin: "from stdin")
       iex> r.stdout
@@ -135,6 +165,7 @@ defmodule CMDC.Tool.Exec do
   """
   @spec start(String.t(), [String.Chars.t()], keyword()) :: {:ok, t()} | {:error, String.t()}
   def start(cmd, args, opts \\ []) when is_binary(cmd) and is_list(args) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Exec.start/3 (and run/3)")
     context = Keyword.get(opts, :context)
     cwd = Keyword.get_lazy(opts, :cwd, fn -> context && context.working_dir end)
 
@@ -154,7 +185,9 @@ defmodule CMDC.Tool.Exec do
       interactive: Keyword.get(opts, :stdin) == :pipe,
       stream_stderr:
         Keyword.get(opts, :stream_stderr, false) == true or
-          Keyword.has_key?(opts, :on_stderr_line)
+          Keyword.has_key?(opts, :on_stderr_line),
+      window: positive(Keyword.get(opts, :window), :window),
+      window_bytes: positive(Keyword.get(opts, :window_bytes), :window_bytes)
     }
 
     stdin =
@@ -180,7 +213,8 @@ defmodule CMDC.Tool.Exec do
            handle: handle,
            owner: self(),
            on_line: on_line,
-           on_stderr_line: Keyword.get(opts, :on_stderr_line)
+           on_stderr_line: Keyword.get(opts, :on_stderr_line),
+           window: native.window
          }}
 
       {:error, message} ->
@@ -202,10 +236,15 @@ defmodule CMDC.Tool.Exec do
     receive do
       {:cmdc_exec, ^id, {:line, line}} ->
         if exec.on_line, do: exec.on_line.(line)
+        credit(exec)
         await(exec)
 
       {:cmdc_exec, ^id, {:stderr_line, line}} ->
         if exec.on_stderr_line, do: exec.on_stderr_line.(line)
+        credit(exec)
+        await(exec)
+
+      {:cmdc_exec, ^id, {:stderr_dropped_lines, _n}} ->
         await(exec)
 
       {:cmdc_exec, ^id, {:started, _os_pid}} ->
@@ -218,6 +257,38 @@ defmodule CMDC.Tool.Exec do
 
       {:cmdc_exec, ^id, {:error, message}} ->
         {:error, message}
+    end
+  end
+
+  defp credit(%{window: nil}), do: :ok
+  defp credit(exec), do: ack(exec, 1)
+
+  @doc """
+  Returns `n` credits to a program started with `:window`: its owner consumed `n` more `:line`
+  / `:stderr_line` messages. More than it sent are ignored (the window never grows). Return
+  the credits of every line consumed before waiting for more: with `:window_bytes`, a long
+  line waits for the bytes of the lines before it, so credits held back can stall the run.
+
+      iex> opts = [window: 1, stream_lines: true, stdin: :pipe]
+      iex> {:ok, exec} = CMDC.Tool.Exec.start("sh", ["-c", "echo a; echo b; read x"], opts)
+      iex> id = exec.id
+      iex> receive do {:cmdc_exec, ^id, {:line, line}} -> line end
+      "a"
+      iex> receive do {:cmdc_exec, ^id, {:line, _}} -> :more after 200 -> :held end
+      :held
+      iex> :ok = CMDC.Tool.Exec.ack(exec, 1)
+      iex> receive do {:cmdc_exec, ^id, {:line, line}} -> line end
+      "b"
+
+      iex> {:ok, exec} = CMDC.Tool.Exec.start("true", [])
+      iex> CMDC.Tool.Exec.ack(exec, 1)
+      {:error, "exec_ack: this program was not started with a window (the :window option)"}
+  """
+  @spec ack(t(), non_neg_integer()) :: :ok | {:error, String.t()}
+  def ack(%__MODULE__{handle: handle}, n) do
+    case Native.exec_ack(handle, n) do
+      {:ok, _returned} -> :ok
+      {:error, message} -> {:error, message}
     end
   end
 
@@ -299,6 +370,16 @@ defmodule CMDC.Tool.Exec do
 
   defp timeout(other),
     do: raise(ArgumentError, "expected :timeout to be ms or :infinity, got: #{inspect(other)}")
+
+  defp positive(nil, _name), do: nil
+  defp positive(n, _name) when is_integer(n) and n > 0, do: n
+
+  defp positive(other, name),
+    do:
+      raise(
+        ArgumentError,
+        "expected #{inspect(name)} to be a positive integer or nil, got: #{inspect(other)}"
+      )
 
   defp non_neg(n, _name) when is_integer(n) and n >= 0, do: n
 

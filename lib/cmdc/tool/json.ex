@@ -85,6 +85,8 @@ defmodule CMDC.Tool.JSON do
   """
   @spec encode(term(), keyword()) :: {:ok, String.t()} | {:error, String.t()}
   def encode(term, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:pretty], "CMDC.Tool.JSON.encode/2")
+
     case native_encode(term, Keyword.get(opts, :pretty, false)) do
       {:ok, text} -> {:ok, text}
       {:error, {"", message}} -> {:error, message}

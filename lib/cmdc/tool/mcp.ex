@@ -83,6 +83,12 @@ defmodule CMDC.Tool.MCP do
   """
   @spec new([module()], keyword()) :: t()
   def new(tools, opts \\ []) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:page_size, :server_name, :list_changed, :list_ttl_ms],
+      "CMDC.Tool.MCP.new/2"
+    )
+
     __MODULE__ |> struct!(opts) |> put_tools(tools)
   end
 

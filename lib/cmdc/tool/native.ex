@@ -77,6 +77,7 @@ defmodule CMDC.Tool.Native do
   def exec_write(_handle, _data), do: err()
   def exec_write_dirty(_handle, _data), do: err()
   def exec_close_stdin(_handle), do: err()
+  def exec_ack(_handle, _n), do: err()
   def exec_kill_all, do: err()
 
   # json.rs
@@ -131,6 +132,7 @@ defmodule CMDC.Tool.Native do
     do: err()
 
   def providers_convert(_tools, _format, _strict), do: err()
+  def providers_formats, do: err()
 
   # search.rs
   def registry_search(_registry, _query, _opts), do: err()

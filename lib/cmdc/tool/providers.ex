@@ -36,6 +36,11 @@ defmodule CMDC.Tool.Providers do
       type union becomes `anyOf`, nullable is `anyOf` with `%{"type" => "null"}`), keywords it
       does not support moved into the description, as its package does.
 
+  Every schema is first read in its dialect (`CMDC.Tool.Schema`: `$schema`, else evidence such
+  as Pydantic's `prefixItems` or OpenAPI 3.0's `nullable`; a warning says the choice). Tuples,
+  `const` objects, maps and `$ref`s are rewritten into each target's exact form where it has
+  one; `docs/PROVIDERS.md` lists every rewrite and every warning.
+
   Where the target cannot say what the original says, the output changes meaning and a warning
   says how: "the result accepts more than the original" (a constraint dropped; calls are still
   validated against the original) or "accepts less" (e.g. an open object closed). Nothing else
@@ -51,7 +56,9 @@ defmodule CMDC.Tool.Providers do
   be given the same name are refused (`ArgumentError` naming both).
 
   Warnings are maps `%{tool: name, path: json_pointer, keyword: keyword, message: text}`: `path`
-  points into the tool's `parameters` (`""` is the root).
+  points into the tool's `parameters` (`""` is the root). `convert/3` returns them;
+  `CMDC.Tool.to_schema/3` and `to_json/3` log each once (`warnings: :log`, the default), raise
+  (`:raise`) or ignore them (`:ignore`), see `CMDC.Tool.Providers.Warnings`.
 
   Errors: `convert/3` and `to_json/3` have no error return (cmdc's `to_schema/2` has none);
   they raise `ArgumentError` for an unknown `format:`, a `strict:` that is not a boolean, two
@@ -72,8 +79,7 @@ defmodule CMDC.Tool.Providers do
   """
 
   alias CMDC.Tool.{Native, Registry}
-
-  @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
+  alias CMDC.Tool.Providers.Warnings
 
   @typedoc "Something the conversion dropped, rewrote with a loss, or found over a limit."
   @type warning :: %{tool: String.t(), path: String.t(), keyword: String.t(), message: String.t()}
@@ -81,9 +87,15 @@ defmodule CMDC.Tool.Providers do
   @typedoc "Where the tools come from."
   @type source :: [module()] | Registry.t()
 
-  @doc "The formats `convert/3` knows."
+  @doc """
+  The formats `convert/3` knows: one per row of the native format table
+  (`native/cmdc_tool_core/src/providers/format.rs`), in its order.
+
+      iex> CMDC.Tool.Providers.formats()
+      [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
+  """
   @spec formats() :: [atom()]
-  def formats, do: @formats
+  def formats, do: Enum.map(Native.providers_formats(), &elem(&1, 0))
 
   @doc """
   The tools list in a provider's format, and the warnings: `{tools, warnings}`.
@@ -105,8 +117,9 @@ defmodule CMDC.Tool.Providers do
   def convert(modules, context, opts) when is_list(modules) do
     {format, strict} = options(opts)
 
-    if format == :openai and not strict do
-      {modules |> cmdc_to_schema(context) |> with_examples(:openai, modules), []}
+    if Keyword.take(opts, [:format, :strict]) == [] and
+         Enum.all?(modules, &object_root?(&1.parameters())) do
+      {cmdc_to_schema(modules, context), []}
     else
       tools =
         Enum.map(modules, fn m ->
@@ -126,7 +139,7 @@ defmodule CMDC.Tool.Providers do
 
   def convert(%Registry{} = reg, context, opts) do
     {format, strict} = options(opts)
-    {_json, term_etf} = Registry.provider_output(reg, format, strict, context)
+    {_json, term_etf, _fresh?} = Registry.provider_output(reg, format, strict, context)
     {tools, warnings} = :erlang.binary_to_term(term_etf)
     {tools |> with_mcp_fields(format, reg) |> with_examples(format, reg), warnings}
   end
@@ -142,21 +155,37 @@ defmodule CMDC.Tool.Providers do
   def to_json(source, context \\ %{}, opts \\ [])
 
   def to_json(modules, context, opts) when is_list(modules) do
-    {tools, _warnings} = convert(modules, context, opts)
+    {mode, opts} = warnings_mode(opts)
+    {tools, warnings} = convert(modules, context, opts)
+    Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)
     CMDC.Tool.JSON.encode!(tools)
   end
 
   def to_json(%Registry{} = reg, context, opts) do
+    {mode, opts} = warnings_mode(opts)
     {format, strict} = options(opts)
 
     if (format == :mcp and mcp_fields(reg) != %{}) or
          CMDC.Tool.InputExamples.any?(Registry.list(reg)) do
-      {tools, _warnings} = convert(reg, context, opts)
+      {tools, warnings} = convert(reg, context, opts)
+      Warnings.report(warnings, format, mode)
       CMDC.Tool.JSON.encode!(tools)
     else
-      {json, _term_etf} = Registry.provider_output(reg, format, strict, context)
+      {json, term_etf, fresh?} = Registry.provider_output(reg, format, strict, context)
+      # A cached list's warnings were logged when it was built: only `:raise` reads them again.
+      if mode == :raise or (mode == :log and fresh?) do
+        {_tools, warnings} = :erlang.binary_to_term(term_etf)
+        Warnings.report(warnings, format, mode)
+      end
+
       json
     end
+  end
+
+  # `warnings:` is `to_schema/3`'s and `to_json/3`'s option (`CMDC.Tool.Providers.Warnings`).
+  defp warnings_mode(opts) do
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    {Warnings.mode!(mode), opts}
   end
 
   @doc """
@@ -186,6 +215,11 @@ defmodule CMDC.Tool.Providers do
       }
     end)
   end
+
+  # Without options cmdc's output is kept as it is unless a root is not an object schema (e.g.
+  # Pydantic's `{"$defs", "$ref"}`, which the native conversion inlines, with its warnings).
+  defp object_root?(%{"type" => "object"}), do: true
+  defp object_root?(_), do: false
 
   # MCP's tool objects have a place for a tool's title, annotations and output schema
   # (`CMDC.Tool.Structured`); read from the modules on each call, so no cache holds them.
@@ -218,12 +252,20 @@ defmodule CMDC.Tool.Providers do
   end
 
   defp options(opts) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:format, :strict],
+      "CMDC.Tool.to_schema/3 (and to_schema_json/3, Providers.convert/3, Providers.to_json/3)"
+    )
+
     format = Keyword.get(opts, :format, :openai)
     strict = Keyword.get(opts, :strict, false)
 
-    unless format in @formats do
+    formats = formats()
+
+    unless format in formats do
       raise ArgumentError,
-            "unknown format #{inspect(format)}; expected one of #{inspect(@formats)}"
+            "unknown format #{inspect(format)}; expected one of #{inspect(formats)}"
     end
 
     unless is_boolean(strict) do

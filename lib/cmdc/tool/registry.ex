@@ -78,6 +78,7 @@ defmodule CMDC.Tool.Registry do
   """
   @spec new(keyword()) :: t()
   def new(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:reserved, :name], "CMDC.Tool.Registry.new/1")
     reserved = opts |> Keyword.get(:reserved, []) |> Enum.map(&to_string/1)
     {id, ref} = Native.registry_new(reserved)
     %__MODULE__{ref: ref, id: id, name: Keyword.get(opts, :name)}
@@ -113,7 +114,7 @@ defmodule CMDC.Tool.Registry do
       message states it);
     * `{:conflict, name, holder}` - `name` is held by module `holder`, or is `:reserved`.
 
-  `opts` is reserved for future use.
+  `opts` is reserved for future use: it takes no option yet (any key raises `ArgumentError`).
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> {:error, {:invalid_tool, String, message}} = CMDC.Tool.Registry.register(reg, String)
@@ -121,7 +122,9 @@ defmodule CMDC.Tool.Registry do
       true
   """
   @spec register(t(), module() | [module()], keyword()) :: :ok | {:error, error()}
-  def register(%__MODULE__{ref: ref}, modules, _opts \\ []) do
+  def register(%__MODULE__{ref: ref}, modules, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [], "CMDC.Tool.Registry.register/3")
+
     with {:ok, batch} <- prepare(List.wrap(modules)) do
       ref |> Native.registry_register(batch, false) |> name_module()
     end
@@ -173,7 +176,15 @@ defmodule CMDC.Tool.Registry do
   @doc """
   The module registered under `name`: `{:ok, module}`, or
   `{:error, {:not_found, name, suggestions}}` with the nearest registered names ("did you
-  mean"), best first.
+  mean"), best first. The same lookup as `CMDC.Tool.find/2` on a registry, which keeps cmdc's
+  `{:error, :not_found}`: `fetch/2` is where the reason is.
+
+      iex> reg = CMDC.Tool.Registry.new()
+      iex> :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.Examples.Echo)
+      iex> CMDC.Tool.find(reg, "ecoh")
+      {:error, :not_found}
+      iex> CMDC.Tool.Registry.fetch(reg, "ecoh")
+      {:error, {:not_found, "ecoh", ["echo"]}}
   """
   @spec fetch(t(), String.t()) ::
           {:ok, module()} | {:error, {:not_found, String.t(), [String.t()]}}
@@ -416,15 +427,16 @@ defmodule CMDC.Tool.Registry do
 
   @doc false
   # For `CMDC.Tool.Providers`: the registry's one cache of provider output
-  # (native/cmdc_tool_nif/src/registry.rs), `{json, term_etf}` for this format, strictness and
-  # context, built on a miss. Here so that only this module reads a registry's native handle.
-  @spec provider_output(t(), atom(), boolean(), map()) :: {binary(), binary()}
+  # (native/cmdc_tool_nif/src/registry.rs), `{json, term_etf, fresh?}` for this format,
+  # strictness and context, built on a miss (`fresh?` true then: its warnings are new). Here so
+  # that only this module reads a registry's native handle.
+  @spec provider_output(t(), atom(), boolean(), map()) :: {binary(), binary(), boolean()}
   def provider_output(%__MODULE__{} = reg, format, strict, context) do
     key = :erlang.term_to_binary(context)
 
     case Native.registry_cached(reg.ref, format, strict, key) do
-      {:ok, nil} -> build(reg, format, strict, context, key)
-      {:ok, output} -> output
+      {:ok, nil} -> Tuple.append(build(reg, format, strict, context, key), true)
+      {:ok, output} -> Tuple.append(output, false)
     end
   end
 

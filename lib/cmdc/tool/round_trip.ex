@@ -119,4 +119,14 @@ defmodule CMDC.Tool.RoundTrip do
       {:error, message} -> raise ArgumentError, message
     end
   end
+
+  @doc """
+  The name a provider format is given for `name`, as a tagged tuple (`name_for/2` raises
+  instead).
+
+      iex> CMDC.Tool.RoundTrip.provider_name("fs.read", :openai)
+      {:ok, "fs_read"}
+  """
+  @spec provider_name(String.t(), atom()) :: {:ok, String.t()} | {:error, String.t()}
+  def provider_name(name, format) when is_binary(name), do: Native.tool_name_for(name, format)
 end

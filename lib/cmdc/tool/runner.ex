@@ -19,7 +19,9 @@ defmodule CMDC.Tool.Runner do
   ## Calls
 
   A call is a map with `:id` (or `"id"`), `:name` and `:arguments` — a map, or the JSON text
-  the model sent.
+  the model sent. A tool's `execute/2` always gets string keys, as JSON decoding gives them:
+  atom keys in an arguments map (`%{path: "a"}`, nested too) become strings before validation,
+  so a tool written for a model's calls works unchanged when Elixir code calls it.
 
   ## Options
 
@@ -61,6 +63,13 @@ defmodule CMDC.Tool.Runner do
   alias CMDC.Tool.Runner.{Intercept, Reaper, Settings}
 
   @default_timeout 60_000
+
+  # The options of run/4, async/4 and await/2 (run/4 passes its options to both).
+  @options [:timeout, :max_output, :on_update, :approver, :policies, :subscriber, :await_timeout]
+
+  @doc false
+  # What CMDC.Tool.Cluster passes through to the owner's runner.
+  def options, do: @options
   @default_max_output 100_000
 
   defmodule Handle do
@@ -83,12 +92,14 @@ defmodule CMDC.Tool.Runner do
   """
   @spec run(term(), map(), CMDC.Context.t(), keyword()) :: Result.t()
   def run(tools, call, context, opts \\ []) do
+    check!(opts, "run/4")
     tools |> async(call, context, opts) |> await(opts)
   end
 
   @doc "Starts a call; updates and the result come to the calling process."
   @spec async(term(), map(), CMDC.Context.t(), keyword()) :: Handle.t()
   def async(tools, call, context, opts \\ []) do
+    check!(opts, "async/4")
     caller = self()
     ref = make_ref()
     {id, name, arguments} = call_parts(call)
@@ -111,6 +122,7 @@ defmodule CMDC.Tool.Runner do
   """
   @spec await(Handle.t(), keyword()) :: Result.t()
   def await(%Handle{ref: ref} = handle, opts \\ []) do
+    check!(opts, "await/2")
     on_update = Keyword.get(opts, :on_update)
     mon = Process.monitor(handle.pid)
     await_loop(handle, ref, mon, on_update, Keyword.get(opts, :await_timeout, :infinity))
@@ -172,7 +184,8 @@ defmodule CMDC.Tool.Runner do
   """
   @spec run_many(term(), [map()], CMDC.Context.t(), keyword()) :: [Result.t()]
   def run_many(tools, calls, context, opts \\ []) do
-    max = Keyword.get(opts, :max_concurrency, 8)
+    CMDC.Tool.Options.check!(opts, [:max_concurrency | @options], "CMDC.Tool.Runner.run_many/4")
+    {max, opts} = Keyword.pop(opts, :max_concurrency, 8)
     indexed = Enum.with_index(calls)
 
     {results, _} =
@@ -253,8 +266,31 @@ defmodule CMDC.Tool.Runner do
   # `{id, name, arguments}` of a call map with atom or string keys (shared with the cluster).
   def call_parts(call) when is_map(call) do
     get = fn key -> Map.get(call, key, Map.get(call, Atom.to_string(key))) end
-    {get.(:id), get.(:name), get.(:arguments) || %{}}
+    {get.(:id), get.(:name), string_keys(get.(:arguments) || %{})}
   end
+
+  # Atom keys become strings (nested maps and lists too); a map already keyed by strings is
+  # returned as it is, without rebuilding.
+  defp check!(opts, function),
+    do: CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Runner." <> function)
+
+  defp string_keys(%{} = map) when not is_struct(map) do
+    if Enum.all?(map, fn {k, v} -> is_binary(k) and string_keyed?(v) end),
+      do: map,
+      else: Map.new(map, fn {k, v} -> {key(k), string_keys(v)} end)
+  end
+
+  defp string_keys(list) when is_list(list), do: Enum.map(list, &string_keys/1)
+  defp string_keys(other), do: other
+
+  defp string_keyed?(%{} = map) when not is_struct(map),
+    do: Enum.all?(map, fn {k, v} -> is_binary(k) and string_keyed?(v) end)
+
+  defp string_keyed?(list) when is_list(list), do: Enum.all?(list, &string_keyed?/1)
+  defp string_keyed?(_), do: true
+
+  defp key(k) when is_atom(k) and k not in [nil, true, false], do: Atom.to_string(k)
+  defp key(k), do: k
 
   defp execute(tools, {id, name, arguments}, context, opts, caller, ref) do
     started = System.monotonic_time(:microsecond)
@@ -265,7 +301,8 @@ defmodule CMDC.Tool.Runner do
            {:ok, module, args, settings} <- prepare_call(tools, name, arguments, context),
            call = hook_call(name, args, id, module, context),
            {:ok, args, pre} <- Intercept.before(hooks, call, settings, context),
-           :ok <- Intercept.permit(pre, name, args, id, settings, context, opts) do
+           :ok <-
+             Intercept.permit(pre, name, args, id, settings, context, [{:module, module} | opts]) do
         call = %{call | args: args}
         # The tools called against, for tools that search them (CMDC.Tool.Search.Tool).
         context = %{context | private: Map.put(context.private, :tools, tools)}

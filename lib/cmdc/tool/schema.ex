@@ -2,8 +2,15 @@ defmodule CMDC.Tool.Schema do
   @moduledoc """
   JSON Schemas compiled natively (mirrors `native/cmdc_tool_nif/src/schema.rs`).
 
-  A schema is compiled once into a native validator and reused. Draft 7 is the default; a
-  `$schema` keyword naming another draft (4, 6, 2019-09, 2020-12) wins. The schema is checked
+  A schema is compiled once into a native validator and reused. Its dialect is chosen by
+  evidence (`native/cmdc_tool_core/src/dialect.rs`): a `$schema` keyword naming a draft (4, 6,
+  7, 2019-09, 2020-12) wins, then the `:draft` option (MCP tools ask for 2020-12, MCP's
+  default); otherwise Draft 7, unless the schema uses keywords only a later draft defines
+  (`prefixItems`, `$defs`, `dependentRequired`, ...: read as 2020-12, as Pydantic v2 means) or
+  OpenAPI 3.0's (`nullable: true`, a boolean `exclusiveMinimum`/`exclusiveMaximum`: read as
+  OpenAPI 3.0, so `nullable` accepts null and the boolean bounds are exclusive). The provider
+  conversions say that choice in a warning (keyword `"$schema"`), and the registry, the module
+  list and the runner read every schema the same way. The schema is checked
   against its meta-schema, so a broken one is refused with a clear error instead of validating
   nothing. `$ref`s to other documents resolve only against documents you pass: nothing is ever
   fetched over the network.
@@ -71,6 +78,8 @@ defmodule CMDC.Tool.Schema do
   end
 
   def compile(schema, opts) do
+    CMDC.Tool.Options.check!(opts, [:draft, :documents, :dirs], "CMDC.Tool.Schema.compile/2")
+
     native_opts = %{
       draft: opts[:draft] && to_string(opts[:draft]),
       documents: Map.new(Keyword.get(opts, :documents, %{})),

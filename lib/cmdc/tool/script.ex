@@ -215,6 +215,9 @@ defmodule CMDC.Tool.Script do
     namespace: CMDC.Tool.Script.Tools
   ]
 
+  # call/3 passes its options to start_call/3 and await/2.
+  @call_options [:timeout, :on_progress, :python, :max_workers, :idle_timeout]
+
   @doc """
   Loads one script (`.py` or `.ps1`): `{:ok, group}` with its generated tool modules, or
   `{:error, reason}`.
@@ -440,6 +443,7 @@ defmodule CMDC.Tool.Script do
   """
   @spec start_call(module(), map(), keyword()) :: {:ok, reference()} | {:error, call_error()}
   def start_call(module, args, opts \\ []) when is_atom(module) do
+    CMDC.Tool.Options.check!(opts, @call_options, "CMDC.Tool.Script.start_call/3 (and call/3)")
     data = :persistent_term.get({__MODULE__, module})
     opts = Keyword.merge(@defaults, Keyword.merge(data.call_opts, opts))
     script = data.script
@@ -469,6 +473,7 @@ defmodule CMDC.Tool.Script do
   """
   @spec await(reference(), keyword()) :: {:ok, map()} | {:error, call_error()}
   def await(handle, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, @call_options, "CMDC.Tool.Script.await/2")
     await(handle, opts[:on_progress], Keyword.get(opts, :timeout, @defaults[:timeout]) + 5_000)
   end
 
@@ -614,6 +619,7 @@ defmodule CMDC.Tool.Script do
   end
 
   defp options(opts) do
+    CMDC.Tool.Options.check!(opts, [:python | Keyword.keys(@defaults)], "CMDC.Tool.Script.load/2")
     opts = Keyword.merge(@defaults, opts)
     Keyword.put_new_lazy(opts, :python, fn -> Application.get_env(:cmdc_tool, :python) end)
   end

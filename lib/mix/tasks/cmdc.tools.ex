@@ -1,26 +1,60 @@
 defmodule Mix.Tasks.Cmdc.Tools do
-  @shortdoc "Lists, describes, validates and calls tools"
+  @shortdoc "Lists, describes, validates and calls the project's tools; manages trust"
   @moduledoc """
-  The library's main job from a terminal.
+  Your application's tools from a terminal, run from the application's folder.
 
-      mix cmdc.tools list [PATH...]
-      mix cmdc.tools schema [--format openai|openai_responses|anthropic|gemini|mcp] [--strict]
-      mix cmdc.tools validate NAME JSON
-      mix cmdc.tools call NAME JSON [--timeout MS] [--yes]
-      mix cmdc.tools doctor
+      mix cmdc.tools list [PATH...] [--trust] [--no-mcp] [--examples]
+      mix cmdc.tools schema [PATH...] [--format FORMAT] [--strict] [--trust] [--no-mcp] [--examples]
+      mix cmdc.tools validate NAME JSON [PATH...] [--trust] [--no-mcp] [--examples]
+      mix cmdc.tools call NAME JSON [PATH...] [--timeout MS] [--yes] [--allow NAME]... [--trust] [--no-mcp] [--examples]
+      mix cmdc.tools doctor [PATH...] [--trust] [--no-mcp] [--examples]
+      mix cmdc.tools trust [PATH]
+      mix cmdc.tools untrust [PATH]
+      mix cmdc.tools trusted
       mix cmdc.tools hooks [--trust]
 
-  Tools come from the built-in examples, `examples/tools/`, the project's and user's tool folders
-  and the paths given (see `CMDC.Tool.Discovery`), then the tools of the MCP servers configured in
-  `.mcp.json` (trusted projects) and the user's MCP configs, named `server__tool` and listed with
-  their server (see `CMDC.Tool.MCP.Servers`; `--no-mcp` skips them). `call` runs through `CMDC.Tool.Runner`: it
-  prints partial results as they arrive, the result and the time taken, and exits with status 1
-  on a tool error. Output is plain when not on a terminal.
+  `mix cmdc.tools SUBCOMMAND --help` prints one subcommand's usage.
 
-  A tool that asks for approval (its policy, or result approval for its result) asks the person
-  at the terminal: it shows the tool, its `meta/1` summary and the arguments (and the result),
-  and runs (or shows) only on `y`. `--yes` approves everything, for scripted use; off a terminal
-  without `--yes` such a tool is not run and the message names the flag.
+  ## Which tools
+
+  The project you run it in is the tool set (see `CMDC.Tool.CLI`): the tool modules your
+  application declares (`config :cmdc_tool, tools: [MyAgent.Tools.Weather]`, see
+  `CMDC.Tool.Project`), then what discovery finds — the PATHs given, the project's `.cmdc/tools`
+  (and `.claude/tools`, `.codex/tools`) once the project is trusted, your user folders
+  (`~/.cmdc/tools`) and plugins — then the tools of the MCP servers in `.mcp.json` (trusted
+  projects) and your user MCP configs, named `server__tool` (`--no-mcp` skips them). The
+  library's example tools come only with `--examples`.
+
+  ## Trust
+
+  A project's tool folders and `.mcp.json` hold code that runs on your machine, so they load
+  only in a trusted project: `mix cmdc.tools trust` records the current folder (or PATH) in
+  `~/.cmdc/trusted.json` (`$CMDC_HOME/trusted.json` when set), `untrust` removes it, `trusted`
+  lists them; `--trust` trusts for one run. `trust_project: true` is the same from Elixir.
+
+  ## Approval
+
+  `call` asks the person at the terminal before running a tool whose policy asks (Python and
+  PowerShell tools ask once by default), showing the tool, its `meta/1` summary and the
+  arguments (and the result, where result approval applies). `--yes` approves everything, for
+  scripts; `--allow NAME` runs that tool without asking. Off a terminal without either, such a
+  tool is not run and the message names the flags.
+
+  ## Exit status
+
+  One convention for every subcommand; messages about failures go to stderr.
+
+    * `0` - done.
+    * `1` - `call`: the tool's result is an error; `validate`: the arguments are invalid;
+      `trust`/`untrust`: the trust list could not be changed.
+    * `2` - usage error: unknown subcommand (with "did you mean"), unknown option, missing
+      arguments.
+    * `3` - unknown tool (`validate`, `call`): the message names close names and, when a tool
+      file failed to load, that file and why.
+    * `4` - `list`, `doctor`: a tool file or configured tool failed to load (the listing says
+      which and why).
+
+  ## Hooks
 
   `call` applies the command hooks of the settings files (`.claude/settings.json`, ...; see
   `CMDC.Tool.Hooks.Config`; a project's only when trusted, e.g. with `--trust`) and prints their
@@ -29,41 +63,30 @@ defmodule Mix.Tasks.Cmdc.Tools do
   """
   use Mix.Task
 
-  alias CMDC.Tool.CLI
-
-  @switches [
-    format: :string,
-    strict: :boolean,
-    timeout: :integer,
-    trust: :boolean,
-    yes: :boolean,
-    mcp: :boolean
-  ]
+  alias CMDC.Tool.CLI.Commands
 
   @impl true
   def run(argv) do
-    Mix.Task.run("app.start")
-    {opts, args} = OptionParser.parse!(argv, strict: @switches)
+    status =
+      case Commands.parse(argv) do
+        {:help, text} ->
+          IO.write(text)
+          0
 
-    case args do
-      ["list" | paths] -> CLI.list(paths, opts)
-      ["schema" | paths] -> CLI.schema(paths, opts)
-      ["validate", name, json | paths] -> CLI.validate(name, json, paths, opts)
-      ["call", name, json | paths] -> CLI.call(name, json, paths, opts)
-      ["doctor" | paths] -> CLI.doctor(paths, opts)
-      ["hooks"] -> CLI.hooks(opts)
-      _ -> Mix.raise("usage:\n" <> usage())
-    end
-    |> case do
-      :ok -> :ok
-      {:error, status} -> exit({:shutdown, status})
-    end
-  end
+        {:error, message} ->
+          IO.puts(:stderr, message)
+          2
 
-  defp usage do
-    @moduledoc
-    |> String.split("\n")
-    |> Enum.filter(&String.starts_with?(&1, "    mix "))
-    |> Enum.join("\n")
+        {:run, command, args, opts} ->
+          # Only the commands that load tools need the application (and its config) started.
+          if Commands.loads_tools?(command.name),
+            do: Mix.Task.run("app.start"),
+            else: Mix.Task.run("app.config")
+
+          Commands.run(command, args, opts)
+      end
+
+    if status != 0, do: exit({:shutdown, status})
+    :ok
   end
 end

@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod compiled;
+pub mod dialect;
 pub mod discovery;
 pub mod error;
 pub mod etf;

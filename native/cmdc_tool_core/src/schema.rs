@@ -79,6 +79,11 @@ impl MatchCost {
         }
     }
 
+    /// Whether the match can backtrack (its fixed cost is the whole limit).
+    pub fn backtracks(self) -> bool {
+        self.fixed == BACKTRACK_UNITS
+    }
+
     /// Units for a string of `len` bytes.
     pub fn units(self, len: usize) -> i64 {
         self.fixed + (len >> 4) as i64
@@ -268,8 +273,10 @@ impl Failures {
         self.ends.push(ends);
     }
 
-    /// A `jsonschema` error, its message written in place.
+    /// A `jsonschema` error, its message written in place. An `anyOf`/`oneOf` failure is
+    /// reported as the error of the branch that got furthest ([`best_branch`]).
     pub fn push_error(&mut self, e: &ValidationError) {
+        let e = best_branch(e);
         let mut ends = [0; 4];
         self.text.push_str(e.instance_path().as_str());
         ends[0] = self.text.len();
@@ -329,6 +336,50 @@ impl Failures {
             message: &t[ends[1]..ends[2]],
             schema_path: &t[ends[2]..ends[3]],
         }
+    }
+}
+
+/// The error a model can act on for an `anyOf`/`oneOf` failure, as Python's
+/// `jsonschema.best_match` picks it: branches refused for being another type of value right
+/// where the union is (e.g. Optional's `null` branch) are left out; of the rest, the deepest
+/// error, followed into nested unions. When branches tie at the deepest point, or none is
+/// left, the union's own error stays (no branch is more likely than another).
+pub fn best_branch<'e>(e: &'e ValidationError<'e>) -> &'e ValidationError<'e> {
+    let context = match e.kind() {
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            context
+        }
+        _ => return e,
+    };
+    let here = e.instance_path().as_str();
+    let depth = |x: &ValidationError| x.instance_path().as_str().matches('/').count();
+    let wrong_type = |branch: &Vec<ValidationError<'static>>| {
+        branch.iter().any(|x| {
+            x.instance_path().as_str() == here
+                && matches!(x.kind(), ValidationErrorKind::Type { .. })
+        })
+    };
+    let mut best: Option<(usize, usize, &ValidationError)> = None;
+    let mut tie = false;
+    for (i, branch) in context.iter().enumerate() {
+        if wrong_type(branch) {
+            continue;
+        }
+        for x in branch {
+            let d = depth(x);
+            match best {
+                Some((bd, bi, _)) if d == bd && bi != i => tie = true,
+                Some((bd, _, _)) if d <= bd => {}
+                _ => {
+                    best = Some((d, i, x));
+                    tie = false;
+                }
+            }
+        }
+    }
+    match best {
+        Some((_, _, x)) if !tie => best_branch(x),
+        _ => e,
     }
 }
 
@@ -520,6 +571,35 @@ mod tests {
             ("/é", "", "")
         );
         assert!(failures.get(3).is_none());
+    }
+
+    #[test]
+    fn union_failures_name_the_branch_that_got_furthest() {
+        // Pydantic's Optional[Person], recursive: the fault is two levels down.
+        let s = json!({
+            "$defs": {"Person": {"type": "object", "properties": {
+                "age": {"type": "integer", "minimum": 0},
+                "manager": {"anyOf": [{"$ref": "#/$defs/Person"}, {"type": "null"}]}}}},
+            "type": "object",
+            "properties": {"person": {"$ref": "#/$defs/Person"}}
+        });
+        let v = compile(&s, Documents::default(), Some(Draft::Draft202012)).unwrap();
+        let bad = json!({"person": {"manager": {"manager": {"age": -1}}}});
+        let errs = check(&v, &bad).unwrap_err();
+        let first = errs.get(0).unwrap();
+        assert_eq!(first.path, "/person/manager/manager/age", "{errs:?}");
+        assert_eq!(first.keyword, "minimum");
+        // Neither branch is closer: the union's own error stays.
+        let v = compile(
+            &json!({"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+            Documents::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            check(&v, &json!(true)).unwrap_err().get(0).unwrap().keyword,
+            "anyOf"
+        );
     }
 
     #[test]

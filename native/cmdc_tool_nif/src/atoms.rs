@@ -28,6 +28,7 @@ rustler::atoms! {
     started,
     line,
     stderr_line,
+    stderr_dropped_lines,
     exit,
     exited,
     timeout,

@@ -5,18 +5,22 @@
 //!   * `{:cmdc_exec, id, {:started, os_pid}}`
 //!   * `{:cmdc_exec, id, {:line, binary}}` (stdout lines, when streaming)
 //!   * `{:cmdc_exec, id, {:stderr_line, binary}}` (stderr lines, when `stream_stderr` is set)
+//!   * `{:cmdc_exec, id, {:stderr_dropped_lines, n}}` (with a `window`: stderr lines dropped
+//!     for want of credits since the last stderr message; before the next one, or the end)
 //!   * `{:cmdc_exec, id, {:exit, %{...}}}` or `{:cmdc_exec, id, {:error, message}}`, always last.
 //!
 //! The handle is a resource: `exec_cancel` kills the process group; so do the owner's death
 //! (a resource monitor) and the handle being garbage collected (its `Drop`). With `interactive`
 //! set, stdin stays open: `exec_write` sends bytes to it and `exec_close_stdin` closes it.
+//! With `window` set, streamed lines flow under a credit window (`cmdc_tool_core::exec::Window`):
+//! the owner returns credits with `exec_ack` as it consumes `:line` and `:stderr_line` messages.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cmdc_tool_core::exec::{self, Ending, Input, Outcome, Spec};
+use cmdc_tool_core::exec::{self, Ending, Input, Outcome, Spec, Window};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, Monitor, NifMap, OwnedEnv, ResourceArc, Term};
 use tokio::sync::{mpsc, watch};
 
@@ -37,6 +41,8 @@ pub struct ExecHandle {
     cancel: watch::Sender<bool>,
     /// The program's stdin, for an interactive run (`None` once closed).
     input: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    /// The credit window of its streamed lines, when started with one.
+    window: Option<Window>,
 }
 
 #[rustler::resource_impl]
@@ -63,6 +69,10 @@ struct ExecOpts {
     max_line: u64,
     interactive: bool,
     stream_stderr: bool,
+    /// Lines (stdout and stderr) streamed and not yet acknowledged; `nil`: no flow control.
+    window: Option<u64>,
+    /// Bytes of those lines (`nil`: 16 MiB).
+    window_bytes: Option<u64>,
 }
 
 impl Options<'_> for ExecOpts {
@@ -70,7 +80,7 @@ impl Options<'_> for ExecOpts {
     const EXPECTED: &'static str = "program (string), args (list of strings), cwd (string or \
         nil), env (list of {name, value or nil}), clear_env, stream_lines, interactive, \
         stream_stderr (booleans), timeout_ms (integer or nil), kill_grace_ms, max_output, \
-        max_line (non-negative integers)";
+        max_line (non-negative integers), window, window_bytes (positive integers or nil)";
 }
 
 /// The core's spec, without stdin (given apart: it is the one part copied on a dirty
@@ -89,8 +99,16 @@ impl From<ExecOpts> for Spec {
             max_output: usize::try_from(opts.max_output).unwrap_or(usize::MAX),
             stream_lines: opts.stream_lines,
             max_line: usize::try_from(opts.max_line).unwrap_or(usize::MAX).max(1),
+            window: opts.window.map(|n| {
+                let bytes = opts.window_bytes.unwrap_or(16 << 20);
+                Window::new(to_usize(n), to_usize(bytes))
+            }),
         }
     }
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 fn bytes<'a>(env: Env<'a>, data: &[u8]) -> Term<'a> {
@@ -140,6 +158,16 @@ where
     });
 }
 
+/// Tells the owner how many stderr lines the window dropped since the last stderr message.
+fn dropped_notice(msg_env: &mut OwnedEnv, pid: &LocalPid, id: u64, window: Option<&Window>) {
+    let dropped = window.map_or(0, Window::take_dropped);
+    if dropped > 0 {
+        send(msg_env, pid, id, |env| {
+            (atoms::stderr_dropped_lines(), dropped).encode(env)
+        });
+    }
+}
+
 async fn drive(
     spec: Spec,
     input: Input,
@@ -159,7 +187,9 @@ async fn drive(
     };
     let mut line_env = OwnedEnv::new();
     let mut err_env = OwnedEnv::new();
+    let window = spec.window.clone();
     let on_err_line = stream_stderr.then_some(|line: &[u8]| {
+        dropped_notice(&mut err_env, &pid, id, window.as_ref());
         send(&mut err_env, &pid, id, |env| {
             (atoms::stderr_line(), bytes(env, line)).encode(env)
         })
@@ -182,6 +212,7 @@ async fn drive(
     )
     .await;
     let mut msg_env = OwnedEnv::new();
+    dropped_notice(&mut msg_env, &pid, id, window.as_ref());
     match result {
         Ok(outcome) => send(&mut msg_env, &pid, id, |env| {
             (atoms::exit(), outcome_term(env, &outcome)).encode(env)
@@ -231,6 +262,7 @@ fn start<'a>(
         id,
         cancel: tx,
         input: Mutex::new(sender),
+        window: spec.window.clone(),
     });
     let owner = env.pid();
     if env.monitor(&handle, &owner).is_none() {
@@ -280,6 +312,26 @@ fn write(handle: &ExecHandle, data: Binary) -> Result<usize> {
         Some(_) => Err(Error::process("the program has ended: its stdin is closed")),
         None => Err(Error::process(
             "stdin is closed (or the program was not started with stdin: :pipe)",
+        )),
+    }
+}
+
+/// Returns `n` credits of a run started with a `window`: the owner consumed `n` more `:line` /
+/// `:stderr_line` messages. `{:ok, credits_returned}` (never more than were taken: the window
+/// does not grow), or `{:error, message}` when the run has no window or `n` is not a
+/// non-negative integer. A lock and a counter: always a normal scheduler.
+#[rustler::nif]
+fn exec_ack(handle: ResourceArc<ExecHandle>, n: Term) -> Result<usize> {
+    let n: u64 = n.decode().map_err(|_| {
+        Error::Message(format!(
+            "exec_ack: expected a non-negative integer count of messages, got: {}",
+            crate::term::shown(n)
+        ))
+    })?;
+    match &handle.window {
+        Some(window) => Ok(window.ack(to_usize(n))),
+        None => Err(Error::Message(
+            "exec_ack: this program was not started with a window (the :window option)".into(),
         )),
     }
 }

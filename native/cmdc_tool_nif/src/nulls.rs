@@ -6,8 +6,10 @@ use cmdc_tool_core::providers::round_trip::{NullPlan, Plan, MAX_DEPTH};
 use rustler::{Encoder, Env, Term};
 
 use crate::atoms;
+use crate::term;
 
-/// `args` without the nulls `plan` (a schema's strict rewrite) introduced, or `None` (nothing to
+/// `args` without the nulls `plan` (a schema's strict rewrite) introduced (the keys absent
+/// instead, or their defaults), or `None` (nothing to
 /// drop). May walk the whole term: callers run it on a dirty scheduler.
 pub(crate) fn without_nulls<'a>(env: Env<'a>, plan: &NullPlan, args: Term<'a>) -> Option<Term<'a>> {
     if plan.is_empty() {
@@ -30,15 +32,20 @@ fn drop_nulls<'a>(
     let mut current = term;
     let mut changed = false;
     if term.is_map() {
-        for (name, drop, sub) in &plan.props {
-            let key = name.as_str().encode(env);
+        for prop in &plan.props {
+            let key = prop.name.as_str().encode(env);
             let Ok(value) = current.map_get(key) else {
                 continue;
             };
-            if *drop && value == atoms::nil().encode(env) {
+            let null = value == atoms::nil().encode(env);
+            if let (true, Some(default)) = (null, &prop.default) {
+                current = current.map_put(key, term::from_value(env, default)).ok()?;
+                changed = true;
+            } else if prop.drop && null {
                 current = current.map_remove(key).ok()?;
                 changed = true;
-            } else if !sub.is_empty() {
+            } else if !prop.plan.is_empty() {
+                let sub = &prop.plan;
                 if let Some(v) = drop_nulls(env, all, sub, value, depth + 1) {
                     current = current.map_put(key, v).ok()?;
                     changed = true;

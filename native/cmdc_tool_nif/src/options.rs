@@ -37,10 +37,14 @@ pub fn format(format: Term) -> Result<Format> {
         .ok()
         .and_then(|f| Format::parse(&f))
         .ok_or_else(|| {
+            let labels: Vec<String> = cmdc_tool_core::providers::FORMATS
+                .iter()
+                .map(|s| format!(":{}", s.label))
+                .collect();
             Error::Message(format!(
-                "unknown format {}; expected one of :openai, :openai_responses, :anthropic, \
-                 :gemini, :gemini_json_schema, :mcp",
-                crate::term::shown(format)
+                "unknown format {}; expected one of {}",
+                crate::term::shown(format),
+                labels.join(", ")
             ))
         })
 }

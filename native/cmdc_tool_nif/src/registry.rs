@@ -457,6 +457,21 @@ fn registry_build<'a>(
     Ok(Built::encode(&built, env))
 }
 
+/// The provider formats, one atom per row of `cmdc_tool_core::providers::FORMATS`, with
+/// whether `strict: true` changes them: `[{format, has_strict}]`.
+#[rustler::nif]
+fn providers_formats<'a>(env: Env<'a>) -> Vec<(rustler::Atom, bool)> {
+    providers::FORMATS
+        .iter()
+        .filter_map(|s| {
+            Some((
+                rustler::Atom::from_str(env, s.label).ok()?,
+                s.strict.is_some(),
+            ))
+        })
+        .collect()
+}
+
 /// Stateless conversion for a list of `{name, description, parameters}` (no cache: the modules
 /// are the caller's): `{:ok, term_etf}`, `{tools, warnings}` as `registry_cached/4` gives it.
 #[rustler::nif(schedule = "DirtyCpu")]

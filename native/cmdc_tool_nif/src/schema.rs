@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
+use cmdc_tool_core::dialect;
 use cmdc_tool_core::providers::null_plan;
 use cmdc_tool_core::providers::round_trip::NullPlan;
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
@@ -30,6 +31,8 @@ pub struct Schema {
     /// Validates terms in place (`beam.rs`): the path every term takes.
     pub validator: AssertUnwindSafe<Validator<Beam>>,
     pub source: Value,
+    /// `source` read in its dialect (OpenAPI 3.0's keywords rewritten): what is validated.
+    pub read: Value,
     /// The draft asked for at compile time (`None`: the schema's `$schema`, else Draft 7).
     pub draft: Option<Draft>,
     /// The schema compiled into checks that read terms directly (`compiled.rs`), when it uses
@@ -53,11 +56,19 @@ pub struct Schema {
 pub type ConversionCache = HashMap<(Format, bool), (String, Arc<Converted>)>;
 
 impl Schema {
-    pub fn new(validator: Validator<Beam>, source: Value, draft: Option<Draft>) -> Self {
+    /// `read`: `source` as read in its dialect (`cmdc_tool_core::dialect`), what `validator`
+    /// was compiled from; `draft` the draft chosen for it.
+    pub fn new(
+        validator: Validator<Beam>,
+        source: Value,
+        read: Value,
+        draft: Option<Draft>,
+    ) -> Self {
         Schema {
-            pattern_factor: pattern_factor(&source),
+            pattern_factor: pattern_factor(&read),
             validator: AssertUnwindSafe(validator),
-            compiled: AssertUnwindSafe(Program::compile(&source, resolved_draft(&source, draft))),
+            compiled: AssertUnwindSafe(Program::compile(&read, resolved_draft(&read, draft))),
+            read,
             source,
             draft,
             converted: Mutex::new(HashMap::new()),
@@ -67,7 +78,7 @@ impl Schema {
 
     /// The plan of the nulls strict mode's rewrite introduces, made on first use.
     pub fn null_plan(&self) -> &NullPlan {
-        self.null_plan.get_or_init(|| null_plan(&self.source))
+        self.null_plan.get_or_init(|| null_plan(&self.read))
     }
 
     /// This schema converted for a provider format, for the tool `name`; cached.
@@ -107,8 +118,9 @@ pub(crate) fn validate_term<'a>(
         match checked {
             Ok(()) => return Ok(args),
             Err(Stop::Yield) => return Err(Error::Yield),
-            // Invalid or undecided: the `jsonschema` path decides and names the errors.
-            Err(stop) => invalid = stop == Stop::Invalid,
+            // Invalid or undecided: the `jsonschema` path decides and names the errors; a
+            // deferred pattern is decided by its error pass alone (one match, not two).
+            Err(stop) => invalid = matches!(stop, Stop::Invalid | Stop::Deferred),
         }
     }
     let built = beam::build(args, &mut budget).and_then(|tape| {
@@ -168,6 +180,7 @@ pub(crate) fn validate_call<'a>(
     };
     let failures = match validate_term(schema, args, budget) {
         Err(Error::Invalid(failures)) => failures,
+        Ok(args) => return with_defaults(env, schema, args, dirty),
         other => return other,
     };
     let no_plan = schema.null_plan.get().is_some_and(NullPlan::is_empty);
@@ -178,9 +191,38 @@ pub(crate) fn validate_call<'a>(
     if !dirty {
         return Err(Error::Yield);
     }
+    // Still failing without strict mode's nulls: those failures are reported, so none blames
+    // a null strict mode asked for (it stood for an optional field left out).
     match crate::nulls::without_nulls(env, schema.null_plan(), args) {
-        Some(dropped) if validate_term(schema, dropped, Budget::dirty()).is_ok() => Ok(dropped),
-        _ => Err(Error::Invalid(failures)),
+        Some(dropped) => match validate_term(schema, dropped, Budget::dirty()) {
+            Ok(dropped) => Ok(dropped),
+            Err(Error::Invalid(fewer)) => Err(Error::Invalid(fewer)),
+            Err(_) => Err(Error::Invalid(failures)),
+        },
+        None => Err(Error::Invalid(failures)),
+    }
+}
+
+/// A valid call with strict mode's nulls for optional fields with a `default` replaced by
+/// those defaults (`Prop::default`). Only schemas with such fields pay: on a normal scheduler
+/// they (and a schema whose plan is not made yet) answer `:yield`, as the walk is unbounded.
+fn with_defaults<'a>(
+    env: Env<'a>,
+    schema: &Schema,
+    args: Term<'a>,
+    dirty: bool,
+) -> Result<Term<'a>> {
+    match schema.null_plan.get() {
+        Some(plan) if !plan.has_defaults() => return Ok(args),
+        _ if !dirty => return Err(Error::Yield),
+        _ => {}
+    }
+    if !schema.null_plan().has_defaults() {
+        return Ok(args);
+    }
+    match crate::nulls::without_nulls(env, schema.null_plan(), args) {
+        Some(filled) if validate_term(schema, filled, Budget::dirty()).is_ok() => Ok(filled),
+        _ => Ok(args),
     }
 }
 
@@ -221,13 +263,15 @@ pub(crate) fn decode_args<'a>(env: Env<'a>, text: &[u8]) -> Result<Term<'a>> {
 /// Decodes and validates JSON text: `{:ok, decoded}` or the failures.
 pub(crate) fn validate_text<'a>(env: Env<'a>, schema: &Schema, text: &[u8]) -> Result<Term<'a>> {
     let args = decode_args(env, text)?;
+    let mut invalid = false;
     if let Some(program) = schema.compiled.as_ref() {
-        if crate::compiled::run(program, args, true).is_ok() {
-            return Ok(args);
+        match crate::compiled::run(program, args, true) {
+            Ok(()) => return Ok(args),
+            Err(stop) => invalid = matches!(stop, Stop::Invalid | Stop::Deferred),
         }
     }
     let tape = beam::build(args, &mut Budget::dirty()).map_err(|e| Error::not_json(&e))?;
-    check_for::<Beam>(&schema.validator, tape.root()).map_err(Error::Invalid)?;
+    decide(schema, &tape, invalid)?;
     Ok(args)
 }
 
@@ -285,8 +329,12 @@ fn schema_compile<'a>(schema: Term<'a>, opts: Term<'a>) -> Result<ResourceArc<Sc
         })?),
     };
     let docs = Documents::try_from(opts)?;
-    let validator = compile_for::<Beam>(&source, docs, draft)?;
-    Ok(ResourceArc::new(Schema::new(validator, source, draft)))
+    let reading = dialect::read(&source, draft);
+    let (read, draft) = (reading.schema.into_owned(), reading.draft);
+    let validator = compile_for::<Beam>(&read, docs, draft)?;
+    Ok(ResourceArc::new(Schema::new(
+        validator, source, read, draft,
+    )))
 }
 
 twin_nifs! {

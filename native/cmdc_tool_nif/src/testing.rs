@@ -23,7 +23,7 @@ use cmdc_tool_core::tape::Beam;
 /// The schema compiled again over `serde_json::Value` (the converting path), on demand: a
 /// production schema holds only the validator over terms.
 fn converting(schema: &Schema) -> Result<Validator> {
-    Ok(compile(&schema.source, Documents::default(), schema.draft)?)
+    Ok(compile(&schema.read, Documents::default(), schema.draft)?)
 }
 
 fn parse(text: &[u8]) -> Result<Value> {

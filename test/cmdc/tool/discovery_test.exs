@@ -498,7 +498,7 @@ defmodule CMDC.Tool.DiscoveryTest do
     write(c.home, ".cmdc/tools/s.tool.json", "{}")
     write(c.home, ".cmdc/tools/t.ps1", "function Get-X {}")
 
-    report = Discovery.discover(c.opts)
+    report = Discovery.discover([script_loader: false] ++ c.opts)
     assert report.tools == []
 
     assert [%{kind: :script, status: "script, not loaded"} = s, %{type: :script}] = report.ignored
@@ -524,6 +524,18 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert reason =~ ":nope"
     assert_received {:loaded, _}
     assert_received {:loaded, _}
+  end
+
+  test "Python scripts load by default, with CMDC.Tool.Script", c do
+    write(
+      c.home,
+      ".cmdc/tools/default_loaded.py",
+      ~s|def twice(x: int) -> int:\n    """Twice x."""\n    return 2 * x\n|
+    )
+
+    report = Discovery.discover(c.opts)
+    assert [%{name: "twice", kind: :script, module: module}] = report.tools
+    assert {:ok, %{value: 4}} = CMDC.Tool.Script.call(module, %{"x" => 2})
   end
 
   describe "load_into/2 and refresh/2 (against a test stand-in registry)" do

@@ -337,7 +337,7 @@ defmodule CMDC.Tool.MCPTest do
     File.write!(input, calls)
 
     {out, status} =
-      System.cmd("sh", ["-c", "#{python} #{client} #{root}/bin/cmdc-mcp < #{input}"],
+      System.cmd("sh", ["-c", "#{python} #{client} #{root}/bin/cmdc-mcp --examples < #{input}"],
         cd: root,
         env: [{"MIX_ENV", "test"}]
       )

@@ -1,3 +1,12 @@
+defmodule CMDC.Tool.RunnerTest.Keys do
+  @moduledoc false
+  @behaviour CMDC.Tool
+  def name, do: "keys"
+  def description, do: "Shows the arguments it got."
+  def parameters, do: %{"type" => "object", "required" => ["path"]}
+  def execute(args, _ctx), do: {:ok, inspect(args)}
+end
+
 defmodule CMDC.Tool.RunnerTest do
   use ExUnit.Case, async: true
   doctest CMDC.Tool.Runner
@@ -51,6 +60,26 @@ defmodule CMDC.Tool.RunnerTest do
              Runner.run(@tools, call("echo", "{"), ctx())
 
     assert text =~ "invalid JSON"
+  end
+
+  test "atom keys (nested too) reach execute/2 as strings, on a list and on a registry" do
+    args = %{path: "a", opts: %{"s" => nil, deep: 1}, list: [%{k: true}, 2]}
+
+    expected =
+      inspect(%{
+        "path" => "a",
+        "opts" => %{"deep" => 1, "s" => nil},
+        "list" => [%{"k" => true}, 2]
+      })
+
+    assert %{content: ^expected} =
+             Runner.run([CMDC.Tool.RunnerTest.Keys], call("keys", args), ctx())
+
+    reg = CMDC.Tool.Registry.new()
+    :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.RunnerTest.Keys)
+    assert %{content: ^expected} = Runner.run(reg, call("keys", args), ctx())
+    # Validation sees the string keys: "required" holds for an atom-keyed map.
+    assert %{is_error: true, reason: :invalid} = Runner.run(reg, call("keys", %{other: 1}), ctx())
   end
 
   test "unknown tools answer with the nearest names" do

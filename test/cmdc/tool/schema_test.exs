@@ -22,14 +22,45 @@ defmodule CMDC.Tool.SchemaTest do
     assert {:error, [%{keyword: "falseSchema"}]} = Schema.validate(Schema.compile!(false), 1)
   end
 
-  test "$schema selects the draft; Draft 7 is the default" do
+  test "$schema selects the draft; Draft 7 is the default; later keywords are evidence" do
     tuple = %{"prefixItems" => [%{"type" => "string"}]}
-    assert {:ok, _} = Schema.validate(Schema.compile!(tuple), [1])
+    # `prefixItems` exists only from 2019-09 on: read as 2020-12 (Pydantic's tuples).
+    assert {:error, _} = Schema.validate(Schema.compile!(tuple), [1])
     assert {:error, _} = Schema.validate(Schema.compile!(tuple, draft: "2020-12"), [1])
+    # An asked draft wins over evidence.
+    assert {:ok, _} = Schema.validate(Schema.compile!(tuple, draft: "7"), [1])
+    # Without evidence, Draft 7: `items` as a list is a tuple there.
+    assert {:error, _} =
+             Schema.validate(Schema.compile!(%{"items" => [%{"type" => "string"}]}), [1])
 
     with_schema = Map.put(tuple, "$schema", "https://json-schema.org/draft/2020-12/schema")
     assert {:error, _} = Schema.validate(Schema.compile!(with_schema), [1])
     assert {:error, "unknown draft" <> _} = Schema.compile(tuple, draft: "9")
+  end
+
+  test "OpenAPI 3.0 keywords are read as OpenAPI 3.0; the registry and the module list agree" do
+    schema = %{
+      "type" => "object",
+      "properties" => %{
+        "limit" => %{"type" => "integer", "minimum" => 0, "exclusiveMinimum" => true},
+        "tag" => %{"type" => "string", "nullable" => true}
+      }
+    }
+
+    s = Schema.compile!(schema)
+    assert {:ok, _} = Schema.validate(s, %{"limit" => 1, "tag" => nil})
+    assert {:error, [%{path: "/limit"}]} = Schema.validate(s, %{"limit" => 0})
+
+    module = CMDC.Tool.Test.Factory.tool("list_pets", "OpenAPI-derived.", schema)
+    assert {:ok, _} = CMDC.Tool.validate(module, %{"limit" => 1})
+    reg = CMDC.Tool.Registry.new()
+    assert :ok = CMDC.Tool.Registry.register(reg, module)
+    assert {:ok, _} = CMDC.Tool.validate(reg, "list_pets", %{"limit" => 1, "tag" => nil})
+    assert {:error, _} = CMDC.Tool.validate(reg, "list_pets", %{"limit" => 0})
+
+    {_, warnings} = CMDC.Tool.Providers.convert([module], %{}, format: :mcp)
+    assert [%{keyword: "$schema", message: message}] = warnings
+    assert message =~ "OpenAPI 3.0"
   end
 
   test "remote $refs resolve only against given documents" do

@@ -152,6 +152,73 @@ defmodule CMDC.Tool.StrictRoundTripTest do
     assert CMDC.Tool.JSON.decode!(text) == @meant
   end
 
+  defmodule Search do
+    @behaviour CMDC.Tool
+    def name, do: "search"
+    def description, do: "Search (Pydantic's `lang: Optional[str] = \"en\"`)."
+
+    def parameters do
+      %{
+        "type" => "object",
+        "properties" => %{
+          "q" => %{"type" => "string"},
+          "lang" => %{"anyOf" => [%{"type" => "string"}, %{"type" => "null"}], "default" => "en"},
+          "page" => %{"type" => "integer", "default" => 1}
+        },
+        "required" => ["q"]
+      }
+    end
+
+    def execute(args, _ctx), do: {:ok, CMDC.Tool.JSON.encode!(args)}
+  end
+
+  test "a strict-mode null for an optional field with a default gives the tool the default" do
+    sent = %{"q" => "x", "lang" => nil, "page" => nil}
+    meant = %{"q" => "x", "lang" => "en", "page" => 1}
+    assert {:ok, ^meant} = CMDC.Tool.validate(Search, sent)
+    # A value the model chose stays.
+    assert {:ok, %{"lang" => "fr"}} = CMDC.Tool.validate(Search, %{sent | "lang" => "fr"})
+
+    reg = Registry.new()
+    :ok = Registry.register(reg, [Search])
+
+    for tools <- [[Search], reg] do
+      result = Runner.run(tools, %{id: "1", name: "search", arguments: sent}, %CMDC.Context{})
+      assert CMDC.Tool.JSON.decode!(result.content) == meant
+    end
+
+    scope = :"strict_defaults_#{System.unique_integer([:positive])}"
+    {:ok, pid} = CMDC.Tool.Cluster.publish([Search], scope: scope)
+    call = %{id: "c", name: "search", arguments: CMDC.Tool.JSON.encode!(sent)}
+    result = CMDC.Tool.Cluster.run(call, CMDC.Context.new(), scope: scope)
+    assert CMDC.Tool.JSON.decode!(result.content) == meant
+    CMDC.Tool.Cluster.unpublish(pid)
+
+    {:ok, out} = StringIO.open("")
+    input = CMDC.Test.MCPIO.feeder()
+    me = self()
+
+    spawn_link(fn ->
+      CMDC.Tool.MCP.Server.serve([Search], input: input, output: out)
+      send(me, :stopped)
+    end)
+
+    CMDC.Test.MCPIO.feed(input, %{"jsonrpc" => "2.0", "id" => 1, "method" => "initialize"})
+
+    CMDC.Test.MCPIO.feed(input, %{
+      "jsonrpc" => "2.0",
+      "id" => 2,
+      "method" => "tools/call",
+      "params" => %{"name" => "search", "arguments" => sent}
+    })
+
+    [_, %{"id" => 2, "result" => result}] = CMDC.Test.MCPIO.await_frames(out, 2)
+    CMDC.Test.MCPIO.eof(input)
+    assert_receive :stopped, 5_000
+    assert %{"content" => [%{"text" => text}]} = result
+    assert CMDC.Tool.JSON.decode!(text) == meant
+  end
+
   test "two names a provider would be given as one are refused with a clear error" do
     a = CMDC.Tool.Test.Factory.tool("fs.read")
     b = CMDC.Tool.Test.Factory.tool("fs_read")

@@ -100,14 +100,35 @@ defmodule CMDC.Tool.Discovery.Loader do
   # Who else defines `module`: nil when nobody, or when it was loaded from this same file.
   defp foreign_owner(module, charpath) do
     case :code.which(module) do
-      :non_existing -> nil
-      ^charpath -> nil
-      [] -> "defined in memory"
-      :preloaded -> "preloaded"
-      :cover_compiled -> "cover-compiled"
-      path when is_list(path) -> "loaded from #{path}"
-      other -> inspect(other)
+      :non_existing ->
+        nil
+
+      ^charpath ->
+        nil
+
+      [] ->
+        "defined in memory"
+
+      :preloaded ->
+        "preloaded"
+
+      :cover_compiled ->
+        "cover-compiled"
+
+      path when is_list(path) ->
+        if own_build?(module, charpath), do: nil, else: "loaded from #{path}"
+
+      other ->
+        inspect(other)
     end
+  end
+
+  # The application's own build of this very file (a path given under the app's `lib/`): the
+  # same source, so the file may load it again instead of being refused.
+  defp own_build?(module, charpath) do
+    module.module_info(:compile)[:source] == charpath
+  rescue
+    _ -> false
   end
 
   defp load_binaries(binaries, charpath) do

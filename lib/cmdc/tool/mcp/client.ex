@@ -48,9 +48,11 @@ defmodule CMDC.Tool.MCP.Client do
       meanwhile wait for it. A failure repeated by retries is logged once.
     * An HTTP session the server forgot (404): the client connects again and re-sends the
       calls that were waiting, once.
-    * A server that sends faster than it is read (`max_queue`) is stopped; one that fails
-      `max_restarts` times within `restart_window` is marked `:failed` with its reason
-      (`info/1`) and not retried; its calls fail at once.
+    * A server that sends faster than it is read is slowed down, never stopped: its stdout
+      flows under a credit window (`stdio_window`: past it the server blocks on its own full
+      pipe; its stderr over the window is dropped and counted), HTTP bodies one chunk at a
+      time. One that fails `max_restarts` times within `restart_window` is marked `:failed`
+      with its reason (`info/1`) and not retried; its calls fail at once.
     * A time-out or a cancelled caller sends `notifications/cancelled` for the request (and
       over HTTP closes its stream).
 
@@ -116,6 +118,13 @@ defmodule CMDC.Tool.MCP.Client do
   @doc "Starts a client (and its server); see the module doc for the options."
   @spec start_link(keyword()) :: GenServer.on_start()
   def start_link(opts) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:name, :transport, :gen_name, :init_timeout, :timeout, :namespace, :registry] ++
+        [:protocol_version, :on_change, :era, :limits, :probe_timeout],
+      "CMDC.Tool.MCP.Client.start_link/1"
+    )
+
     gen_opts = if opts[:gen_name], do: [name: opts[:gen_name]], else: []
     GenServer.start_link(__MODULE__, opts, gen_opts)
   end
@@ -187,6 +196,7 @@ defmodule CMDC.Tool.MCP.Client do
   """
   @spec request(t(), String.t(), map(), keyword()) :: {:ok, term()} | {:error, String.t()}
   def request(client, method, params, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:timeout, :on_progress], "CMDC.Tool.MCP.Client.request/4")
     pid = GenServer.whereis(client)
     ref = make_ref()
     on_progress = opts[:on_progress]
@@ -395,18 +405,10 @@ defmodule CMDC.Tool.MCP.Client do
 
   # --- one server's events, each isolated: a bug or a flood ends this connection only ---
 
+  # No mailbox cap: the transports bound what waits (stdio's credit window, :httpc's one
+  # chunk at a time), so a chatty server is slowed down, not stopped.
   defp guarded(state, event) do
-    {:message_queue_len, waiting} = Process.info(self(), :message_queue_len)
-
-    if waiting > state.limits.max_queue do
-      down(
-        state,
-        "MCP server #{state.name} sent faster than it could be read (#{waiting} messages " <>
-          "waiting, over max_queue #{state.limits.max_queue}): stopped"
-      )
-    else
-      transport_event(state, event)
-    end
+    transport_event(state, event)
   rescue
     error ->
       down(state, "MCP server #{state.name}: protocol error: " <> Exception.message(error))

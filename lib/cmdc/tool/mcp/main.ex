@@ -13,13 +13,21 @@ defmodule CMDC.Tool.MCP.Main do
   alias CMDC.Tool.MCP.{HTTP, SelfGuard, Server, Stdio}
 
   @usage """
-  Usage: cmdc-mcp [--watch MS] [--page-size N] [--http PORT [HTTP OPTIONS]] [PATH...]
+  Usage: cmdc-mcp [--cwd DIR] [--trust] [--allow NAME]... [--no-mcp] [--examples]
+                  [--watch MS] [--page-size N] [--http PORT [HTTP OPTIONS]] [PATH...]
 
-  Serves tools over the Model Context Protocol (JSON-RPC 2.0 on stdin/stdout, or Streamable
-  HTTP): the built-in examples, the project's and the user's tool folders and plugins, and the
-  files or folders given as PATH (Elixir, Python and PowerShell tools). Both protocol eras:
-  2026-07-28 (stateless) and 2025-11-25 / 2025-06-18 (initialize).
+  Serves the tools of the project in DIR (default: the working directory) over the Model
+  Context Protocol (JSON-RPC 2.0 on stdin/stdout, or Streamable HTTP): the tools the
+  application declares (`config :cmdc_tool, tools: [...]`), the project's tool folders
+  (.cmdc/tools, … once trusted), the user's tool folders and plugins, the files or folders
+  given as PATH (Elixir, Python and PowerShell tools), and the tools of configured MCP servers.
+  Both protocol eras: 2026-07-28 (stateless) and 2025-11-25 / 2025-06-18 (initialize).
 
+    --cwd DIR       the project to serve (MCP clients often start servers elsewhere)
+    --trust         trust the project for this run (`mix cmdc.tools trust` records it)
+    --allow NAME    run tool NAME without asking (no one can approve over MCP); repeatable
+    --no-mcp        skip the MCP servers of .mcp.json and the user's MCP configs
+    --examples      also serve the library's example tools
     --watch MS      look for added, changed or removed tool files every MS milliseconds and
                     send notifications/tools/list_changed when the tools changed
     --page-size N   tools per tools/list page (default 50)
@@ -42,10 +50,12 @@ defmodule CMDC.Tool.MCP.Main do
   .mcp.json, ~/.cmdc/mcp.json and ~/.claude.json, except cmdc-mcp itself: never started from
   inside cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it
   set exits with status 3). Calls go through the hooks of .claude/settings.json and the
-  other settings files (a project's only when trusted; see `mix cmdc.tools hooks`). MCP
-  client configuration:
+  other settings files (a project's only when trusted; see `mix cmdc.tools hooks`). Tool files
+  that failed to load are listed on stderr at start and whenever a rescan changes them. Exit
+  status: 0 done, 2 usage error, 3 nested. MCP client configuration (.mcp.json, Claude Desktop):
 
-      {"command": "/path/to/cmdc_tool/bin/cmdc-mcp", "args": ["--watch", "1000"]}
+      {"mcpServers": {"my_agent": {"command": "/path/to/cmdc_tool/bin/cmdc-mcp",
+                                   "args": ["--cwd", "/path/to/my_agent"]}}}
   """
 
   @doc "The usage text."
@@ -124,21 +134,46 @@ defmodule CMDC.Tool.MCP.Main do
       allow_origin: :keep,
       oauth_introspect: :string,
       oauth_issuer: :string,
-      resource: :string
+      resource: :string,
+      cwd: :string,
+      trust: :boolean,
+      allow: :keep,
+      mcp: :boolean,
+      examples: :boolean
     ]
 
     case OptionParser.parse(argv, strict: switches, aliases: [h: :help]) do
       {opts, paths, []} ->
         cond do
-          opts[:help] -> :help
-          Keyword.get(opts, :watch, 1) < 1 -> {:error, "--watch needs a positive interval (ms)"}
-          Keyword.get(opts, :page_size, 1) < 1 -> {:error, "--page-size needs a positive number"}
-          Keyword.get(opts, :http, 0) not in 0..65_535 -> {:error, "--http needs a port number"}
-          true -> {:ok, opts, paths}
+          opts[:help] ->
+            :help
+
+          Keyword.get(opts, :watch, 1) < 1 ->
+            {:error, "--watch needs a positive interval (ms)"}
+
+          Keyword.get(opts, :page_size, 1) < 1 ->
+            {:error, "--page-size needs a positive number"}
+
+          Keyword.get(opts, :http, 0) not in 0..65_535 ->
+            {:error, "--http needs a port number"}
+
+          opts[:cwd] && not File.dir?(opts[:cwd]) ->
+            {:error, "--cwd #{opts[:cwd]}: no such folder"}
+
+          true ->
+            {:ok, opts, paths}
         end
 
       {_, _, [{switch, nil} | _]} ->
-        {:error, "unknown option #{switch}"}
+        known = for {name, _} <- switches, do: "--" <> String.replace(to_string(name), "_", "-")
+
+        hint =
+          case CMDC.Tool.Options.suggest(switch, known) do
+            [best | _] -> " (did you mean #{best}?)"
+            [] -> ""
+          end
+
+        {:error, "unknown option #{switch}#{hint}"}
 
       {_, _, [{switch, value} | _]} ->
         {:error, "invalid value for #{switch}: #{value}"}
@@ -148,6 +183,8 @@ defmodule CMDC.Tool.MCP.Main do
   defp serve(opts, paths) do
     # Every program this server starts carries the marker (SelfGuard), in both modes.
     SelfGuard.mark()
+    if opts[:cwd], do: File.cd!(opts[:cwd])
+    CMDC.Tool.Project.load_config()
     if opts[:http], do: serve_http(opts, paths), else: serve_stdio(opts, paths)
   end
 
@@ -165,13 +202,14 @@ defmodule CMDC.Tool.MCP.Main do
     Logger.configure_backend(:console, device: :standard_error)
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
     watch = opts[:watch]
-    {report, state} = CLI.watch(paths)
+    {report, state} = CLI.watch(paths, load_opts(opts))
+    report_problems(report, nil)
     server = self()
     # Rescans run in their own process: the server answers requests meanwhile.
     refresh = &Server.refresh(server, &1)
-    if watch, do: spawn_link(fn -> watch_loop(refresh, state, watch) end)
+    if watch, do: spawn_link(fn -> watch_loop(refresh, {state, report}, watch) end)
 
-    context = hooked_context(report.tools)
+    context = hooked_context(report.tools, Keyword.get_values(opts, :allow))
 
     Server.serve(report.tools,
       page_size: Keyword.get(opts, :page_size, 50),
@@ -184,12 +222,8 @@ defmodule CMDC.Tool.MCP.Main do
   end
 
   # The stdio session gets the command hooks of the settings files, and its session events.
-  defp hooked_context(tools) do
-    context =
-      CMDC.Context.new(
-        session_id: "mcp-#{System.unique_integer([:positive])}",
-        working_dir: File.cwd!()
-      )
+  defp hooked_context(tools, allowed) do
+    context = context(allowed)
 
     :ok = Hooks.attach({:session, context.session_id}, settings_hooks())
     Runner.session_event(tools, :start, context)
@@ -207,6 +241,49 @@ defmodule CMDC.Tool.MCP.Main do
     Hooks.Config.active(config)
   end
 
+  defp load_opts(opts), do: Keyword.take(opts, [:trust, :mcp, :examples])
+
+  # Over MCP no one can approve: the approver allows the tools named with --allow; for the
+  # others it has no answer (nil), so the runner refuses them as headless, saying how to allow
+  # each (the flag, and the setting in the tool's own file).
+  defp context(allowed) do
+    approver = fn %{tool: name} -> if name in allowed, do: :allow end
+    %{CMDC.Tool.MCP.Calls.context() | private: %{approver: approver}}
+  end
+
+  # Load failures go to stderr at start and whenever a refresh changes them: an MCP client
+  # shows the server's stderr in its log, the one place a user of a client looks.
+  defp report_problems(report, previous) do
+    problems = problems(report)
+    before = if previous, do: problems(previous), else: []
+
+    cond do
+      problems == before ->
+        :ok
+
+      problems == [] ->
+        IO.puts(:stderr, "cmdc-mcp: every tool file loads now (#{length(report.tools)} tools)")
+
+      true ->
+        IO.puts(
+          :stderr,
+          "cmdc-mcp: #{length(problems)} tool file(s) failed to load; serving the other " <>
+            "#{length(report.tools)} tools:"
+        )
+
+        Enum.each(problems, &IO.puts(:stderr, "  - #{&1.path}: #{&1.reason}"))
+    end
+
+    for u <- report.untrusted,
+        previous == nil,
+        do: IO.puts(:stderr, "cmdc-mcp: #{u.path}: #{u.reason}")
+
+    :ok
+  end
+
+  defp problems(report),
+    do: report.errors ++ Enum.map(report.conflicts, &%{path: &1.refused, reason: &1.reason})
+
   # Serves until the VM is stopped (SIGTERM, or the supervisor above).
   defp serve_http(opts, paths) do
     # No protocol channel on stdio in this mode; tools must not think there is one.
@@ -215,7 +292,8 @@ defmodule CMDC.Tool.MCP.Main do
     {:ok, _} = Application.ensure_all_started(:cmdc_tool)
 
     with {:ok, http_opts} <- http_options(opts) do
-      {report, state} = CLI.watch(paths)
+      {report, state} = CLI.watch(paths, load_opts(opts))
+      report_problems(report, nil)
       # HTTP sessions come and go: the settings' hooks apply to every call of this VM.
       :ok = Hooks.attach(:global, settings_hooks())
       http_opts = [tools: report.tools, list_changed: opts[:watch] != nil] ++ http_opts
@@ -226,7 +304,10 @@ defmodule CMDC.Tool.MCP.Main do
         {:ok, server} ->
           IO.write(:stderr, "cmdc-mcp: serving MCP on #{HTTP.url(server)}\n")
           refresh = &HTTP.refresh(server, &1)
-          if opts[:watch], do: spawn_link(fn -> watch_loop(refresh, state, opts[:watch]) end)
+
+          if opts[:watch],
+            do: spawn_link(fn -> watch_loop(refresh, {state, report}, opts[:watch]) end)
+
           Process.sleep(:infinity)
 
         {:error, reason} ->
@@ -296,26 +377,27 @@ defmodule CMDC.Tool.MCP.Main do
 
   # Each tick stats the tool files (one native scan); files are compiled or read again only when
   # they changed, and the server hears only of changes.
-  defp watch_loop(refresh, state, interval) do
+  defp watch_loop(refresh, {state, last}, interval) do
     Process.sleep(interval)
 
-    state =
+    acc =
       try do
         case CLI.reload(state) do
           :unchanged ->
-            state
+            {state, last}
 
           {:changed, report, state} ->
+            report_problems(report, last)
             # The server stops using the old modules before they are deleted.
             refresh.(report.tools)
-            CLI.forget_stale(state)
+            {CLI.forget_stale(state), report}
         end
       rescue
         e ->
           Logger.error("mcp: --watch: #{Exception.message(e)}")
-          state
+          {state, last}
       end
 
-    watch_loop(refresh, state, interval)
+    watch_loop(refresh, acc, interval)
   end
 end

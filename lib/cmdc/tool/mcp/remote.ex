@@ -76,7 +76,7 @@ defmodule CMDC.Tool.MCP.Remote do
 
   defp entry(server, client, %{"name" => remote} = tool, opts) do
     name = if opts[:namespace] == false, do: remote, else: Client.tool_name(server, remote)
-    schema = tool["inputSchema"]
+    schema = mcp_dialect(tool["inputSchema"])
 
     with {:ok, compiled} <- compile(schema, remote) do
       settings =
@@ -104,6 +104,13 @@ defmodule CMDC.Tool.MCP.Remote do
       {:ok, {remote, data, compiled}}
     end
   end
+
+  # MCP reads an inputSchema without `$schema` as JSON Schema 2020-12: said in the schema, so
+  # every path that reads it (validation, provider output) reads that draft.
+  defp mcp_dialect(%{} = schema) when not is_map_key(schema, "$schema"),
+    do: Map.put(schema, "$schema", "https://json-schema.org/draft/2020-12/schema")
+
+  defp mcp_dialect(schema), do: schema
 
   defp compile(schema, remote) do
     case CMDC.Tool.Schema.compile(schema) do

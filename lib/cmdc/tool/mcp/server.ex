@@ -39,6 +39,12 @@ defmodule CMDC.Tool.MCP.Server do
   """
   @spec serve([module()], keyword()) :: :ok
   def serve(tools, opts \\ []) do
+    CMDC.Tool.Options.check!(
+      opts,
+      [:page_size, :server_name, :input, :output, :list_changed, :context],
+      "CMDC.Tool.MCP.Server.serve/2"
+    )
+
     output = Keyword.get_lazy(opts, :output, &Process.group_leader/0)
 
     input =

@@ -47,6 +47,9 @@ defmodule CMDC.Tool.MCP.Servers do
 
   @sources [:project, :user]
 
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :reserved, :registry] ++
+             [:init_timeout, :timeout, :sources, :env]
+
   @doc """
   The config files that exist, `[{source, path}]`, in precedence order (untrusted project
   files included: `load/1` decides).
@@ -86,6 +89,7 @@ defmodule CMDC.Tool.MCP.Servers do
   """
   @spec load(keyword()) :: map()
   def load(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.MCP.Servers.load/1")
     env = Keyword.get_lazy(opts, :env, &System.get_env/0)
     files = config_files(opts)
     trusted? = Enum.any?(files, &(elem(&1, 0) == :project)) and project_trusted?(opts)
@@ -166,8 +170,9 @@ defmodule CMDC.Tool.MCP.Servers do
       path: path,
       reason:
         "project MCP config not trusted: #{path} starts programs from a repository you may " <>
-          "just have cloned, so its servers are not started. To trust it, pass " <>
-          "`trust_project: true` (`--trust`) or add the project folder to ~/.cmdc/trusted.json"
+          "just have cloned, so its servers are not started. To trust it, run " <>
+          "`mix cmdc.tools trust` in the project (or pass --trust for one run, " <>
+          "`trust_project: true` from Elixir): it adds the project folder to ~/.cmdc/trusted.json"
     }
   end
 

@@ -50,7 +50,8 @@ defmodule CMDC.Tool.Runner.Permit do
 
           {:error,
            Result.error(
-             "#{name} needs approval#{asked}, and no one can approve here (headless): not run.",
+             "#{name} needs approval#{asked}, and no one can approve here (headless): not run. " <>
+               CMDC.Tool.Approval.how_to_allow(opts[:module], name),
              :denied
            )}
 

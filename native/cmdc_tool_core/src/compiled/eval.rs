@@ -283,8 +283,10 @@ pub(super) fn string(checks: &StringChecks, s: &str, budget: &mut Budget) -> Che
         require(checks.min.is_none_or(|m| len >= m) && checks.max.is_none_or(|m| len <= m))?;
     }
     for (leaf, cost) in &checks.leaves {
-        // Regular expressions and formats cost more per byte than reading the value; a
-        // pattern that can backtrack is charged its whole limit, before it runs.
+        if cost.backtracks() {
+            return Err(Stop::Deferred);
+        }
+        // Regular expressions and formats cost more per byte than reading the value.
         budget.spend(cost.units(s.len()))?;
         require(leaf.is_valid(s))?;
     }

@@ -30,6 +30,10 @@ pub enum Stop {
     Fallback,
     /// Over the work budget on a normal scheduler: retry on a dirty one.
     Yield,
+    /// A check left to the other path: a `pattern` that can backtrack. Running its bounded
+    /// match here and again there to name a failure cost two matches (~0.3 ms each); the
+    /// other path's error pass decides alone, one match per string, valid or not.
+    Deferred,
 }
 
 pub(super) type Checked = Result<(), Stop>;

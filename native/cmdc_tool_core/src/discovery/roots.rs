@@ -48,8 +48,9 @@ pub fn scan(config: &Config) -> Scan {
             } else if folder.is_dir() {
                 let reason = format!(
                     "project folder not trusted: {} may hold code from a repository you just \
-                     cloned, so it is not loaded. To trust it, pass `trust_project: true` or add \
-                     {} to {}",
+                     cloned, so it is not loaded. To trust it, run `mix cmdc.tools trust` in \
+                     the project (or pass --trust for one run, `trust_project: true` from \
+                     Elixir): it adds {} to {}",
                     folder.display(),
                     json_string(&cwd.to_string_lossy()),
                     home.join(".cmdc").join(TRUST_FILE).display()

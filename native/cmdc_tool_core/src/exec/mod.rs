@@ -5,16 +5,19 @@
 //! Everything here is plain Rust on tokio; the NIF crate (`cmdc_tool_nif::exec`) owns the
 //! runtime, turns [`Spec`] from terms and sends the events and the [`Outcome`] as messages.
 //!
-//! Files, each using only those above it: `spec` (what to run, what came of it), `output`
+//! Files, each using only those above it: `flow` (the credit window of a long-lived run's
+//! output), `spec` (what to run, what came of it), `output`
 //! (capped buffers, line splitting), `kill` (groups, trees, everything at exit), `spawn`
 //! (starting a process), `run` (a whole run).
 
+mod flow;
 mod kill;
 mod output;
 mod run;
 mod spawn;
 mod spec;
 
+pub use flow::Window;
 pub use kill::{descendants, is_zombie, kill_all, kill_group, kill_tree, TreeGuard};
 pub use output::{CappedBuffer, LineSplitter};
 pub use run::{run, run_with};
@@ -49,5 +52,7 @@ pub(crate) mod testing {
     }
 }
 
+#[cfg(test)]
+mod flow_tests;
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,8 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::flow::Gate;
+
 /// Keeps the first `cap` bytes written to it and counts the rest.
 #[derive(Debug, Default)]
 pub struct CappedBuffer {
@@ -91,6 +93,7 @@ pub(super) async fn read_all<R, F>(
     cap: usize,
     mut lines: Option<(LineSplitter, F)>,
     stream_all: bool,
+    mut gate: Gate,
 ) -> CappedBuffer
 where
     R: AsyncRead + Unpin,
@@ -109,7 +112,9 @@ where
                 if let Some((splitter, on_line)) = lines.as_mut() {
                     if stream_all || !full_before {
                         for line in splitter.push(streamed) {
-                            on_line(&line);
+                            if gate.admit(&line).await {
+                                on_line(&line);
+                            }
                         }
                     }
                 }
@@ -118,7 +123,12 @@ where
     }
     if let Some((mut splitter, mut on_line)) = lines {
         if let Some(last) = splitter.finish() {
-            on_line(&last);
+            if gate.admit(&last).await {
+                on_line(&last);
+            }
+        }
+        if let Some(last_words) = gate.finish() {
+            on_line(&last_words);
         }
     }
     buf

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, Command};
 
+use super::flow::Gate;
 use super::kill::{descendants, kill_group, scopeguard, Live};
 use super::output::{read_all, CappedBuffer, LineSplitter};
 use super::spawn::{check, own_group, spawn, spawn_error};
@@ -90,7 +91,8 @@ where
 /// [`run`] with stdin from `input` and, when `on_err_line` is given, stderr streamed line by
 /// line too (e.g. to a log). With [`Input::Channel`] the program is a long-lived peer: its
 /// stdout lines stream whatever `max_output` says, and the run ends when the program exits
-/// (closing the channel only closes its stdin).
+/// (closing the channel only closes its stdin). With `spec.window`, streamed lines flow under
+/// that credit window until the program has ended (see `flow`).
 pub async fn run_with<C, S, L, E>(
     spec: Spec,
     input: Input,
@@ -122,12 +124,21 @@ where
         None
     };
     let err_splitter = on_err_line.map(|f| (LineSplitter::new(spec.max_line), f));
-    let out = read_all(child.stdout.take(), spec.max_output, splitter, interactive);
+    let window = spec.window.clone();
+    let (out_gate, err_gate) = Gate::pair(window.as_ref());
+    let out = read_all(
+        child.stdout.take(),
+        spec.max_output,
+        splitter,
+        interactive,
+        out_gate,
+    );
     let err = read_all(
         child.stderr.take(),
         spec.max_output,
         err_splitter,
         interactive,
+        err_gate,
     );
     let io = async move {
         tokio::pin!(feed);
@@ -177,6 +188,9 @@ where
     // Whatever the program left behind in its group goes too (a background job holding the pipes
     // would otherwise keep this run open).
     kill_group(pid, libc::SIGKILL);
+    if let Some(window) = &window {
+        window.open();
+    }
     let (_, out, err) = match io_done {
         Some(r) => r,
         None => match tokio::time::timeout(DRAIN, &mut io).await {

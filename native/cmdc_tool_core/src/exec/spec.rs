@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::flow::Window;
+
 /// Where a program's stdin comes from.
 #[derive(Debug, Default)]
 pub enum Input {
@@ -42,6 +44,10 @@ pub struct Spec {
     pub stream_lines: bool,
     /// Longer lines are reported in pieces of this many bytes.
     pub max_line: usize,
+    /// Flow control of the streamed lines (stdout and stderr): `None` streams them as fast as
+    /// they come; a [`Window`] holds stdout (the program blocks on a full pipe) and drops
+    /// stderr lines while the owner has not acknowledged enough of them.
+    pub window: Option<Window>,
 }
 
 impl Default for Spec {
@@ -58,6 +64,7 @@ impl Default for Spec {
             max_output: 1 << 20,
             stream_lines: false,
             max_line: 16 * 1024,
+            window: None,
         }
     }
 }

@@ -6,7 +6,11 @@ use super::all_of::merge_all_of;
 use super::pointer::{at, child, resolve};
 use super::round_trip::accepts_null;
 use super::strict::{nullable_ignored, types_of};
-use super::warn::Cx;
+use super::tuples::tuple_as_array;
+use super::warn::{Cx, Effect};
+
+/// Annotations Gemini takes: a `$ref`'s own win over its target's.
+const ANNOTATIONS: &[&str] = &["description", "title", "default", "example"];
 
 const GEMINI_KEEPS: &[&str] = &[
     "type",
@@ -131,7 +135,17 @@ impl Walk<'_, '_> {
     fn node(&mut self, schema: &Value, path: &str) -> Value {
         let m = match schema {
             Value::Object(m) => m,
-            Value::Bool(_) => return json!({}),
+            Value::Bool(true) => return json!({}),
+            Value::Bool(false) => {
+                self.cx.changed(
+                    path,
+                    "false",
+                    "written as {}",
+                    "no Gemini schema refuses every value",
+                    Effect::More,
+                );
+                return json!({});
+            }
             other => return other.clone(),
         };
         if self.refs.len() > 32 {
@@ -143,6 +157,7 @@ impl Walk<'_, '_> {
             return self.inline_ref(m, r, path);
         }
         let m = &merge_all_of(self.cx, m, path);
+        let m = &tuple_as_array(self.cx, m, path);
         let mut node = Node::new(m);
         for (key, value) in m {
             self.keyword(&mut node, m, key, value, path);
@@ -180,13 +195,27 @@ impl Walk<'_, '_> {
             rest.remove("$ref");
             return self.node(&Value::Object(rest), path);
         };
+        // Siblings of `$ref` constrain too (2019-09 on): the target and them, as one `allOf`,
+        // which `merge_all_of` merges where that keeps the meaning; annotations win.
+        let mut siblings = m.clone();
+        siblings.remove("$ref");
+        let constraints: Map<String, Value> = siblings
+            .iter()
+            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let target = if constraints.is_empty() {
+            target.clone()
+        } else {
+            json!({ "allOf": [target, constraints] })
+        };
         self.refs.push(r.to_owned());
-        let mut inlined = self.node(target, path);
+        let mut inlined = self.node(&target, path);
         self.refs.pop();
         if let Value::Object(o) = &mut inlined {
-            for key in ["description", "title", "default", "example"] {
-                if let Some(v) = m.get(key) {
-                    o.insert(key.into(), v.clone());
+            for key in ANNOTATIONS {
+                if let Some(v) = m.get(*key) {
+                    o.insert((*key).into(), v.clone());
                 }
             }
         }
@@ -221,6 +250,12 @@ impl Walk<'_, '_> {
             }
             "minimum" | "maximum" => set_bound(&mut node.out, key, value.clone()),
             "format" => format_keyword(self.cx, node, value, path),
+            // A map (`dict[str, X]`, `z.record`): Gemini's Schema has `additionalProperties`
+            // for its values. Beside listed properties (or `false`) it is dropped as before.
+            "additionalProperties" if value.is_object() && !m.contains_key("properties") => {
+                let values = self.node(value, &here);
+                node.out.insert(key.into(), values);
+            }
             "$schema" | "$id" | "$comment" | "$defs" | "definitions" => {}
             k if GEMINI_KEEPS.contains(&k) => {
                 node.out.insert(key.to_owned(), value.clone());
@@ -365,7 +400,14 @@ fn format_keyword(cx: &mut Cx, node: &mut Node, value: &Value, path: &str) {
 fn finish(cx: &mut Cx, mut node: Node, path: &str) -> Value {
     write_types(&mut node);
     collapse_any_of(&mut node.out);
-    if node.nullable {
+    let constrained = ["type", "anyOf", "enum", "properties", "items"]
+        .iter()
+        .any(|k| node.out.contains_key(*k));
+    if node.nullable && !constrained {
+        // Only null (`{"type": "null"}`, `{"const": null}`): `nullable` alone would take any
+        // value.
+        node.out.insert("type".into(), json!("null"));
+    } else if node.nullable {
         node.out.insert("nullable".into(), Value::Bool(true));
     }
     prune_required(cx, &mut node.out, path);

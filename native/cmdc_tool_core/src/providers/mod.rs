@@ -17,14 +17,15 @@ mod object_root;
 mod pointer;
 pub mod round_trip;
 mod strict;
+mod tuples;
 mod warn;
 mod write;
 
 use serde_json::Value;
 
-use crate::etf;
+use crate::{dialect, etf};
 
-pub use format::{parameters_key, strict_field, Format};
+pub use format::{parameters_key, strict_field, Envelope, Format, Rules, Spec, Strict, FORMATS};
 pub use limits::{
     OPENAI_MAX_CHARS, OPENAI_MAX_DEPTH, OPENAI_MAX_ENUM_VALUES, OPENAI_MAX_PROPERTIES,
 };
@@ -38,7 +39,7 @@ pub use write::{
 
 use gemini::gemini_root;
 use names::check_tool_name;
-use object_root::{mcp_root, object_root};
+use object_root::{inline_root_ref, mcp_root, object_root};
 use strict::strict_root;
 use warn::Cx;
 
@@ -95,14 +96,19 @@ pub fn convert_parameters(
         warnings: &mut warnings,
     };
     check_tool_name(&mut cx, name);
-    let converted = match format {
+    let reading = dialect::read(parameters, None);
+    if let Some(note) = &reading.note {
+        cx.warn("", "$schema", note.clone());
+    }
+    let parameters = reading.schema.as_ref();
+    let converted = match format.spec().rules {
         _ if strict => Some(strict_root(&mut cx, parameters)),
-        // cmdc's own shape keeps the parameters as the module returns them.
-        Format::OpenAI => Some(parameters.clone()),
-        Format::OpenAIResponses => Some(object_root(&mut cx, parameters)),
-        Format::Anthropic => Some(object_root(&mut cx, parameters)),
-        Format::GeminiJsonSchema | Format::Mcp => Some(mcp_root(&mut cx, parameters)),
-        Format::Gemini => gemini_root(&mut cx, parameters),
+        // cmdc's own shape keeps the parameters as the module returns them, but for a root
+        // that only refers to a definition (the API wants `type: object` there).
+        Rules::Keep => Some(inline_root_ref(parameters)),
+        Rules::Object => Some(object_root(&mut cx, parameters)),
+        Rules::Mcp => Some(mcp_root(&mut cx, parameters)),
+        Rules::Gemini => gemini_root(&mut cx, parameters),
     };
     let json = converted
         .as_ref()

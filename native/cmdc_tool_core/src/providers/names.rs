@@ -5,18 +5,7 @@ use std::borrow::Cow;
 use super::format::Format;
 use super::warn::Cx;
 use crate::error::{Error, Result};
-use crate::names::{self, Rule};
-
-impl Format {
-    /// Whose tool-name rule this format follows.
-    pub fn name_rule(self) -> Rule {
-        match self {
-            Format::OpenAI | Format::OpenAIResponses | Format::Anthropic => Rule::OpenAI,
-            Format::Gemini | Format::GeminiJsonSchema => Rule::Gemini,
-            Format::Mcp => Rule::Mcp,
-        }
-    }
-}
+use crate::names;
 
 /// The name `format` is given for the tool `name` (see [`crate::names::for_provider`]).
 pub fn tool_name(name: &str, format: Format) -> Cow<'_, str> {

@@ -3,11 +3,14 @@
 
 use serde_json::{json, Value};
 
+use super::pointer::resolve;
 use super::warn::Cx;
 
 /// Anthropic and MCP want an object schema at the root: `{}`/`true` become an empty object
 /// schema and a missing `type` is added when the root describes an object.
 pub(super) fn object_root(cx: &mut Cx, schema: &Value) -> Value {
+    let inlined = inline_root_ref(schema);
+    let schema = &inlined;
     match schema {
         Value::Bool(true) => json!({"type": "object", "properties": {}}),
         Value::Object(m) if m.is_empty() => json!({"type": "object", "properties": {}}),
@@ -40,6 +43,28 @@ pub(super) fn object_root(cx: &mut Cx, schema: &Value) -> Value {
             other.clone()
         }
     }
+}
+
+/// A root that is only a `$ref` to one of its definitions (Pydantic's form for a recursive
+/// model) with that definition's keywords in place (its `$defs` kept for the references inside):
+/// the same meaning, and a root with `type: object`, which the providers require.
+pub(super) fn inline_root_ref(schema: &Value) -> Value {
+    let Value::Object(m) = schema else {
+        return schema.clone();
+    };
+    let target = match m.get("$ref") {
+        Some(Value::String(r)) if !m.contains_key("type") => resolve(schema, r),
+        _ => None,
+    };
+    let Some(Value::Object(target)) = target else {
+        return schema.clone();
+    };
+    let mut out = m.clone();
+    out.remove("$ref");
+    for (k, v) in target {
+        out.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    Value::Object(out)
 }
 
 /// MCP (and Gemini's `parametersJsonSchema`) read a schema without `$schema` as JSON Schema

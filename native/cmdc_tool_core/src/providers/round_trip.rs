@@ -14,8 +14,8 @@ use super::pointer::resolve;
 /// Where the rewrite made nulls stand for absent keys, for one (sub)schema.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
-    /// `(property, drop a null here, plan of the property's value)`.
-    pub props: Vec<(String, bool, Plan)>,
+    /// The optional properties the rewrite made nullable, and those with plans below.
+    pub props: Vec<Prop>,
     pub items: Option<Box<Plan>>,
     /// `anyOf` branches (a value may match any: each branch's plan applies).
     pub branches: Vec<Plan>,
@@ -32,20 +32,55 @@ impl Plan {
     }
 }
 
+/// One property of a [`Plan`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prop {
+    pub name: String,
+    /// A `null` here stands for the key left out: removed (the original refuses null there).
+    pub drop: bool,
+    /// The original's `default` for this optional property: a `null` here stands for the key
+    /// left out, so the tool gets the default (whether or not the original accepts null).
+    pub default: Option<Value>,
+    /// The plan of the property's value.
+    pub plan: Plan,
+}
+
 /// A schema's whole plan: the root's and each referenced definition's (by `$ref` text).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NullPlan {
     pub root: Plan,
     pub defs: HashMap<String, Plan>,
+    /// Whether a null may stand for a property with a default (see [`NullPlan::has_defaults`]).
+    pub defaults: bool,
 }
 
 /// Reference hops and levels followed at most (the instance is bounded anyway).
 pub const MAX_DEPTH: usize = 256;
 
 impl NullPlan {
-    /// Whether no null will ever be dropped (every property was required, or accepts null).
+    /// Whether no null will ever be dropped or replaced (every property was required, or
+    /// accepts null and has no default).
     pub fn is_empty(&self) -> bool {
-        !has_drop(&self.root, self, &mut Vec::new())
+        !has_prop(&self.root, self, &mut Vec::new(), &|p| {
+            p.drop || p.default.is_some()
+        })
+    }
+
+    /// Whether a null may stand for a property with a default: then even a call the schema
+    /// accepts as it is goes through [`NullPlan::apply`].
+    pub fn has_defaults(&self) -> bool {
+        self.defaults
+    }
+
+    /// The plan with [`NullPlan::defaults`] worked out (read on every valid call, so kept).
+    pub fn new(root: Plan, defs: HashMap<String, Plan>) -> NullPlan {
+        let mut plan = NullPlan {
+            root,
+            defs,
+            defaults: false,
+        };
+        plan.defaults = has_prop(&plan.root, &plan, &mut Vec::new(), &|p| p.default.is_some());
+        plan
     }
 
     /// Removes the nulls the rewrite introduced from `args`; true when something was removed.
@@ -60,14 +95,18 @@ impl NullPlan {
         let mut changed = false;
         match v {
             Value::Object(map) => {
-                for (name, drop, sub) in &plan.props {
-                    match map.get_mut(name) {
-                        Some(Value::Null) if *drop => {
-                            map.remove(name);
+                for prop in &plan.props {
+                    match (map.get_mut(&prop.name), &prop.default) {
+                        (Some(value @ Value::Null), Some(default)) => {
+                            *value = default.clone();
                             changed = true;
                         }
-                        Some(value) if !sub.is_empty() => {
-                            changed |= self.apply_plan(sub, value, depth + 1);
+                        (Some(Value::Null), None) if prop.drop => {
+                            map.remove(&prop.name);
+                            changed = true;
+                        }
+                        (Some(value), _) if !prop.plan.is_empty() => {
+                            changed |= self.apply_plan(&prop.plan, value, depth + 1);
                         }
                         _ => {}
                     }
@@ -94,21 +133,29 @@ impl NullPlan {
     }
 }
 
-fn has_drop<'p>(plan: &'p Plan, all: &'p NullPlan, seen: &mut Vec<&'p str>) -> bool {
+/// Whether a property of `plan` (or below it) satisfies `pred`.
+fn has_prop<'p>(
+    plan: &'p Plan,
+    all: &'p NullPlan,
+    seen: &mut Vec<&'p str>,
+    pred: &dyn Fn(&Prop) -> bool,
+) -> bool {
     plan.props
         .iter()
-        .any(|(_, drop, sub)| *drop || has_drop(sub, all, seen))
+        .any(|p| pred(p) || has_prop(&p.plan, all, seen, pred))
         || plan
             .items
             .as_deref()
-            .is_some_and(|p| has_drop(p, all, seen))
-        || plan.branches.iter().any(|b| has_drop(b, all, seen))
+            .is_some_and(|p| has_prop(p, all, seen, pred))
+        || plan.branches.iter().any(|b| has_prop(b, all, seen, pred))
         || plan.refs.iter().any(|r| {
             if seen.contains(&r.as_str()) {
                 return false;
             }
             seen.push(r);
-            all.defs.get(r).is_some_and(|p| has_drop(p, all, seen))
+            all.defs
+                .get(r)
+                .is_some_and(|p| has_prop(p, all, seen, pred))
         })
 }
 

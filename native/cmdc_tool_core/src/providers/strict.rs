@@ -18,10 +18,11 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{json, Map, Value};
 
 use super::all_of::merge_all_of;
-use super::format::Format;
+use super::format::{Format, Strict as Rules};
 use super::limits::check_openai_limits;
 use super::pointer::{at, child, resolve};
-use super::round_trip::{accepts_null, NullPlan, Plan};
+use super::round_trip::{accepts_null, NullPlan, Plan, Prop};
+use super::tuples::tuple_as_array;
 use super::warn::{Cx, Effect};
 
 const STRICT_FORMATS_OPENAI: &[&str] = &[
@@ -129,7 +130,7 @@ pub(super) fn strict_root(cx: &mut Cx, schema: &Value) -> Value {
 }
 
 /// The plan of `schema`'s OpenAI strict rewrite (the only one that introduces nulls: Anthropic
-/// keeps `required` as written).
+/// keeps `required` as written). `schema` as read in its dialect ([`crate::dialect::read`]).
 pub fn null_plan(schema: &Value) -> NullPlan {
     let mut warnings = Vec::new();
     let mut cx = Cx {
@@ -142,9 +143,14 @@ pub fn null_plan(schema: &Value) -> NullPlan {
 
 /// The strict rewrite of a parameters schema and the plan of the nulls it introduced.
 pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan) {
+    // `{}`/`true` as the closed empty object (said below).
     let root = match schema {
-        Value::Bool(true) => json!({"type": "object", "properties": {}}),
-        Value::Object(m) if m.is_empty() => json!({"type": "object", "properties": {}}),
+        Value::Bool(true) => {
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
+        }
+        Value::Object(m) if m.is_empty() => {
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
+        }
         other => other.clone(),
     };
     let open = match schema {
@@ -182,7 +188,7 @@ pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan)
             m.insert("type".into(), json!("object"));
             m.entry("properties").or_insert_with(|| json!({}));
             m.insert("additionalProperties".into(), Value::Bool(false));
-            if cx.format != Format::Anthropic {
+            if cx.format.spec().strict != Some(Rules::Anthropic) {
                 m.insert("required".into(), json!([]));
             }
         }
@@ -199,10 +205,10 @@ pub(super) fn strict_root_plan(cx: &mut Cx, schema: &Value) -> (Value, NullPlan)
             ),
         );
     }
-    if matches!(cx.format, Format::OpenAI | Format::OpenAIResponses) {
+    if cx.format.spec().strict == Some(Rules::OpenAI) {
         check_openai_limits(cx, &out);
     }
-    (out, NullPlan { root: plan, defs })
+    (out, NullPlan::new(plan, defs))
 }
 
 fn is_object_schema(m: &Map<String, Value>) -> bool {
@@ -221,6 +227,47 @@ fn anthropic_any() -> Value {
         {"type": "array"},
         {"type": "object", "properties": {}, "additionalProperties": false}
     ]})
+}
+
+/// OpenAI strict mode's "any value": objects closed with every property required, array
+/// items typed.
+fn openai_any() -> Value {
+    json!({"anyOf": [
+        {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+        {"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}},
+        {"type": "object", "properties": {}, "additionalProperties": false, "required": []}
+    ]})
+}
+
+/// Whether a `$ref` points into a `properties` map (not `$defs`/`definitions`).
+fn points_into_properties(r: &str) -> bool {
+    r.starts_with("#/") && r.split('/').any(|seg| seg == "properties")
+}
+
+/// A `const` of an object or array as a schema with the same meaning where the target takes no
+/// such `const`: an object of `const` properties, all required, closed; an array of exactly
+/// those items (`prefixItems`-free: `items` as an `anyOf` and the length fixed is wider, so
+/// arrays are `None`).
+fn const_schema(value: &Value) -> Option<Value> {
+    match value {
+        Value::Object(o) => {
+            let mut props = Map::new();
+            for (k, v) in o {
+                let sub = match v {
+                    Value::Object(_) => const_schema(v)?,
+                    Value::Array(_) => return None,
+                    _ => json!({ "const": v }),
+                };
+                props.insert(k.clone(), sub);
+            }
+            let names: Vec<Value> = o.keys().map(|k| json!(k)).collect();
+            Some(
+                json!({"type": "object", "properties": props, "required": names,
+                        "additionalProperties": false}),
+            )
+        }
+        _ => None,
+    }
 }
 
 fn is_primitive(v: &Value) -> bool {
@@ -246,7 +293,7 @@ struct Node {
 
 impl Strict<'_, '_> {
     fn openai(&self) -> bool {
-        self.cx.format != Format::Anthropic
+        self.cx.format.spec().strict != Some(Rules::Anthropic)
     }
 
     /// A `$ref` as this format writes it: Anthropic's definitions live under `$defs`.
@@ -257,19 +304,21 @@ impl Strict<'_, '_> {
         }
     }
 
-    /// "Any value" in this format.
+    /// "Any value" in this format: every schema needs a type there, and objects are closed.
     fn any(&mut self, path: &str) -> Value {
-        if self.openai() {
-            return json!({});
-        }
         self.cx.changed(
             path,
             "type",
             "written as a union of every type",
-            "every schema needs a type, and objects are closed, so an object here can only be {}",
+            "every schema needs a type, and objects are closed, so an object here can only be {} \
+             (and, for OpenAI, an array's items only scalars)",
             Effect::Less,
         );
-        anthropic_any()
+        if self.openai() {
+            openai_any()
+        } else {
+            anthropic_any()
+        }
     }
 
     fn node(&mut self, schema: &Value, path: &str, depth: usize) -> (Value, Plan) {
@@ -298,7 +347,9 @@ impl Strict<'_, '_> {
             return (json!({}), Plan::default());
         }
         if let Some(Value::String(r)) = m.get("$ref") {
-            if m.len() > 1 {
+            // A `$ref` into another property (zod-to-json-schema's reuse of a schema) would
+            // pick up the null strict mode adds to that property: inlined (the same meaning).
+            if m.len() > 1 || points_into_properties(r) {
                 return self.inline_ref(m, r, path, depth);
             }
             let plan = Plan {
@@ -308,6 +359,8 @@ impl Strict<'_, '_> {
             return (json!({ "$ref": self.reference(r) }), plan);
         }
         let merged = merge_all_of(self.cx, m, path);
+        let merged = tuple_as_array(self.cx, &merged, path);
+        let merged = self.const_as_object(merged);
         let m = &draft4_bounds(self.cx, merged, path);
         let types = types_of(m);
         let literal = m.contains_key("const")
@@ -329,6 +382,21 @@ impl Strict<'_, '_> {
         }
         self.describe_moved(&mut node, path);
         (Value::Object(node.out), node.plan)
+    }
+
+    /// Anthropic takes `const` of scalars only: a `const` object becomes the object schema
+    /// that says the same (see [`const_schema`]).
+    fn const_as_object(&self, mut m: Map<String, Value>) -> Map<String, Value> {
+        if self.openai() {
+            return m;
+        }
+        let Some(Value::Object(schema)) = m.get("const").and_then(const_schema) else {
+            return m;
+        };
+        m.remove("const");
+        m.remove("type");
+        m.extend(schema);
+        m
     }
 
     /// A `$ref` with sibling keywords: the target inlined under them (the siblings win), as the
@@ -648,12 +716,13 @@ impl Strict<'_, '_> {
         if self.openai() {
             if let Some(t) = m.get("type") {
                 node.out.insert("type".into(), t.clone());
+                return;
             } else if is_object_schema(m) {
                 node.out.insert("type".into(), json!("object"));
+                return;
             }
-            return;
         }
-        if literal {
+        if literal || (self.openai() && node.out.contains_key("enum")) {
             return;
         }
         match types {
@@ -711,8 +780,19 @@ impl Strict<'_, '_> {
                 } else {
                     (converted, false)
                 };
-                if drop || !plan.is_empty() {
-                    node.plan.props.push((name.clone(), drop, plan));
+                // The model sends null for an optional field it leaves out: the tool gets the
+                // field's default then, as if the key were absent.
+                let default = sub
+                    .get("default")
+                    .filter(|d| openai && optional && !d.is_null())
+                    .cloned();
+                if drop || default.is_some() || !plan.is_empty() {
+                    node.plan.props.push(Prop {
+                        name: name.clone(),
+                        drop,
+                        default,
+                        plan,
+                    });
                 }
                 props.insert(name.clone(), converted);
             }
@@ -725,10 +805,13 @@ impl Strict<'_, '_> {
                 props.insert(name.clone(), any);
             }
         }
-        let open = !m.contains_key("properties") && !path.is_empty();
+        // The root without properties was said by `strict_root_plan` already.
+        let said = !m.contains_key("properties") && path.is_empty();
         match m.get("additionalProperties") {
             Some(Value::Bool(false)) => {}
-            None if open => self.cx.changed(
+            _ if m.get("unevaluatedProperties") == Some(&Value::Bool(false)) => {}
+            None if said => {}
+            None if !m.contains_key("properties") => self.cx.changed(
                 path,
                 "properties",
                 "closed",
@@ -736,7 +819,14 @@ impl Strict<'_, '_> {
                  strict mode closes every object",
                 Effect::Less,
             ),
-            None => {}
+            None => self.cx.changed(
+                path,
+                "additionalProperties",
+                "closed",
+                "the object is open (it takes keys it does not list) and strict mode closes \
+                 every object, so a call with another key is refused",
+                Effect::Less,
+            ),
             Some(_) => self.cx.changed(
                 path,
                 "additionalProperties",

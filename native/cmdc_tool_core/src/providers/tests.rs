@@ -96,7 +96,12 @@ fn strict_rewrites_const_refs_and_unions() {
                 "note": {"type": ["string", "null"]},
                 "x": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
                 "y": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
-                "z": {}
+                "z": {"anyOf": [
+                    {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+                    {"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}},
+                    {"type": "object", "properties": {}, "additionalProperties": false,
+                     "required": []}
+                ]}
             },
             "required": ["kind", "note", "when", "x", "y", "z"],
             "additionalProperties": false,
@@ -110,15 +115,21 @@ fn strict_rewrites_const_refs_and_unions() {
     );
     // `nullable` is OpenAPI: the original refuses null (and "note" is optional, so it is
     // nullable in strict mode anyway, as an absent key).
+    // Open objects (the root, the definition) are closed; `z` is left with no type, which
+    // OpenAI needs: written as a union of every type.
     assert_eq!(
         keywords(&ws),
         [
+            ("/$defs/range", "additionalProperties"),
             ("/properties/note", "nullable"),
             ("/properties/y", "oneOf"),
-            ("/properties/z", "not")
+            ("/properties/z", "not"),
+            ("/properties/z", "type"),
+            ("", "additionalProperties")
         ]
     );
-    assert!(ws[2].message.contains("accepts more"), "{}", ws[2].message);
+    assert!(ws[3].message.contains("accepts more"), "{}", ws[3].message);
+    assert!(ws[0].message.contains("accepts less"), "{}", ws[0].message);
 }
 
 #[test]
@@ -131,23 +142,34 @@ fn any_of_beside_one_of_merges_into_one_list_with_a_warning() {
                 "oneOf": [{"minimum": 1}, {"maximum": 9}]
             }
         },
-        "required": ["v"]
+        "required": ["v"],
+        "additionalProperties": false
     });
     let (out, ws) = strict_schema("t", &p, Format::OpenAI);
     assert_eq!(out["properties"]["v"]["anyOf"].as_array().unwrap().len(), 4);
     assert!(out["properties"]["v"].get("oneOf").is_none());
+    // The type-less branches get every type (OpenAI wants a type in each schema).
     assert_eq!(
         keywords(&ws),
-        [("/properties/v", "oneOf"), ("/properties/v", "anyOf")]
+        [
+            ("/properties/v", "oneOf"),
+            ("/properties/v/oneOf/0", "type"),
+            ("/properties/v/oneOf/1", "type"),
+            ("/properties/v", "anyOf")
+        ]
     );
-    assert!(ws[1].message.contains("now accepted"), "{}", ws[1].message);
+    assert!(ws[3].message.contains("now accepted"), "{}", ws[3].message);
 
     let (out, ws) = gemini_schema("t", &p);
     let out = out.unwrap();
     assert_eq!(out["properties"]["v"]["anyOf"].as_array().unwrap().len(), 4);
     assert_eq!(
         keywords(&ws),
-        [("/properties/v", "oneOf"), ("/properties/v", "anyOf")]
+        [
+            ("", "additionalProperties"),
+            ("/properties/v", "oneOf"),
+            ("/properties/v", "anyOf")
+        ]
     );
 }
 
@@ -158,7 +180,8 @@ fn strict_merges_disjoint_all_of_and_drops_the_rest() {
         {"properties": {"b": {"type": "integer"}}}
     ]});
     let (out, ws) = strict_schema("t", &p, Format::OpenAI);
-    assert!(ws.is_empty(), "{ws:?}");
+    // The merged object was open: closed, and said.
+    assert_eq!(keywords(&ws), [("", "additionalProperties")]);
     assert_eq!(
         out,
         json!({"type": "object",
@@ -173,7 +196,7 @@ fn strict_merges_disjoint_all_of_and_drops_the_rest() {
 
 #[test]
 fn strict_reports_open_maps_and_root_problems() {
-    let p = json!({"type": "object", "properties": {
+    let p = json!({"type": "object", "additionalProperties": false, "properties": {
         "labels": {"type": "object", "additionalProperties": {"type": "string"}}}});
     let (out, ws) = strict_schema("t", &p, Format::OpenAI);
     assert_eq!(
@@ -394,15 +417,13 @@ fn gen_object(rng: &mut Rng, depth: u32) -> Value {
         }
         props.insert(name, gen_schema(rng, depth));
     }
-    let mut o = json!({"type": "object", "properties": props, "required": required});
-    if rng.coin() {
-        o["additionalProperties"] = json!(false);
-    }
-    o
+    // Closed: strict mode closes every object, which is a warned change for an open one.
+    json!({"type": "object", "properties": props, "required": required,
+           "additionalProperties": false})
 }
 
 fn defs() -> Value {
-    json!({"point": {"type": "object",
+    json!({"point": {"type": "object", "additionalProperties": false,
         "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x"]}})
 }
 

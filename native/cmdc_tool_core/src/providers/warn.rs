@@ -116,12 +116,6 @@ impl Cx<'_> {
     }
 
     pub fn target(&self) -> &'static str {
-        match self.format {
-            Format::OpenAI | Format::OpenAIResponses => "OpenAI strict mode",
-            Format::Anthropic => "Anthropic strict tool use",
-            Format::Gemini => "Gemini function declarations",
-            Format::GeminiJsonSchema => "Gemini parametersJsonSchema",
-            Format::Mcp => "MCP",
-        }
+        self.format.spec().target
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::format::{parameters_key, strict_field, Format};
+use super::format::{parameters_key, strict_field, Envelope, Format};
 use super::names::tool_name;
 use super::warn::Warning;
 use crate::etf;
@@ -28,9 +28,9 @@ pub fn wrap(
     if let Some(flag) = strict_field(format, strict) {
         t.insert("strict".into(), Value::Bool(flag));
     }
-    match format {
-        Format::OpenAI => json!({"type": "function", "function": t}),
-        Format::OpenAIResponses => {
+    match format.spec().envelope {
+        Envelope::ChatFunction => json!({"type": "function", "function": t}),
+        Envelope::TypedFlat => {
             t.insert("type".into(), json!("function"));
             Value::Object(t)
         }
@@ -59,7 +59,8 @@ pub fn write_tool_json(
     let string = |out: &mut Vec<u8>, s: &str| {
         serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail")
     };
-    if format == Format::OpenAI {
+    let envelope = format.spec().envelope;
+    if envelope == Envelope::ChatFunction {
         out.extend_from_slice(br#"{"type":"function","function":"#);
     }
     out.extend_from_slice(br#"{"name":"#);
@@ -77,9 +78,9 @@ pub fn write_tool_json(
         Some(false) => out.extend_from_slice(br#","strict":false"#),
         None => {}
     }
-    match format {
-        Format::OpenAI => out.extend_from_slice(b"}}"),
-        Format::OpenAIResponses => out.extend_from_slice(br#","type":"function"}"#),
+    match envelope {
+        Envelope::ChatFunction => out.extend_from_slice(b"}}"),
+        Envelope::TypedFlat => out.extend_from_slice(br#","type":"function"}"#),
         _ => out.push(b'}'),
     }
 }
@@ -95,11 +96,12 @@ pub fn write_tool_etf(
     parameters_etf: Option<&[u8]>,
 ) {
     let strict_flag = strict_field(format, strict);
+    let envelope = format.spec().envelope;
     let own = 2
         + usize::from(parameters_etf.is_some())
         + usize::from(strict_flag.is_some())
-        + usize::from(format == Format::OpenAIResponses);
-    if format == Format::OpenAI {
+        + usize::from(envelope == Envelope::TypedFlat);
+    if envelope == Envelope::ChatFunction {
         etf::map_header(out, 2);
         etf::binary(out, b"type");
         etf::binary(out, b"function");
@@ -118,7 +120,7 @@ pub fn write_tool_etf(
         etf::binary(out, b"strict");
         etf::atom(out, if flag { "true" } else { "false" });
     }
-    if format == Format::OpenAIResponses {
+    if envelope == Envelope::TypedFlat {
         etf::binary(out, b"type");
         etf::binary(out, b"function");
     }

@@ -2,7 +2,7 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
   use ExUnit.Case, async: true
   import ExUnit.CaptureIO
 
-  alias CMDC.Tool.CLI
+  alias CMDC.Tool.CLI.Commands
 
   setup do
     root = Path.join(System.tmp_dir!(), "cmdc_cli_hooks_#{System.unique_integer([:positive])}")
@@ -26,7 +26,7 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
   end
 
   test "hooks lists each hook with its file and whether it is active", %{project: p, home: h} do
-    out = capture_io(fn -> assert :ok = CLI.hooks(cwd: p, home: h) end)
+    out = capture_io(fn -> assert 0 = Commands.hooks([], cwd: p, home: h) end)
     assert out =~ ~r/EVENT\s+MATCHER\s+COMMAND\s+TIMEOUT\s+FILE\s+ACTIVE/
     assert out =~ ~r/PostToolUse\s+\*\s+printf .*60s\s+\S*home\/.claude\/settings.json\s+yes/
 
@@ -38,7 +38,7 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
     assert out =~
              ~s(.claude/settings.json PreToolUse[1]: the matcher "read_(" is not a valid regular expression)
 
-    out = capture_io(fn -> assert :ok = CLI.hooks(cwd: p, home: h, trust: true) end)
+    out = capture_io(fn -> assert 0 = Commands.hooks([], cwd: p, home: h, trust: true) end)
     assert out =~ ~r/PreToolUse\s+echo.*settings.json\s+yes/
   end
 
@@ -50,12 +50,13 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
       capture_io(:stderr, fn ->
         out =
           capture_io(fn ->
-            assert {:error, 1} =
-                     CLI.call("echo", ~s({"text": "hi"}), [],
+            assert 1 =
+                     Commands.call(["echo", ~s({"text": "hi"})],
                        cwd: p,
                        home: h,
                        trust: true,
-                       mcp: false
+                       mcp: false,
+                       examples: true
                      )
           end)
 
@@ -69,7 +70,13 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
       capture_io(:stderr, fn ->
         out =
           capture_io(fn ->
-            assert :ok = CLI.call("echo", ~s({"text": "hi"}), [], cwd: p, home: h, mcp: false)
+            assert 0 =
+                     Commands.call(["echo", ~s({"text": "hi"})],
+                       cwd: p,
+                       home: h,
+                       mcp: false,
+                       examples: true
+                     )
           end)
 
         assert out =~ "hi"
@@ -87,7 +94,19 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
 
     root = Path.expand("../../../..", __DIR__)
     pty = Path.join(root, "test/support/pty_run.py")
-    args = [pty, "y", "mix", "cmdc.tools", "call", "echo", ~s({"text": "hi"}), "--no-mcp"]
+
+    args = [
+      pty,
+      "y",
+      "mix",
+      "cmdc.tools",
+      "call",
+      "echo",
+      ~s({"text": "hi"}),
+      "--no-mcp",
+      "--examples"
+    ]
+
     {out, 0} = System.cmd("python3", args, cd: root, env: [{"MIX_ENV", "test"}, {"HOME", h}])
     out = String.replace(out, ~r/\e\[[0-9;]*m/, "")
     assert out =~ "approval needed for echo"

@@ -112,7 +112,13 @@ defmodule CMDC.Tool.MCP.HTTPTest do
         report =
           System.cmd(
             python(),
-            [Path.join(@root, "test/support/mcp_http_client.py"), mode, "stdio", server],
+            [
+              Path.join(@root, "test/support/mcp_http_client.py"),
+              mode,
+              "stdio",
+              server,
+              "--examples"
+            ],
             env: [{"MIX_ENV", "test"}],
             stderr_to_stdout: false
           )
@@ -194,7 +200,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
         :binary,
         :stderr_to_stdout,
         {:line, 4096},
-        args: ["--http", "0"],
+        args: ["--examples", "--http", "0"],
         env: [{~c"MIX_ENV", ~c"test"}],
         cd: @root
       ])

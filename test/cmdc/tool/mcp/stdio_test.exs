@@ -48,7 +48,7 @@ defmodule CMDC.Tool.MCPStdioTest do
     on_exit(fn -> File.rm(input) end)
     client = Path.join(@root, "test/support/mcp_client.py")
     stderr = input <> ".stderr"
-    command = "#{python()} #{client} #{@server} #{fixtures()} < #{input} 2> #{stderr}"
+    command = "#{python()} #{client} #{@server} --examples #{fixtures()} < #{input} 2> #{stderr}"
     {out, 0} = System.cmd("sh", ["-c", command], env: @env)
     report = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
 
@@ -118,7 +118,7 @@ defmodule CMDC.Tool.MCPStdioTest do
 
       {:ok, sdk} ->
         client = Path.join(@root, "test/support/mcp_client.mjs")
-        command = "node #{client} #{sdk} #{@server} #{fixtures()} 2>/dev/null"
+        command = "node #{client} #{sdk} #{@server} --examples #{fixtures()} 2>/dev/null"
         {out, 0} = System.cmd("sh", ["-c", command], env: @env)
         report = out |> String.split("\n", trim: true) |> List.last() |> JSON.decode!()
         assert report["stream_errors"] == []
@@ -141,7 +141,11 @@ defmodule CMDC.Tool.MCPStdioTest do
     on_exit(fn -> File.rm_rf(dir) end)
     marker = Path.join(dir, "acknowledged")
     client = Path.join(@root, "test/support/mcp_http_client.py")
-    args = [client, "2026-07-28", "stdio", "--marker", marker, @server, "--watch", "100", dir]
+
+    args =
+      [client, "2026-07-28", "stdio", "--marker", marker, @server, "--examples"] ++
+        ["--watch", "100", dir]
+
     run = Task.async(fn -> System.cmd(python(), args, env: @env) end)
     wait_for(marker, 120_000)
 

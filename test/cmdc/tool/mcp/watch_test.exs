@@ -106,7 +106,7 @@ defmodule CMDC.Tool.MCPWatchTest do
        %{base: base, tools: tools, env: env} do
     a = Path.join(base, "a.count")
     tool_file(tools, "watch_a", a)
-    {port, os_pid} = start(env, ["--watch", "50", tools])
+    {port, os_pid} = start(env, ["--examples", "--watch", "50", tools])
     assert compiles(a) == 1
 
     # A new file: the tick that finds it leaves the unchanged one alone.
@@ -131,7 +131,7 @@ defmodule CMDC.Tool.MCPWatchTest do
     stop(port, os_pid)
 
     # A new server: every file comes from the compile cache, no compiler VM runs.
-    {port, os_pid} = start(env, [tools])
+    {port, os_pid} = start(env, ["--examples", tools])
     assert MapSet.subset?(MapSet.new(["watch_a", "watch_b", "watch_c"]), names(port, 2))
     assert {compiles(a), compiles(b), compiles(c)} == {2, 1, 1}
     stop(port, os_pid)
@@ -142,7 +142,7 @@ defmodule CMDC.Tool.MCPWatchTest do
     started = Path.join(base, "started.fifo")
     release = Path.join(base, "release.fifo")
     for fifo <- [started, release], do: {_, 0} = System.cmd("mkfifo", [fifo])
-    {port, os_pid} = start(env, ["--watch", "50", tools])
+    {port, os_pid} = start(env, ["--examples", "--watch", "50", tools])
 
     # The file's top-level code says it started, then waits until the test releases it.
     wait = "System.cmd(\"sh\", [\"-c\", \"echo started > #{started}; cat #{release}\"])"

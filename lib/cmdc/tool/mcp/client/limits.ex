@@ -15,9 +15,15 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `max_pages` | 100 | pages of one `tools/list` (an endless `nextCursor` stops there) |
   | `max_relists_per_minute` | 6 | `tools/list` re-reads on `list_changed` (more are deferred) |
   | `request_timeout` | 30_000 | ms for a request the client makes itself (`tools/list`, the probe) |
-  | `max_queue` | 2_000 | messages waiting in the client process (a flood stops the server) |
+  | `stdio_window` | 64 | a stdio server's lines (stdout and stderr) waiting for the client: past it the server blocks on its full stdout pipe, stderr lines are dropped and counted |
+  | `stdio_window_bytes` | 8_388_608 | the bytes of those lines (one longer line passes alone) |
   | `stderr_lines_per_second` | 20 | stderr lines logged (the rest are counted, then summarized) |
   | `max_restarts` / `restart_window` | 10 / 60_000 | failures within the window before the server is marked `:failed` (backoff doubling from 0.2 s keeps an unreachable server under it; a server that crashes right after each start is not) |
+
+  A flood costs no limit: stdio output flows under the credit window (the server waits for the
+  client), HTTP bodies and SSE streams are read one chunk at a time (`:httpc`'s `{:self,
+  :once}`), so the client's mailbox stays bounded and a chatty server is never stopped for
+  talking.
 
   Set them per client (`limits:` option of `CMDC.Tool.MCP.Client.start_link/1`) or for every
   client (`config :cmdc_tool, :mcp_limits, max_tools: 5_000`); the option wins.
@@ -36,7 +42,8 @@ defmodule CMDC.Tool.MCP.Client.Limits do
             max_pages: 100,
             max_relists_per_minute: 6,
             request_timeout: 30_000,
-            max_queue: 2_000,
+            stdio_window: 64,
+            stdio_window_bytes: 8_388_608,
             stderr_lines_per_second: 20,
             max_restarts: 10,
             restart_window: 60_000

@@ -16,6 +16,13 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   `stderr_lines_per_second` lines a second (`CMDC.Tool.MCP.Client.Limits`). A failure message
   quotes only the stderr written since the server's last message or the last call sent, never
   an earlier call's.
+
+  Backpressure: the server's lines flow under a credit window of `stdio_window` messages and
+  `stdio_window_bytes` bytes (`CMDC.Tool.Exec`'s `:window`), each returned as the client
+  takes its line from the mailbox. A server writing faster than its client reads blocks on its own full stdout
+  pipe: the client's mailbox never holds more than the window, and nobody is stopped for it.
+  stderr lines over the window are dropped natively, counted, and the count logged (at most
+  once a second); the server's last stderr line before it exits is always delivered.
   """
 
   @behaviour CMDC.Tool.MCP.Client.Transport
@@ -28,7 +35,18 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
 
   @stderr_kept 20
 
-  defstruct [:exec, :name, :command, :max_line, :logs, stderr: [], garbage: nil, skipping?: false]
+  defstruct [
+    :exec,
+    :name,
+    :command,
+    :max_line,
+    :logs,
+    :drop_logs,
+    stderr_dropped: 0,
+    stderr: [],
+    garbage: nil,
+    skipping?: false
+  ]
 
   @type t :: %__MODULE__{}
 
@@ -46,7 +64,9 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
       # A longer line arrives in pieces of this size: the first piece is how one is noticed.
       max_line: limits.max_response_bytes,
       env: Map.get(spec, :env, %{}),
-      kill_after: 1_000
+      kill_after: 1_000,
+      window: limits.stdio_window,
+      window_bytes: limits.stdio_window_bytes
     ]
 
     opts = if spec[:cwd], do: Keyword.put(opts, :cwd, spec[:cwd]), else: opts
@@ -60,7 +80,8 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
            name: name,
            command: command,
            max_line: limits.max_response_bytes,
-           logs: LogLimit.new(limits.stderr_lines_per_second)
+           logs: LogLimit.new(limits.stderr_lines_per_second),
+           drop_logs: LogLimit.new(1)
          }}
 
       {:error, message} ->
@@ -84,8 +105,20 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
   end
 
   @impl true
-  def handle_info({:cmdc_exec, id, event}, %__MODULE__{exec: %{id: id}} = t), do: event(event, t)
+  def handle_info({:cmdc_exec, id, event}, %__MODULE__{exec: %{id: id}} = t),
+    do: event(event, credit(event, t))
+
   def handle_info(_msg, _t), do: :unknown
+
+  # A line taken from the mailbox frees its credit at once: a credit held back while the
+  # client waits could stall the byte bound (a long line waits for the bytes of lines already
+  # read). One native call (a lock and a counter) per line.
+  defp credit({kind, _line}, t) when kind in [:line, :stderr_line] do
+    _ = Exec.ack(t.exec, 1)
+    t
+  end
+
+  defp credit(_event, t), do: t
 
   # The rest of a line over the limit: skipped up to its end (its last piece is shorter).
   defp event({:line, piece}, %{skipping?: true} = t),
@@ -115,6 +148,17 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
     # Kept as a bounded raw head (cheap per line under a flood); made readable when quoted.
     head = binary_part(line, 0, min(byte_size(line), 400))
     {:ok, %{t | logs: logs, stderr: [head | Enum.take(t.stderr, @stderr_kept - 1)]}}
+  end
+
+  defp event({:stderr_dropped_lines, n}, t) do
+    dropped = t.stderr_dropped + n
+
+    text = fn ->
+      "mcp #{t.name}: #{dropped} stderr lines dropped so far (the server writes its log " <>
+        "faster than it is read)"
+    end
+
+    {:ok, %{t | stderr_dropped: dropped, drop_logs: LogLimit.log(t.drop_logs, :warning, text)}}
   end
 
   defp event({:started, _os_pid}, t), do: {:ok, t}

@@ -1,13 +1,13 @@
-defmodule CMDC.Tool.CLIApprovalTest do
+defmodule CMDC.Tool.CLI.ApproverTest do
   # `mix cmdc.tools call` asks the person at the terminal (tested on a real pseudo-terminal),
   # takes --yes for scripted use, and refuses off a terminal naming the flag.
   use ExUnit.Case, async: true
   import ExUnit.CaptureIO
   import CMDC.Tool.ScriptCase
 
-  alias CMDC.Tool.CLI
+  alias CMDC.Tool.CLI.Commands
 
-  @root Path.expand("../../..", __DIR__)
+  @root Path.expand("../../../..", __DIR__)
   @pty Path.join(@root, "test/support/pty_run.py")
 
   defp guarded_dir do
@@ -63,21 +63,39 @@ defmodule CMDC.Tool.CLIApprovalTest do
     out =
       capture_io(fn ->
         capture_io(:stderr, fn ->
-          send(self(), {:status, CLI.call("launch", ~s({"target": "moon"}), [dir], [])})
+          send(self(), {:status, Commands.call(["launch", ~s({"target": "moon"}), dir], [])})
         end)
       end)
 
-    assert_received {:status, {:error, 1}}
+    assert_received {:status, 1}
     assert out =~ "needs approval and this is not an interactive terminal; pass --yes"
 
     out =
       capture_io(fn ->
         capture_io(:stderr, fn ->
-          send(self(), {:status, CLI.call("launch", ~s({"target": "moon"}), [dir], yes: true)})
+          send(
+            self(),
+            {:status, Commands.call(["launch", ~s({"target": "moon"}), dir], yes: true)}
+          )
         end)
       end)
 
-    assert_received {:status, :ok}
+    assert_received {:status, 0}
     assert out =~ "launched moon"
+
+    # --allow NAME runs that one tool without asking (its result approval still applies).
+    out =
+      capture_io(fn ->
+        capture_io(:stderr, fn ->
+          send(
+            self(),
+            {:status, Commands.call(["launch", ~s({"target": "moon"}), dir], allow: "launch")}
+          )
+        end)
+      end)
+
+    assert_received {:status, 1}
+    assert out =~ "the result of launch was not approved"
+    refute out =~ "launched moon"
   end
 end

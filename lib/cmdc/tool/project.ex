@@ -1,0 +1,168 @@
+defmodule CMDC.Tool.Project do
+  @moduledoc """
+  The tools an application declares: what `mix cmdc.tools` and the MCP server (`mix cmdc.mcp`,
+  `bin/cmdc-mcp`) serve when run from that application's directory, before what discovery finds
+  in the project's tool folders.
+
+  Declare them in the application's config, as tool modules and/or modules listing them (a
+  module exporting `tools/0` that returns tool modules):
+
+      # config/config.exs
+      import Config
+      config :cmdc_tool, tools: [MyAgent.Tools.Weather, MyAgent.ToolSet]
+
+      # lib/my_agent/tool_set.ex
+      defmodule MyAgent.ToolSet do
+        def tools, do: [MyAgent.Tools.Search, MyAgent.Tools.Notes]
+      end
+
+  The library's own example tools (`CMDC.Tool.Examples`, `examples/tools/`) are served only
+  when asked for: `--examples` on the command line, or `examples: true` here.
+
+  ## Errors
+
+  `tools/1` never fails: an entry that is not a loaded module, or a module that is not a tool
+  (it lacks `name/0`, `description/0`, `parameters/0` or `execute/2`), is an entry of `errors`
+  (`%{type: :config, path: "config :cmdc_tool, tools", reason}`) and the other tools load.
+  Unknown options raise `ArgumentError`.
+
+      iex> Application.put_env(:cmdc_tool, :tools, [CMDC.Tool.Examples.Echo, :"Elixir.Nope"])
+      iex> %{tools: tools, errors: [error]} = CMDC.Tool.Project.tools()
+      iex> Application.delete_env(:cmdc_tool, :tools)
+      iex> {tools, error.reason}
+      {[CMDC.Tool.Examples.Echo], "Nope is not a compiled module (is it spelled right and under lib/?)"}
+  """
+
+  @examples [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown]
+  @examples_dir Path.expand("../../../examples/tools", __DIR__)
+  @where "config :cmdc_tool, tools"
+
+  @doc "The library's built-in example modules (served with `--examples`)."
+  @spec examples() :: [module()]
+  def examples, do: @examples
+
+  @doc "The library's example tool folder, when this checkout has one (served with `--examples`)."
+  @spec example_paths() :: [String.t()]
+  def example_paths, do: if(File.dir?(@examples_dir), do: [@examples_dir], else: [])
+
+  @doc """
+  The configured tool modules, in order, without duplicates: `%{tools: [module], errors:
+  [entry]}`. Options: `:tools` (the entries, default `Application.get_env(:cmdc_tool, :tools)`),
+  `:examples` (also the built-in examples; default `Application.get_env(:cmdc_tool,
+  :examples, false)`).
+  """
+  @spec tools(keyword()) :: %{tools: [module()], errors: [map()]}
+  def tools(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:tools, :examples], "CMDC.Tool.Project.tools/1")
+
+    entries =
+      Keyword.get_lazy(opts, :tools, fn -> Application.get_env(:cmdc_tool, :tools, []) end)
+
+    examples? = Keyword.get_lazy(opts, :examples, fn -> examples_configured?() end)
+    entries = List.wrap(entries) ++ if(examples?, do: @examples, else: [])
+
+    {tools, errors} =
+      Enum.reduce(entries, {[], []}, fn entry, {tools, errors} ->
+        case expand(entry) do
+          {:ok, modules} -> {tools ++ (modules -- tools), errors}
+          {:error, reason} -> {tools, errors ++ [error(reason)]}
+        end
+      end)
+
+    %{tools: tools, errors: errors}
+  end
+
+  @doc "Whether `config :cmdc_tool, examples: true` asks for the examples."
+  @spec examples_configured?() :: boolean()
+  def examples_configured?, do: Application.get_env(:cmdc_tool, :examples, false) == true
+
+  @doc """
+  Applies the configuration of the Mix project in `dir` (default: the current folder) when no
+  Mix project is running: what `bin/cmdc-mcp` does, which starts the VM without Mix so the first
+  answer comes fast. Reads `config/config.exs` (with `MIX_ENV`, default `dev`) and
+  `config/runtime.exs` as Mix would. Returns `:ok`, `:skipped` (Mix runs, or no config), or
+  `{:error, message}` (also printed on stderr: the tools of the config are then missing).
+  """
+  @spec load_config(Path.t()) :: :ok | :skipped | {:error, String.t()}
+  def load_config(dir \\ File.cwd!()) do
+    files =
+      for name <- ["config.exs", "runtime.exs"],
+          file = Path.join([dir, "config", name]),
+          File.regular?(file),
+          do: file
+
+    cond do
+      mix_project?() or files == [] ->
+        :skipped
+
+      true ->
+        env = String.to_atom(System.get_env("MIX_ENV") || "dev")
+
+        try do
+          for file <- files do
+            Application.put_all_env(Config.Reader.read!(file, env: env, target: :host))
+          end
+
+          :ok
+        rescue
+          e ->
+            message = "cmdc: reading #{dir}/config failed: #{Exception.message(e)}"
+            IO.puts(:stderr, message)
+            {:error, message}
+        end
+    end
+  end
+
+  defp mix_project? do
+    Code.ensure_loaded?(Mix.Project) and apply(Mix.Project, :get, []) != nil
+  end
+
+  defp expand(module) when is_atom(module) do
+    cond do
+      not loaded?(module) ->
+        {:error,
+         "#{inspect(module)} is not a compiled module (is it spelled right and under lib/?)"}
+
+      tool?(module) ->
+        {:ok, [module]}
+
+      function_exported?(module, :tools, 0) ->
+        expand_set(module)
+
+      true ->
+        {:error,
+         "#{inspect(module)} is neither a tool (name/0, description/0, parameters/0, " <>
+           "execute/2) nor a tool set (tools/0)"}
+    end
+  end
+
+  defp expand(other),
+    do: {:error, "#{inspect(other)} is not a module: list tool modules or tool sets"}
+
+  defp expand_set(module) do
+    case module.tools() do
+      list when is_list(list) ->
+        Enum.reduce_while(list, {:ok, []}, fn m, {:ok, acc} ->
+          if is_atom(m) and loaded?(m) and tool?(m),
+            do: {:cont, {:ok, acc ++ [m]}},
+            else: {:halt, {:error, "#{inspect(module)}.tools/0 lists #{inspect(m)}, not a tool"}}
+        end)
+
+      other ->
+        {:error, "#{inspect(module)}.tools/0 returned #{inspect(other)}, not a list of modules"}
+    end
+  rescue
+    e -> {:error, "#{inspect(module)}.tools/0 raised: #{Exception.message(e)}"}
+  end
+
+  defp loaded?(module), do: match?({:module, _}, Code.ensure_loaded(module))
+
+  defp tool?(module) do
+    Enum.all?([name: 0, description: 0, parameters: 0, execute: 2], fn {f, a} ->
+      function_exported?(module, f, a)
+    end)
+  end
+
+  defp error(reason),
+    do: %{type: :config, source: :config, provider: "config", path: @where, reason: reason}
+end

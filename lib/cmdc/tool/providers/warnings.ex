@@ -1,0 +1,73 @@
+defmodule CMDC.Tool.Providers.Warnings do
+  @moduledoc """
+  What `CMDC.Tool.to_schema/3` and `to_schema_json/3` do with a conversion's warnings (the
+  `warnings:` option):
+
+    * `:log` (default) - each warning is logged at `:warning` once per tool, format and change
+      (the first list that has it; the same list built again logs nothing);
+    * `:raise` - an `ArgumentError` listing them all (for tests and CI: a schema that changes
+      meaning for a provider fails the build);
+    * `:ignore` - nothing.
+
+  The process started under `CMDC.Tool.Application` owns the table of what was logged; it
+  holds at most #{10_000} entries and starts over when full (a warning may then be logged
+  again, never lost).
+
+      iex> CMDC.Tool.Providers.Warnings.report([], :openai, :raise)
+      :ok
+  """
+
+  use GenServer
+  require Logger
+
+  @table __MODULE__
+  @max 10_000
+
+  @typedoc "The `warnings:` option."
+  @type mode :: :log | :raise | :ignore
+
+  @doc false
+  def start_link(_), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
+
+  @impl true
+  def init(nil) do
+    :ets.new(@table, [:set, :public, :named_table, write_concurrency: true])
+    {:ok, nil}
+  end
+
+  @doc "The `warnings:` option checked: `:log`, `:raise` or `:ignore`, else `ArgumentError`."
+  @spec mode!(term()) :: mode()
+  def mode!(mode) when mode in [:log, :raise, :ignore], do: mode
+
+  def mode!(other),
+    do: raise(ArgumentError, "warnings: expects :log, :raise or :ignore, got #{inspect(other)}")
+
+  @doc """
+  Reports the warnings of a list made for `format` as `mode` says: `:ok`, or raises.
+  """
+  @spec report([CMDC.Tool.Providers.warning()], atom(), mode()) :: :ok
+  def report([], _format, _mode), do: :ok
+  def report(_warnings, _format, :ignore), do: :ok
+
+  def report(warnings, format, :raise) do
+    raise ArgumentError,
+          "the #{format} tools list changes what #{length(warnings)} schema part(s) mean:\n" <>
+            CMDC.Tool.Providers.format_warnings(warnings)
+  end
+
+  def report(warnings, format, :log) do
+    for w <- warnings, new?({w.tool, format, w.path, w.keyword, :erlang.phash2(w.message)}) do
+      Logger.warning("cmdc_tool #{format}: #{w.tool}: #{w.message}")
+    end
+
+    :ok
+  end
+
+  # Without the table (the application not started) every warning is logged.
+  defp new?(key) do
+    if :ets.info(@table, :size) >= @max, do: :ets.delete_all_objects(@table)
+    :ets.insert_new(@table, {key})
+  rescue
+    ArgumentError -> true
+  end
+end
