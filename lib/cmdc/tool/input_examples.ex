@@ -73,7 +73,8 @@ defmodule CMDC.Tool.InputExamples do
   Anthropic's `input_examples` field; for the formats without such a field (OpenAI chat and
   Responses, Gemini, MCP) an "Examples:" block at the end of the description, one compact JSON
   object a line: at most 3 examples of at most 300 characters each (longer ones are left
-  out, never cut into invalid JSON).
+  out, never cut into invalid JSON). cmdc's own output (`to_schema/2`, no options) is left as cmdc
+  gives it.
 
       iex> tool = %{"name" => "get_weather", "description" => "Weather."}
       iex> CMDC.Tool.InputExamples.put_examples(tool, :openai_responses, [%{"city" => "Paris"}])
@@ -85,10 +86,8 @@ defmodule CMDC.Tool.InputExamples do
       for module <- modules,
           function_exported?(module, :examples, 0),
           {:ok, [_ | _] = examples} <- [check(module, module.name())],
-          # cmdc's own OpenAI shape keeps the name as written.
-          name <- Enum.uniq([given_name(module.name(), format), module.name()]),
           into: %{},
-          do: {name, examples}
+          do: {given_name(module.name(), format), examples}
 
     if by_name == %{}, do: tools, else: Enum.map(tools, &put_named(&1, format, by_name))
   end
