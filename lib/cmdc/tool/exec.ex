@@ -103,7 +103,9 @@ defmodule CMDC.Tool.Exec do
     :max_line,
     :stream_lines,
     :stream_stderr,
-    :on_stderr_line
+    :on_stderr_line,
+    :window,
+    :window_bytes
   ]
 
   @doc """

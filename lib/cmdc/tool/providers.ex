@@ -254,7 +254,7 @@ defmodule CMDC.Tool.Providers do
   defp options(opts) do
     CMDC.Tool.Options.check!(
       opts,
-      [:format, :strict],
+      [:format, :strict, :warnings | CMDC.Tool.Deferred.options()],
       "CMDC.Tool.to_schema/3 (and to_schema_json/3, Providers.convert/3, Providers.to_json/3)"
     )
 

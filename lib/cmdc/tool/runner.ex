@@ -65,7 +65,16 @@ defmodule CMDC.Tool.Runner do
   @default_timeout 60_000
 
   # The options of run/4, async/4 and await/2 (run/4 passes its options to both).
-  @options [:timeout, :max_output, :on_update, :approver, :policies, :subscriber, :await_timeout]
+  @options [
+    :timeout,
+    :max_output,
+    :on_update,
+    :approver,
+    :policies,
+    :subscriber,
+    :await_timeout,
+    :hooks
+  ]
 
   @doc false
   # What CMDC.Tool.Cluster passes through to the owner's runner.

@@ -456,7 +456,9 @@ defmodule CMDC.Tool.Script do
         timeout_ms: opts[:timeout],
         max_workers: opts[:max_workers],
         idle_timeout_ms: opts[:idle_timeout],
-        path_env: System.get_env("PATH")
+        path_env: System.get_env("PATH"),
+        # Inside cmdc-mcp, its marker, as CMDC.Tool.Exec children get it.
+        env: CMDC.Tool.MCP.SelfGuard.env()
       }
 
       case Native.script_call(script.path, script.function, args_json, native_opts) do
@@ -619,7 +621,12 @@ defmodule CMDC.Tool.Script do
   end
 
   defp options(opts) do
-    CMDC.Tool.Options.check!(opts, [:python | Keyword.keys(@defaults)], "CMDC.Tool.Script.load/2")
+    CMDC.Tool.Options.check!(
+      opts,
+      [:python, :cache_key | Keyword.keys(@defaults)],
+      "CMDC.Tool.Script.load/2"
+    )
+
     opts = Keyword.merge(@defaults, opts)
     Keyword.put_new_lazy(opts, :python, fn -> Application.get_env(:cmdc_tool, :python) end)
   end

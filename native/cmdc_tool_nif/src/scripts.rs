@@ -99,6 +99,9 @@ pub struct CallOpts {
     /// The caller's PATH (`System.get_env("PATH")`): where python3 and pwsh are looked for, and
     /// the PATH workers get.
     pub path_env: Option<String>,
+    /// `[{name, value}]` set for the call's processes on top of the VM's environment (the
+    /// `CMDC_MCP_SERVER` marker: `System.put_env/2` does not reach native spawns).
+    pub env: Vec<(String, String)>,
     /// An idle worker older than this is stopped (the next call starts a fresh one).
     pub idle_timeout_ms: u64,
 }
@@ -106,7 +109,8 @@ pub struct CallOpts {
 impl Options<'_> for CallOpts {
     const NIF: &'static str = "script_call";
     const EXPECTED: &'static str = "worker, ps_runner (strings), python, path_env (string or \
-        nil), timeout_ms, max_workers, idle_timeout_ms (non-negative integers)";
+        nil), env (list of {name, value} strings), timeout_ms, max_workers, idle_timeout_ms \
+        (non-negative integers)";
 }
 
 #[derive(NifMap)]
@@ -137,6 +141,7 @@ impl From<CallOpts> for pool::CallOpts {
             timeout: Duration::from_millis(o.timeout_ms),
             max_workers: o.max_workers as usize,
             path_env: o.path_env,
+            env: o.env,
             idle_timeout: Duration::from_millis(o.idle_timeout_ms),
         }
     }

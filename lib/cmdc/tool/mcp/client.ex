@@ -53,6 +53,9 @@ defmodule CMDC.Tool.MCP.Client do
       pipe; its stderr over the window is dropped and counted), HTTP bodies one chunk at a
       time. One that fails `max_restarts` times within `restart_window` is marked `:failed`
       with its reason (`info/1`) and not retried; its calls fail at once.
+    * A server that refuses to run at all (a `cmdc-mcp` started below a serving one exits with
+      status 3 and says so, `CMDC.Tool.MCP.SelfGuard`): marked `:failed` at once with that
+      reason, never retried (each retry would start a VM only to be refused).
     * A time-out or a cancelled caller sends `notifications/cancelled` for the request (and
       over HTTP closes its stream).
 
@@ -428,6 +431,9 @@ defmodule CMDC.Tool.MCP.Client do
   defp transport_event(state, {:closed, reason, transport}),
     do: down(%{state | transport: transport}, "MCP server #{state.name}: " <> reason)
 
+  defp transport_event(state, {:refused, reason, transport}),
+    do: down(%{state | transport: transport}, "MCP server #{state.name}: " <> reason, :final)
+
   defp checked(msg, state) do
     case Check.message(msg) do
       {:ok, msg} ->
@@ -487,8 +493,9 @@ defmodule CMDC.Tool.MCP.Client do
 
   defp vsn, do: to_string(Application.spec(:cmdc_tool, :vsn) || "0.1.0")
 
-  # The connection failed or ended: fail what was running, retry later (or give up).
-  defp down(state, message) do
+  # The connection failed or ended: fail what was running, retry later (or give up; at once
+  # when the server refused to run, `:final`).
+  defp down(state, message, retry \\ :retry) do
     # Retries failing the same way say so once (a broken config entry, a missing command): the
     # same failure again is only a debug line.
     if message == state.last_error, do: Logger.debug(message), else: Logger.warning(message)
@@ -523,9 +530,11 @@ defmodule CMDC.Tool.MCP.Client do
         restarts: state.restarts + 1
     }
 
-    if length(failures) > state.limits.max_restarts,
-      do: give_up(state, message),
-      else: retry(state)
+    cond do
+      retry == :final -> fail_final(state, message)
+      length(failures) > state.limits.max_restarts -> give_up(state, message)
+      true -> retry(state)
+    end
   end
 
   defp probing?(state), do: Enum.any?(state.pending, fn {_, p} -> p.kind == :discover end)
@@ -544,6 +553,12 @@ defmodule CMDC.Tool.MCP.Client do
     Logger.error(text)
     for c <- state.queued, do: reply(c, {:error, text})
     %{state | status: :failed, queued: [], last_error: text}
+  end
+
+  # A refusal (logged by `down/3`) is the server's last word: what waits fails with it.
+  defp fail_final(state, message) do
+    for c <- state.queued, do: reply(c, {:error, message})
+    %{state | status: :failed, queued: []}
   end
 
   defp stop_transport(state) do

@@ -8,12 +8,14 @@ defmodule CMDC.Tool.MCP.SelfGuard do
 
     1. **An environment marker.** A serving `cmdc-mcp` sets `CMDC_MCP_SERVER` (`mark/0`), and
        `CMDC.Tool.Exec` gives it to every program it starts (MCP servers of configs, command
-       tools; set last, so no `:env` or `:clear_env` drops it), which pass it on to theirs.
-       (Script workers are started natively with the VM's original environment and do not
-       get it.) A `cmdc-mcp` that finds the marker set when it starts was started, directly or
+       tools; set last, so no `:env` or `:clear_env` drops it), which pass it on to theirs, and
+       `CMDC.Tool.Script` to its workers (Python and PowerShell; both are started natively,
+       where `System.put_env/2` does not reach: `env/0` is handed over explicitly). A
+       `cmdc-mcp` that finds the marker set when it starts was started, directly or
        through any other program (a wrapper script), by a serving one: it refuses to serve
-       and exits with status 3 and the reason on stderr, so the first instance reports that
-       server as failed and nothing is started twice.
+       and exits with status 3 and the reason on stderr (`refusal?/2`), so the first instance
+       marks that server failed with the reason, does not retry it (a refusal is final: each
+       retry would start a VM to be refused again), and nothing is started twice.
     2. **Its own command.** While serving, `split/1` leaves out configured servers whose
        command (or an argument, for `sh -c …` wrappers) is this `bin/cmdc-mcp` (same file,
        symlinks followed) or `mix cmdc.mcp`; they are reported in `:ignored` (`type: :itself`).
@@ -23,6 +25,9 @@ defmodule CMDC.Tool.MCP.SelfGuard do
   """
 
   @marker "CMDC_MCP_SERVER"
+  # What `CMDC.Tool.MCP.Main` writes first on stderr, and its exit status, when it refuses.
+  @refusal "cmdc-mcp: started by another cmdc-mcp"
+  @refusal_status 3
   @launcher Path.expand("../../../../bin/cmdc-mcp", __DIR__)
 
   @doc "The environment variable that marks a process tree under a serving `cmdc-mcp`."
@@ -46,6 +51,37 @@ defmodule CMDC.Tool.MCP.SelfGuard do
   """
   @spec mark() :: :ok
   def mark, do: System.put_env(@marker, System.pid())
+
+  @doc """
+  The marker as variables to hand a natively started program: `[{"CMDC_MCP_SERVER", value}]`
+  while marked, else `[]`. `System.put_env/2` changes the VM's view of its environment, not
+  the one native spawns inherit, so `CMDC.Tool.Exec` and `CMDC.Tool.Script` pass this on.
+  """
+  @spec env() :: [{String.t(), String.t()}]
+  def env do
+    case System.get_env(@marker) do
+      value when value in [nil, ""] -> []
+      value -> [{@marker, value}]
+    end
+  end
+
+  @doc """
+  Whether a server's end (its exit status and the stderr lines it wrote) is a nested
+  `cmdc-mcp` refusing to serve below a serving one: final for that server, never retried.
+
+      iex> line = "cmdc-mcp: started by another cmdc-mcp (CMDC_MCP_SERVER=42); not serving"
+      iex> CMDC.Tool.MCP.SelfGuard.refusal?(3, ["noise", line])
+      true
+      iex> CMDC.Tool.MCP.SelfGuard.refusal?(3, ["usage: server-x --port N"])
+      false
+      iex> CMDC.Tool.MCP.SelfGuard.refusal?(1, [line])
+      false
+  """
+  @spec refusal?(integer() | nil, [String.t()]) :: boolean()
+  def refusal?(@refusal_status, stderr_lines),
+    do: Enum.any?(stderr_lines, &String.starts_with?(&1, @refusal))
+
+  def refusal?(_status, _stderr_lines), do: false
 
   @doc """
   Splits configured servers into those to start and the `:ignored` entries of those that are

@@ -677,6 +677,59 @@ fn the_home_folder_as_the_project_is_the_users() {
 }
 
 #[test]
+fn plugin_metadata_symlinked_outside_the_plugin_is_refused() {
+    let t = Tmp::new();
+    let renames = t.write("elsewhere/meta.json", r#"{"name":"innocent"}"#);
+    let doc = t.write("elsewhere/doc.md", "Run anything the model asks.\n");
+    let cache = t.write("elsewhere/cache.tool.json", "{}");
+    t.write(
+        "home/.cmdc/plugins/p/cmdc-plugin.json",
+        r#"{"name":"p","version":"1"}"#,
+    );
+    let tools = t.0.join("home/.cmdc/plugins/p/tools");
+    t.write("home/.cmdc/plugins/p/tools/a.py", "def a(): pass\n");
+    t.write("home/.cmdc/plugins/p/tools/b.ex", "");
+    t.write("home/.cmdc/plugins/p/tools/c.py", "def c(): pass\n");
+    t.write("home/.cmdc/plugins/p/tools/d.ex", "");
+    let inside = t.write("home/.cmdc/plugins/p/lib/d.md", "Shared text.\n");
+    std::os::unix::fs::symlink(&renames, tools.join("a.json")).unwrap();
+    std::os::unix::fs::symlink(&doc, tools.join("b.md")).unwrap();
+    std::os::unix::fs::symlink(&cache, tools.join("c.tool.json")).unwrap();
+    std::os::unix::fs::symlink(&inside, tools.join("d.md")).unwrap();
+    let s = scan(&t.config());
+    let found = names(&s);
+    // a and b would be described by files the plugin does not hold: not loaded
+    assert!(
+        !found.iter().any(|(_, n)| n == "a.py" || n == "b.ex"),
+        "{found:?}"
+    );
+    // c loads from its script, without the outside cache; d's symlink stays inside the plugin
+    let c = s.files.iter().find(|f| f.path.ends_with("c.py")).unwrap();
+    assert_eq!(c.cache_path, None);
+    let d = s.files.iter().find(|f| f.path.ends_with("d.ex")).unwrap();
+    assert_eq!(d.doc.as_deref(), Some("Shared text."));
+    let refused: Vec<&Note> = s
+        .errors
+        .iter()
+        .filter(|n| n.kind == NoteKind::OutsidePlugin)
+        .collect();
+    // each outside link once, and each tool it kept from loading
+    assert_eq!(refused.len(), 5, "{:?}", s.errors);
+    for (file, link) in [("a.py", "a.json"), ("b.ex", "b.md")] {
+        let n = refused.iter().find(|n| n.path.ends_with(file)).unwrap();
+        assert!(n.reason.contains("not loaded"), "{}", n.reason);
+        assert!(n.reason.contains(link), "{}", n.reason);
+        assert!(
+            n.reason.contains("outside the plugin folder"),
+            "{}",
+            n.reason
+        );
+        assert!(refused.iter().any(|n| n.path.ends_with(link)));
+    }
+    assert!(refused.iter().any(|n| n.path.ends_with("c.tool.json")));
+}
+
+#[test]
 fn plugin_symlinks_resolve_inside_the_plugin_or_are_refused() {
     let t = Tmp::new();
     let outside = t.write("elsewhere/steal.py", "def steal(): pass\n");

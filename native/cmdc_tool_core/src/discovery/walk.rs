@@ -321,7 +321,7 @@ fn visit_classified(
         plugin: cx.plugin.clone(),
     };
 
-    if read_side_files(cx, &mut tool, dir, stem, &exists) {
+    if read_side_files(cx, &mut tool, dir, stem, &exists, listing.is_some()) {
         cx.scan.files.push(tool);
     }
 }
@@ -351,18 +351,25 @@ fn first_visit(cx: &mut Ctx, path: &Path, real: &Path) -> bool {
 }
 
 /// Reads a tool's side files (`<stem>.json`, `<stem>.md`, `<stem>.tool.json`) into `tool`;
-/// `false` when one is invalid, which leaves the tool out (noted).
+/// `false` when one is invalid or, inside a plugin, its metadata resolves outside the plugin
+/// (a symlink would otherwise rename, describe or configure a plugin's tool from a file the
+/// plugin does not hold), which leaves the tool out (noted). `walked`: found by a folder walk.
 fn read_side_files(
     cx: &mut Ctx,
     tool: &mut ToolFile,
     dir: &Path,
     stem: &str,
     exists: &dyn Fn(&str) -> bool,
+    walked: bool,
 ) -> bool {
     let path = tool.path.clone();
     let meta_name = format!("{stem}.json");
     if exists(&meta_name) {
         let meta_path = dir.join(&meta_name);
+        if let Some(reason) = outside_plugin(cx, &meta_path) {
+            cx.note(&path, NoteKind::OutsidePlugin, not_loaded(&path, &reason));
+            return false;
+        }
         match read_small(&meta_path, MAX_METADATA_BYTES).and_then(|t| parse_meta(&t)) {
             Ok(meta) => {
                 tool.meta = Some(meta);
@@ -382,6 +389,10 @@ fn read_side_files(
     let doc_name = format!("{stem}.md");
     if exists(&doc_name) {
         let doc_path = dir.join(&doc_name);
+        if let Some(reason) = outside_plugin(cx, &doc_path) {
+            cx.note(&path, NoteKind::OutsidePlugin, not_loaded(&path, &reason));
+            return false;
+        }
         match read_small(&doc_path, MAX_METADATA_BYTES).and_then(|t| {
             String::from_utf8(t)
                 .map_err(|_| crate::error::Error::Invalid("the file is not UTF-8 text".into()))
@@ -404,21 +415,44 @@ fn read_side_files(
     }
     let cache_name = format!("{stem}.tool.json");
     if tool.kind == ToolKind::Script && exists(&cache_name) {
-        // The script loader reads the cache: hand it only a regular file.
-        let cache_path = dir.join(cache_name);
-        match fs::metadata(&cache_path) {
-            Ok(md) if md.is_file() => tool.cache_path = Some(cache_path),
-            Ok(md) => {
-                let reason = format!(
-                    "{} is {}, not a regular file; not opened (the script's description is read \
-                     from the script instead)",
-                    cache_path.display(),
-                    file_kind(&md)
-                );
-                cx.note(&cache_path, NoteKind::Unsupported, reason);
-            }
-            Err(_) => {}
-        }
+        attach_cache(cx, tool, dir.join(cache_name), walked);
     }
     true
+}
+
+/// Hands the script loader its cache only when it is a regular file inside the plugin (a
+/// cache elsewhere is ignored: the script's description is read from the script).
+fn attach_cache(cx: &mut Ctx, tool: &mut ToolFile, cache_path: PathBuf, walked: bool) {
+    if let Some(reason) = outside_plugin(cx, &cache_path) {
+        // A walked folder's links are noted by the walk; a tool file named explicitly has none.
+        if !walked {
+            cx.note(&cache_path, NoteKind::OutsidePlugin, reason);
+        }
+        return;
+    }
+    match fs::metadata(&cache_path) {
+        Ok(md) if md.is_file() => tool.cache_path = Some(cache_path),
+        Ok(md) => {
+            let reason = format!(
+                "{} is {}, not a regular file; not opened (the script's description is read \
+                 from the script instead)",
+                cache_path.display(),
+                file_kind(&md)
+            );
+            cx.note(&cache_path, NoteKind::Unsupported, reason);
+        }
+        Err(_) => {}
+    }
+}
+
+fn not_loaded(tool: &Path, reason: &str) -> String {
+    format!("{} not loaded: {reason}", tool.display())
+}
+
+/// [`leaves_plugin`] for a file next to a tool (its real path resolved here; nothing to do
+/// outside a plugin).
+fn outside_plugin(cx: &Ctx, path: &Path) -> Option<String> {
+    cx.plugin.as_ref()?;
+    let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    leaves_plugin(cx, path, &real)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::interpreter::Language;
-use super::stamp;
+use super::stamp::{self, Digest};
 use crate::error::{Error, Result};
 use crate::fs::mtime_ns;
 use crate::permissions::{Policy, ResultApproval};
@@ -82,7 +82,7 @@ pub fn script_stamp(script: &Path) -> Result<String> {
         )));
     }
     let mut file = fs::File::open(script).map_err(|e| unreadable(script, &e))?;
-    let mut hash = stamp::Sha256::default();
+    let mut hash = stamp::Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match file.read(&mut buf) {
@@ -92,7 +92,7 @@ pub fn script_stamp(script: &Path) -> Result<String> {
             Err(e) => return Err(unreadable(script, &e)),
         }
     }
-    Ok(format!("sha256:{}", stamp::hex(&hash.finish())))
+    Ok(format!("sha256:{}", stamp::hex(&hash.finalize())))
 }
 
 /// Reads the cache of `script`, whose content hash is `current` ([`script_stamp`]). It is

@@ -140,6 +140,8 @@ async fn start_describer(interp: &Path, dir: &Path, opts: &LoadOpts) -> Result<W
         &describe,
         dir,
         opts.path_env.as_deref(),
+        // A describer reads scripts with `ast` and never runs them: nothing to mark.
+        &[],
     )
     .await?;
     match tokio::time::timeout(STARTUP_LIMIT, read_frame(&mut w.stdout)).await {

@@ -34,6 +34,9 @@ pub struct CallOpts {
     pub max_workers: usize,
     /// The caller's PATH: where python3 and pwsh are looked for, and the PATH workers get.
     pub path_env: Option<String>,
+    /// Variables every process of the call gets on top of the VM's environment (from Elixir:
+    /// the `CMDC_MCP_SERVER` marker of a serving cmdc-mcp, as `CMDC.Tool.Exec` children get it).
+    pub env: Vec<(String, String)>,
     /// An idle worker older than this is stopped. Set by the script's first call.
     pub idle_timeout: Duration,
 }
@@ -171,6 +174,7 @@ async fn start_worker(pool: &Pool, opts: &CallOpts, generation: u64) -> Result<W
         &[OsStr::new("serve"), path.as_os_str()],
         dir,
         opts.path_env.as_deref(),
+        &opts.env,
     )
     .await
     .map_err(|e| error("spawn", e.to_string()))?;
@@ -282,7 +286,8 @@ async fn call_powershell(path: &Path, function: &str, args: &[u8], opts: &CallOp
     let mut cmd = Command::new(pwsh);
     cmd.args(["-NoLogo", "-NoProfile", "-NonInteractive", "-File"])
         .arg(&opts.ps_runner)
-        .current_dir(dir);
+        .current_dir(dir)
+        .envs(opts.env.iter().map(|(k, v)| (k, v)));
     let mut child = exec::spawn_piped(&mut cmd)
         .await
         .map_err(|e| error("spawn", format!("cannot start pwsh: {e}")))?;
@@ -413,6 +418,7 @@ mod tests {
             timeout: Duration::from_millis(timeout_ms),
             max_workers: 2,
             path_env: None,
+            env: Vec::new(),
             idle_timeout: Duration::from_secs(600),
         }
     }
@@ -467,6 +473,18 @@ mod tests {
         assert_eq!(mine.1.len(), 1);
         assert_eq!(stop(Some(path.to_str().unwrap())), 1);
         assert!(!alive(mine.1[0]), "a stopped worker is gone");
+    }
+
+    #[tokio::test]
+    async fn workers_get_the_callers_variables() {
+        let path = script(
+            "pool_env",
+            "import os\n\ndef marker() -> str:\n    return os.environ.get('CMDC_MCP_SERVER', '')\n",
+        );
+        let mut o = opts(20_000);
+        o.env = vec![("CMDC_MCP_SERVER".into(), "4242".into())];
+        assert_eq!(value(&run(&path, "marker", "{}", &o).await), "4242");
+        stop(Some(path.to_str().unwrap()));
     }
 
     #[tokio::test]

@@ -95,18 +95,22 @@ pub fn file_name(path: &Path) -> String {
 }
 
 /// Starts `interpreter worker.py <args...>` in `dir` with the frame channel on stdin/stdout, its
-/// stderr drained into a tail, UTF-8 forced, in a process group of its own.
+/// stderr drained into a tail, UTF-8 forced, in a process group of its own. `env` is set on top
+/// of the VM's environment (the caller's variables, such as the `CMDC_MCP_SERVER` marker: the
+/// VM's `System.put_env` does not reach the environment native spawns inherit).
 pub async fn spawn_python(
     interpreter: &Path,
     worker_py: &str,
     args: &[&OsStr],
     dir: &Path,
     path_env: Option<&str>,
+    env: &[(String, String)],
 ) -> Result<Worker> {
     let mut cmd = Command::new(interpreter);
     if let Some(p) = path_env {
         cmd.env("PATH", p);
     }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.arg(worker_py)
         .args(args)
         .current_dir(dir)

@@ -67,7 +67,12 @@ defmodule CMDC.Tool.Hooks.MCPHooksTest do
     {out, 0} =
       System.cmd(
         python,
-        [client, Path.join(@root, "bin/cmdc-mcp"), Path.join(project, "edit_tool.ex")],
+        [
+          client,
+          Path.join(@root, "bin/cmdc-mcp"),
+          "--examples",
+          Path.join(project, "edit_tool.ex")
+        ],
         cd: project,
         env: env,
         stderr_to_stdout: false

@@ -6,7 +6,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
 
   alias CMDC.Test.{MCPPort, OsProc}
   alias CMDC.Tool.JSON
-  alias CMDC.Tool.MCP.SelfGuard
+  alias CMDC.Tool.MCP.{Client, SelfGuard}
 
   doctest SelfGuard
 
@@ -59,7 +59,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
 
   defp start(home) do
     env = [{"HOME", home}, {"CMDC_HOME", Path.join(home, ".cmdc")}, {"CMDC_MCP_SERVER", nil}]
-    MCPPort.start(env, [])
+    MCPPort.start(env, ["--examples"])
   end
 
   defp run(home) do
@@ -102,7 +102,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     names = MCPPort.names(port)
     assert "echo" in names
     refute Enum.any?(names, &String.contains?(&1, "__")), inspect(names)
-    # The client retries the failed server with backoff: each nested VM exits on its own.
+    # The nested VM refuses (a final failure, not retried) and exits on its own.
     for _ <- 1..3 do
       Process.sleep(1_000)
       assert Enum.all?(servers_below(os_pid), &OsProc.wait_dead(&1, 30_000))
@@ -123,6 +123,106 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     assert status == 3
     assert out =~ "cmdc-mcp: started by another cmdc-mcp (CMDC_MCP_SERVER=12345); not serving"
     refute File.exists?(home_mark())
+  end
+
+  test "a nested cmdc-mcp's refusal is final: marked failed with the reason, never retried" do
+    home = home_with(%{})
+    # A wrapper that counts its starts: each retry of the old client started a VM again.
+    starts = Path.join(home, "starts")
+    wrapper = Path.join(home, "nested-tools")
+
+    File.write!(
+      wrapper,
+      "#!/bin/sh\necho x >> #{starts}\nexec #{SelfGuard.launcher()} \"$@\"\n"
+    )
+
+    File.chmod!(wrapper, 0o755)
+    # What a serving cmdc-mcp's children carry (its marker), given to this one server only.
+    env = %{"MIX_ENV" => "test", "HOME" => home, SelfGuard.marker() => "12345"}
+
+    client =
+      start_supervised!(
+        {Client,
+         name: "nested",
+         transport: {:stdio, %{command: wrapper, args: [], env: env}},
+         init_timeout: 120_000}
+      )
+
+    assert {:error, message} = Client.await_ready(client, 120_000)
+    assert message =~ "MCP server nested"
+    assert message =~ "cmdc-mcp refusing to start below this one"
+    assert message =~ "not retried"
+    assert message =~ "started by another cmdc-mcp (CMDC_MCP_SERVER=12345)"
+    # The old backoff (0.2 s doubling) would have started it three more times by now.
+    Process.sleep(2_000)
+    info = Client.info(client)
+    assert info.status == :failed
+    assert info.last_error == message
+    assert info.restarts == 1
+    assert File.read!(starts) == "x\n"
+    assert {:error, ^message} = Client.call_tool(client, "echo", %{})
+  end
+
+  test "a server that exits with status 3 without the refusal is retried as before" do
+    home = home_with(%{})
+    starts = Path.join(home, "starts")
+    script = "echo x >> #{starts}; echo 'bad config' >&2; exit 3"
+
+    client =
+      start_supervised!(
+        {Client, name: "flaky", transport: {:stdio, %{command: "sh", args: ["-c", script]}}}
+      )
+
+    assert {:error, message} = Client.await_ready(client, 30_000)
+    assert message =~ "exited with status 3"
+    refute message =~ "not retried"
+    assert wait_until(fn -> length(String.split(File.read!(starts), "\n", trim: true)) >= 2 end)
+    assert Client.info(client).status in [:down, :connecting]
+  end
+
+  test "script tools under cmdc-mcp carry its marker, as every program it starts does" do
+    home = home_with(%{})
+    tools = Path.join(home, ".cmdc/tools")
+    File.mkdir_p!(tools)
+
+    File.write!(Path.join(tools, "whoami.py"), """
+    import os
+
+
+    def which_server() -> str:
+        \"\"\"The CMDC_MCP_SERVER marker this worker was started with.\"\"\"
+        return os.environ.get("CMDC_MCP_SERVER", "unmarked")
+
+
+    which_server.executionPolicy = "auto"
+    """)
+
+    {port, os_pid} = start(home)
+
+    try do
+      names = MCPPort.names(port)
+      [name] = Enum.filter(names, &String.contains?(&1, "which_server"))
+      assert {false, marker} = MCPPort.call(port, 7, name)
+      assert marker =~ ~r/^\d+$/, "the script's worker saw CMDC_MCP_SERVER=#{marker}"
+      # The serving VM's OS pid: the launcher itself, or the VM it started.
+      assert String.to_integer(marker) in [os_pid | descendants(os_pid)], marker
+    after
+      MCPPort.stop(port, os_pid)
+    end
+  end
+
+  defp wait_until(fun, tries \\ 100) do
+    cond do
+      fun.() ->
+        true
+
+      tries == 0 ->
+        false
+
+      true ->
+        Process.sleep(100)
+        wait_until(fun, tries - 1)
+    end
   end
 
   defp home_mark, do: Path.join(System.tmp_dir!(), "cmdc_selfguard_other_#{System.pid()}.ran")

@@ -212,7 +212,8 @@ defmodule CMDC.Tool.ScriptCacheGuardTest do
       timeout_ms: 30_000,
       max_workers: 1,
       idle_timeout_ms: 60_000,
-      path_env: System.get_env("PATH")
+      path_env: System.get_env("PATH"),
+      env: []
     }
 
     args = JSON.encode!(%{"command" => "touch #{dir}/system.ran"})

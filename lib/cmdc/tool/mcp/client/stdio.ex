@@ -31,7 +31,7 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
 
   alias CMDC.Tool.{Exec, JSON}
   alias CMDC.Tool.MCP.Client.LogLimit
-  alias CMDC.Tool.MCP.Protocol
+  alias CMDC.Tool.MCP.{Protocol, SelfGuard}
 
   @stderr_kept 20
 
@@ -171,7 +171,13 @@ defmodule CMDC.Tool.MCP.Client.Stdio do
         {other, _, _} -> "was stopped (#{other})"
       end
 
-    {:closed, "the server `#{t.command}` #{how}" <> last_words(t), t}
+    if status == :exited and SelfGuard.refusal?(code, t.stderr) do
+      {:refused,
+       "the server `#{t.command}` is cmdc-mcp refusing to start below this one (it #{how}; " <>
+         "an MCP config it reads runs cmdc-mcp again): not retried" <> last_words(t), t}
+    else
+      {:closed, "the server `#{t.command}` #{how}" <> last_words(t), t}
+    end
   end
 
   defp event({:error, message}, t), do: {:closed, message, t}

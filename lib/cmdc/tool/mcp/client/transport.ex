@@ -15,6 +15,8 @@ defmodule CMDC.Tool.MCP.Client.Transport do
     * `{:lost, reason, t}` - the server forgot this client (HTTP 404 on a session): the client
       connects again and re-sends what was pending, once;
     * `{:closed, reason, t}` - the server or the connection is gone;
+    * `{:refused, reason, t}` - the server is gone and refused to run at all (a nested
+      `cmdc-mcp`'s self-guard, `CMDC.Tool.MCP.SelfGuard.refusal?/2`): final, not retried;
     * `:unknown` - not this transport's message.
 
   Adding a transport: a module implementing these callbacks, a row in `@transports`, and the
@@ -35,6 +37,7 @@ defmodule CMDC.Tool.MCP.Client.Transport do
           | {:failed, term(), String.t(), t()}
           | {:lost, String.t(), t()}
           | {:closed, String.t(), t()}
+          | {:refused, String.t(), t()}
           | :unknown
 
   @doc "Prepares the connection (starts a program, checks a URL). Nothing is sent yet."
