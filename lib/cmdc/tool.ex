@@ -108,7 +108,8 @@ defmodule CMDC.Tool do
   @doc """
   Example arguments (optional): calls that show a model how the tool is used. Each is checked
   against `c:parameters/0` when the tool is registered (an invalid example is an error naming
-  the tool) and sent as Anthropic's `input_examples`. See `CMDC.Tool.InputExamples`.
+  the tool) and sent as Anthropic's `input_examples`, or as an "Examples:" block of the
+  description to providers without that field. See `CMDC.Tool.InputExamples`.
   """
   @callback examples() :: [map()]
 

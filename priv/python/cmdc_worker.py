@@ -269,6 +269,82 @@ def parse_docstring(doc):
 
 
 # ---------------------------------------------------------------------------------------------
+# describe: a docstring's Examples section -> the tool's example arguments
+
+EXAMPLE_HEADS = {"examples", "example"}
+
+
+def split_examples(doc):
+    """(docstring without its Examples section, the section's lines) when the section (Google
+    `Examples:` or NumPy `Examples` + dashes) holds example calls (`>>> ` lines or `{` JSON
+    lines); else (doc, []): prose examples stay in the description."""
+    import re
+
+    lines = (doc or "").expandtabs().splitlines()
+    for i, line in enumerate(lines):
+        low = line.strip().lower()
+        numpy = (low in EXAMPLE_HEADS and i + 1 < len(lines)
+                 and re.match(r"^-{3,}\s*$", lines[i + 1].strip()))
+        if not (numpy or (_indent(line) == 0 and low.endswith(":") and low[:-1].strip() in EXAMPLE_HEADS)):
+            continue
+        start = i + 2 if numpy else i + 1
+        end = start
+        while end < len(lines):
+            l2 = lines[end]
+            if l2.strip() and _indent(l2) == 0 and not numpy and not l2.lstrip().startswith((">>>", "...", "{")):
+                break
+            if numpy and end + 1 < len(lines) and re.match(r"^-{3,}\s*$", lines[end + 1].strip() or "x"):
+                break
+            end += 1
+        body = [l.strip() for l in lines[start:end]]
+        if any(l.startswith((">>>", "{")) for l in body):
+            return "\n".join(lines[:i] + lines[end:]), body
+    return doc, []
+
+
+def parse_examples(body, node):
+    """The example argument objects of a section's lines, in one of two forms: doctest calls of
+    the function itself (`>>> fn(...)`, `...` lines continue a call; positional arguments take
+    the parameters' names; values must be literals; every other line is output), or, in a
+    section without `>>>`, one JSON object a line (`{"city": "Paris"}`). Prose is skipped. An
+    entry that cannot be read is kept as its text, which the library then rejects naming the
+    tool (an example must be an object)."""
+    a = node.args
+    positional = [x.arg for x in list(getattr(a, "posonlyargs", [])) + list(a.args)]
+    calls = []
+    doctest = any(line.startswith(">>>") for line in body)
+    for line in body:
+        if doctest and line.startswith(">>>"):
+            calls.append(line[3:].strip())
+        elif doctest and line.startswith("...") and calls:
+            calls[-1] += " " + line[3:].strip()
+        elif not doctest and line.startswith("{"):
+            calls.append(line)
+    return [example_from(text, node.name, positional) for text in calls]
+
+
+def example_from(text, name, positional):
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+            return value if isinstance(value, dict) else text
+        except ValueError:
+            return text
+    try:
+        call = ast.parse(text, mode="eval").body
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name):
+            return text
+        if len(call.args) > len(positional) or any(k.arg is None for k in call.keywords):
+            return text
+        args = {positional[i]: ast.literal_eval(v) for i, v in enumerate(call.args)}
+        args.update({k.arg: ast.literal_eval(k.value) for k in call.keywords})
+        ok, value = jsonable(args)
+        return value if ok else text
+    except Exception:
+        return text
+
+
+# ---------------------------------------------------------------------------------------------
 # describe: type hints -> JSON Schema
 
 SIMPLE = {
@@ -786,6 +862,8 @@ def describe_source(source, path):
             "nullDefaults": nullable,
         }
         tool.update({k: attrs[k] for k in DISPLAY_KEYS if k in attrs})
+        if "examples" in spec:
+            tool["examples"] = spec.pop("examples")
         # A format function makes the result text: no structured output then.
         if "format" not in attrs:
             tool.update(output_spec(node, types))
@@ -816,7 +894,8 @@ def output_spec(node, types):
 
 
 def function_spec(node, types):
-    description, pdocs = parse_docstring(ast.get_docstring(node) or "")
+    doc, example_lines = split_examples(ast.get_docstring(node) or "")
+    description, pdocs = parse_docstring(doc)
     a = node.args
     positional = list(getattr(a, "posonlyargs", [])) + list(a.args)
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
@@ -863,6 +942,8 @@ def function_spec(node, types):
     if a.kwarg is None:
         params["additionalProperties"] = False
     spec = {"name": node.name, "description": description, "parameters": params}
+    if example_lines:
+        spec["examples"] = parse_examples(example_lines, node)
     return spec, nullable_no_default
 
 

@@ -1,7 +1,12 @@
 defmodule CMDC.Tool.InputExamples do
   @moduledoc """
-  A tool's example arguments (`c:CMDC.Tool.examples/0`): checked against the tool's schema
-  when it is registered, and sent as Anthropic's `input_examples`.
+  A tool's example arguments: checked against the tool's schema when it is registered, and
+  sent as Anthropic's `input_examples` (as an "Examples:" block of the description to the
+  providers without that field, see `with_examples/3`).
+
+  They come from `c:CMDC.Tool.examples/0`, from a discovered tool's metadata (`examples` in its
+  `.json`, or in its `.md` front matter) and from a Python script function's docstring
+  (an `Examples:` section); README.md's "Examples for the model" shows each form.
 
       iex> defmodule Weather do
       ...>   @behaviour CMDC.Tool
@@ -64,34 +69,83 @@ defmodule CMDC.Tool.InputExamples do
   end
 
   @doc """
-  Anthropic tools with `input_examples` added from `modules` (by tool name; names as Anthropic
-  was given them).
+  Provider tools with `modules`' examples added (matched by tool name, as `format` names them):
+  Anthropic's `input_examples` field; for the formats without such a field (OpenAI chat and
+  Responses, Gemini, MCP) an "Examples:" block at the end of the description, one compact JSON
+  object a line: at most 3 examples of at most 300 characters each (longer ones are left
+  out, never cut into invalid JSON). cmdc's own output (`to_schema/2`, no options) is left as cmdc
+  gives it.
+
+      iex> tool = %{"name" => "get_weather", "description" => "Weather."}
+      iex> CMDC.Tool.InputExamples.put_examples(tool, :openai_responses, [%{"city" => "Paris"}])
+      %{"name" => "get_weather", "description" => ~s(Weather.\\n\\nExamples:\\n{"city":"Paris"})}
   """
-  @spec with_examples([map()], [module()]) :: [map()]
-  def with_examples(tools, modules) do
+  @spec with_examples([map()], atom(), [module()]) :: [map()]
+  def with_examples(tools, format, modules) do
     by_name =
       for module <- modules,
           function_exported?(module, :examples, 0),
           {:ok, [_ | _] = examples} <- [check(module, module.name())],
           into: %{},
-          do: {given_name(module.name()), examples}
+          do: {given_name(module.name(), format), examples}
 
-    if by_name == %{},
-      do: tools,
-      else: Enum.map(tools, &put(&1, Map.get(by_name, &1["name"])))
+    if by_name == %{}, do: tools, else: Enum.map(tools, &put_named(&1, format, by_name))
   end
 
-  defp put(tool, nil), do: tool
-  defp put(tool, examples), do: Map.put(tool, "input_examples", examples)
+  # Gemini's list is one tool object holding every declaration.
+  defp put_named(%{"functionDeclarations" => decls} = tool, format, by_name),
+    do: %{tool | "functionDeclarations" => Enum.map(decls, &put_named(&1, format, by_name))}
 
-  defp given_name(name) do
-    case CMDC.Tool.Native.tool_name_for(name, :anthropic) do
+  defp put_named(tool, format, by_name),
+    do: put_examples(tool, format, Map.get(by_name, name_of(tool)))
+
+  defp name_of(%{"function" => %{"name" => name}}), do: name
+  defp name_of(tool), do: tool["name"]
+
+  @max_examples 3
+  @max_example_chars 300
+
+  @doc "One provider tool with `examples` added the way `format` carries them (see `with_examples/3`)."
+  @spec put_examples(map(), atom(), [map()] | nil) :: map()
+  def put_examples(tool, _format, nil), do: tool
+  def put_examples(tool, _format, []), do: tool
+  def put_examples(tool, :anthropic, examples), do: Map.put(tool, "input_examples", examples)
+
+  def put_examples(%{"function" => function} = tool, format, examples),
+    do: %{tool | "function" => put_examples(function, format, examples)}
+
+  def put_examples(tool, _format, examples) do
+    case block(examples) do
+      nil -> tool
+      text -> Map.update(tool, "description", text, &String.trim_trailing(&1 <> "\n\n" <> text))
+    end
+  end
+
+  # The description's "Examples:" block, or nil when no example fits the cap.
+  defp block(examples) do
+    lines =
+      examples
+      |> Enum.map(&CMDC.Tool.JSON.encode!/1)
+      |> Enum.filter(&(String.length(&1) <= @max_example_chars))
+      |> Enum.take(@max_examples)
+
+    if lines != [], do: Enum.join(["Examples:" | lines], "\n")
+  end
+
+  defp given_name(name, format) do
+    case CMDC.Tool.Native.tool_name_for(name, format) do
       {:ok, given} -> given
       _ -> name
     end
   end
 
-  @doc "Whether any of `modules` has examples (the cached JSON then lacks them)."
+  @doc "Whether any of `modules` has examples (the cached provider output then lacks them)."
   @spec any?([module()]) :: boolean()
-  def any?(modules), do: Enum.any?(modules, &function_exported?(&1, :examples, 0))
+  def any?(modules), do: Enum.any?(modules, &has_examples?/1)
+
+  defp has_examples?(module) do
+    function_exported?(module, :examples, 0) and match?([_ | _], module.examples())
+  rescue
+    _ -> false
+  end
 end

@@ -129,7 +129,7 @@ defmodule CMDC.Tool.Providers do
       case Native.providers_convert(tools, format, strict) do
         {:ok, term_etf} ->
           {tools, warnings} = :erlang.binary_to_term(term_etf)
-          {with_mcp_fields(tools, format, modules), warnings}
+          {tools |> with_mcp_fields(format, modules) |> with_examples(format, modules), warnings}
 
         {:error, message} ->
           raise ArgumentError, message
@@ -141,7 +141,7 @@ defmodule CMDC.Tool.Providers do
     {format, strict} = options(opts)
     {_json, term_etf, _fresh?} = Registry.provider_output(reg, format, strict, context)
     {tools, warnings} = :erlang.binary_to_term(term_etf)
-    {with_mcp_fields(tools, format, reg), warnings}
+    {tools |> with_mcp_fields(format, reg) |> with_examples(format, reg), warnings}
   end
 
   @doc """
@@ -166,7 +166,7 @@ defmodule CMDC.Tool.Providers do
     {format, strict} = options(opts)
 
     if (format == :mcp and mcp_fields(reg) != %{}) or
-         (format == :anthropic and CMDC.Tool.InputExamples.any?(Registry.list(reg))) do
+         CMDC.Tool.InputExamples.any?(Registry.list(reg)) do
       {tools, warnings} = convert(reg, context, opts)
       Warnings.report(warnings, format, mode)
       CMDC.Tool.JSON.encode!(tools)
@@ -230,13 +230,16 @@ defmodule CMDC.Tool.Providers do
     end
   end
 
-  defp with_mcp_fields(tools, :anthropic, %Registry{} = reg),
-    do: CMDC.Tool.InputExamples.with_examples(tools, Registry.list(reg))
-
-  defp with_mcp_fields(tools, :anthropic, modules),
-    do: CMDC.Tool.InputExamples.with_examples(tools, modules)
-
   defp with_mcp_fields(tools, _format, _source), do: tools
+
+  # A tool's examples (`CMDC.Tool.InputExamples`): Anthropic's `input_examples`, else a block at
+  # the end of the description. A pass of its own over the output, read from the modules on
+  # each call like the MCP fields, so the provider cache never holds them.
+  defp with_examples(tools, format, %Registry{} = reg),
+    do: with_examples(tools, format, Registry.list(reg))
+
+  defp with_examples(tools, format, modules),
+    do: CMDC.Tool.InputExamples.with_examples(tools, format, modules)
 
   defp mcp_fields(%Registry{} = reg), do: mcp_fields(Registry.list(reg))
 

@@ -87,6 +87,25 @@ defmodule CMDC.Tool.Script do
       forecast.title = "City forecast"
       forecast.annotations = {"readOnlyHint": True, "openWorldHint": False}
 
+  ## Examples for the model
+
+  A docstring's `Examples:` section (Google style, or NumPy's `Examples` heading over dashes)
+  gives `examples/0` (`CMDC.Tool.InputExamples`) when it holds calls, in one of two forms:
+  doctest calls of the function itself (`>>> forecast("Paris", days=3)`; positional arguments
+  take the parameters' names, values must be literals, `...` lines continue a call, other lines
+  are output), or, in a section without `>>>`, one JSON object a line (`{"city": "Paris"}`).
+  The section then leaves the description (providers get the examples in their own place); a
+  section of prose stays. An example that cannot be read, or does not match the parameters,
+  makes registering the tool an error naming it.
+
+      def forecast(city: str, days: int = 1) -> str:
+          \"""Weather forecast.
+
+          Examples:
+              >>> forecast("Paris")
+              >>> forecast(city="Lyon", days=3)
+          \"""
+
   ## Running
 
   `execute/2` of a generated module sends the call to a worker process of the script (started
@@ -337,6 +356,9 @@ defmodule CMDC.Tool.Script do
   defp display(tool, path, name) do
     output =
       if is_map(tool["outputSchema"]), do: %{output_schema: tool["outputSchema"]}, else: %{}
+
+    # Checked against the parameters when the tool is registered (`CMDC.Tool.InputExamples`).
+    output = if tool["examples"], do: Map.put(output, :examples, tool["examples"]), else: output
 
     case CMDC.Tool.Structured.split_display(Map.take(tool, ["title", "annotations"])) do
       {:ok, display, _} ->

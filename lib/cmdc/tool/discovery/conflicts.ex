@@ -128,7 +128,7 @@ defmodule CMDC.Tool.Discovery.Conflicts do
   end
 
   # One tool of the file after its metadata: `{:tool, tool}`, `{:disabled, note}` or
-  # `{:error, entry}` (invalid `title` or `annotations`).
+  # `{:error, entry}` (invalid `title`, `annotations` or `examples`).
   defp candidate(file, meta, %{module: module, name: name}, single?) do
     own = Map.get(meta.tools, name, %{})
     new_name = own[:name] || meta.name || name
@@ -138,40 +138,72 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     settings = doc_settings |> Map.merge(meta.settings) |> Map.merge(Map.get(own, :settings, %{}))
     disabled? = Map.get(own, :disabled, meta.disabled)
 
-    # `title` and `annotations` arrive among the settings (every key the metadata format does
-    # not name itself is one).
-    case Structured.split_display(settings) do
-      _ when disabled? ->
+    # `title`, `annotations` and `examples` arrive among the settings (every key the metadata
+    # format does not name itself is one).
+    with false <- disabled?,
+         {:ok, display, settings} <- display(settings),
+         served = serve(module, {name, new_name}, description, display),
+         :ok <- check_examples(served, new_name, display) do
+      {:tool, found_tool(file, served, {name, new_name}, settings)}
+    else
+      true ->
         reason = "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
         {:disabled, entry(file, :disabled, reason) |> Map.merge(%{name: name, module: module})}
 
       {:error, reason} ->
         reason = "its metadata #{metadata_files(file)}: tool #{inspect(name)}: #{reason}"
         {:error, entry(file, :bad_metadata, reason) |> Map.merge(%{name: name, module: module})}
-
-      {:ok, display, settings} ->
-        display = for {key, value} <- display, value != nil, into: %{}, do: {key, value}
-
-        served =
-          if new_name != name or description || display != %{},
-            do: Wrapper.wrap(module, new_name, description, display),
-            else: module
-
-        tool = %{
-          name: new_name,
-          module: served,
-          source: file.source,
-          provider: file.provider,
-          path: file.path,
-          real_path: file.real_path,
-          kind: file.kind,
-          settings: settings,
-          plugin: file.plugin && Map.take(file.plugin, [:name, :version]),
-          metadata: Enum.reject([file.meta_path, file.doc_path], &is_nil/1)
-        }
-
-        {:tool, if(new_name != name, do: Map.put(tool, :original_name, name), else: tool)}
     end
+  end
+
+  # The metadata's display fields (`CMDC.Tool.Structured`) and examples, and the settings left.
+  defp display(settings) do
+    {examples, settings} = Map.pop(settings, "examples")
+
+    with {:ok, display, settings} <- Structured.split_display(settings),
+         {:ok, examples} <- examples(examples) do
+      display = Map.put(display, :examples, examples)
+      {:ok, for({key, value} <- display, value != nil, into: %{}, do: {key, value}), settings}
+    end
+  end
+
+  defp examples(nil), do: {:ok, nil}
+  defp examples(list) when is_list(list), do: {:ok, list}
+
+  defp examples(other),
+    do:
+      {:error,
+       ~s("examples" must be a list of argument objects, got #{CMDC.Tool.JSON.encode!(other)})}
+
+  # The metadata's examples are checked against the tool's schema here, so a wrong one is the
+  # file's error entry (the registry checks a module's own `examples/0`).
+  defp check_examples(_served, _name, display) when not is_map_key(display, :examples), do: :ok
+
+  defp check_examples(served, name, _display) do
+    with {:ok, _} <- CMDC.Tool.InputExamples.check(served, name), do: :ok
+  end
+
+  defp serve(module, {name, new_name}, description, display) do
+    if new_name != name or description || display != %{},
+      do: Wrapper.wrap(module, new_name, description, display),
+      else: module
+  end
+
+  defp found_tool(file, served, {name, new_name}, settings) do
+    tool = %{
+      name: new_name,
+      module: served,
+      source: file.source,
+      provider: file.provider,
+      path: file.path,
+      real_path: file.real_path,
+      kind: file.kind,
+      settings: settings,
+      plugin: file.plugin && Map.take(file.plugin, [:name, :version]),
+      metadata: Enum.reject([file.meta_path, file.doc_path], &is_nil/1)
+    }
+
+    if new_name != name, do: Map.put(tool, :original_name, name), else: tool
   end
 
   defp metadata_files(file),

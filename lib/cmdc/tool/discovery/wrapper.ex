@@ -6,8 +6,8 @@ defmodule CMDC.Tool.Discovery.Wrapper do
 
   @doc """
   A module serving `module` under `name` and, when not `nil`, `description`, and with the
-  `display` given (`:title`, `:annotations`: `CMDC.Tool.Structured`'s callbacks, else the
-  original's); created once per module version, name, description and display.
+  `display` given (`:title`, `:annotations`: `CMDC.Tool.Structured`'s callbacks; `:examples`:
+  `c:CMDC.Tool.examples/0`; else the original's); created once per module version, name, description and display.
   """
   @spec wrap(module(), String.t(), String.t() | nil, map()) :: module()
   def wrap(module, name, description, display \\ %{}) do
@@ -58,7 +58,7 @@ defmodule CMDC.Tool.Discovery.Wrapper do
 
     # The optional callbacks: the metadata's value, else the original's.
     optional =
-      for fun <- [:title, :annotations, :output_schema] do
+      for fun <- [:title, :annotations, :output_schema, :examples] do
         cond do
           Map.has_key?(display, fun) ->
             quote do

@@ -24,7 +24,7 @@ defmodule CMDC.Tool.Script.Gen do
   -module('Elixir.CMDC.Tool.Script.Template').
   -behaviour('Elixir.CMDC.Tool').
   -export([name/0, description/0, parameters/0, execute/2, meta/1, '__tool_settings__'/0,
-           '__script__'/0, '__stamp__'/0, title/0, annotations/0, output_schema/0]).
+           '__script__'/0, '__stamp__'/0, title/0, annotations/0, output_schema/0, examples/0]).
   name() -> 'Elixir.CMDC.Tool.Script':'__field__'('Elixir.CMDC.Tool.Script.Template', name).
   description() ->
       'Elixir.CMDC.Tool.Script':'__field__'('Elixir.CMDC.Tool.Script.Template', description).
@@ -44,6 +44,8 @@ defmodule CMDC.Tool.Script.Gen do
       'Elixir.CMDC.Tool.Script.Template', annotations).
   output_schema() -> 'Elixir.CMDC.Tool.Script.Gen':optional('Elixir.CMDC.Tool.Script',
       'Elixir.CMDC.Tool.Script.Template', output_schema).
+  examples() -> 'Elixir.CMDC.Tool.Script.Gen':examples('Elixir.CMDC.Tool.Script',
+      'Elixir.CMDC.Tool.Script.Template').
   """
 
   defmodule Forms do
@@ -117,6 +119,11 @@ defmodule CMDC.Tool.Script.Gen do
       nil -> if function_exported?(owner, :__optional__, 2), do: owner.__optional__(module, key)
     end
   end
+
+  @doc false
+  # `c:CMDC.Tool.examples/0`: the tool data's examples (a docstring's Examples section), `[]`
+  # when it has none.
+  def examples(owner, module), do: optional(owner, module, :examples) || []
 
   @doc false
   # Loads copies of the template that keep no data under `{owner, module}`: their owner keeps

@@ -32,24 +32,31 @@ pub fn markdown_body(text: &str) -> Option<String> {
     (!body.is_empty()).then(|| body.to_string())
 }
 
-/// What a `.md` file's front matter says that MCP shows, as metadata settings: `title: …` and
-/// the annotation hints (`readOnlyHint: true`, `read_only_hint: false`, any key ending in
-/// `Hint`/`_hint`, collected under `annotations`, whose names and values the Elixir side checks
-/// as it does a `.json` file's). Other keys are left alone: front matter often serves other
-/// programs (site generators, agent definitions).
+/// What a `.md` file's front matter says about the tool, as metadata settings: `title: …`, the
+/// annotation hints (`readOnlyHint: true`, `read_only_hint: false`, any key ending in
+/// `Hint`/`_hint`, collected under `annotations`) and `examples` (see [`front_examples`]); the
+/// Elixir side checks names and values as it does a `.json` file's. Other keys are left alone:
+/// front matter often serves other programs (site generators, agent definitions).
 pub fn markdown_display(text: &str) -> Map<String, Value> {
     let mut display = Map::new();
     let Some(front) = front_matter(text).0 else {
         return display;
     };
     let mut hints = Map::new();
-    for line in front.lines() {
-        let Some((key, value)) = line.split_once(':') else {
+    let lines: Vec<&str> = front.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        // Only top-level keys: indented lines belong to the key above.
+        if line.starts_with([' ', '\t', '-']) {
+            continue;
+        }
+        let Some((key, raw)) = line.split_once(':') else {
             continue;
         };
-        let (key, value) = (key.trim(), scalar(value.trim()));
+        let (key, value) = (key.trim(), scalar(raw.trim()));
         if key == "title" {
             display.insert(key.to_string(), value);
+        } else if key == "examples" {
+            display.insert(key.to_string(), front_examples(raw.trim(), &lines[i + 1..]));
         } else if key.ends_with("Hint") || key.ends_with("_hint") {
             hints.insert(key.to_string(), value);
         }
@@ -58,6 +65,27 @@ pub fn markdown_display(text: &str) -> Map<String, Value> {
         display.insert("annotations".to_string(), Value::Object(hints));
     }
     display
+}
+
+/// A front matter's `examples`: a JSON array on the key's line (`examples: [{"q": "x"}]`), or a
+/// block list below it with one JSON object per item (`  - {"q": "x"}`: YAML's flow form, which
+/// JSON objects are). Anything else comes back as the text written, which the Elixir side
+/// rejects naming the tool (an example must be an object).
+fn front_examples(inline: &str, below: &[&str]) -> Value {
+    if !inline.is_empty() {
+        return serde_json::from_str(inline).unwrap_or_else(|_| Value::String(inline.to_string()));
+    }
+    let items = below
+        .iter()
+        .take_while(|l| l.trim().is_empty() || l.starts_with([' ', '\t', '-']))
+        .filter_map(|l| l.trim().strip_prefix('-').map(str::trim));
+    Value::Array(
+        items
+            .map(|item| {
+                serde_json::from_str(item).unwrap_or_else(|_| Value::String(item.to_string()))
+            })
+            .collect(),
+    )
 }
 
 /// A front-matter value: `true`/`false`, a quoted string, or the text as written.

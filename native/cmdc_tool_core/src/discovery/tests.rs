@@ -369,6 +369,30 @@ fn markdown_front_matter_gives_title_and_hints() {
 }
 
 #[test]
+fn markdown_front_matter_gives_examples() {
+    let block = "---\ntitle: Search\nexamples:\n  - {\"q\": \"elixir\"}\n\n  - {\"q\": \"rust\", \"max\": 3}\n\
+                 readOnlyHint: true\n---\nSearches.\n";
+    let display = markdown_display(block);
+    assert_eq!(
+        display["examples"],
+        serde_json::json!([{"q": "elixir"}, {"q": "rust", "max": 3}])
+    );
+    assert_eq!(
+        display["annotations"],
+        serde_json::json!({"readOnlyHint": true})
+    );
+    let inline = markdown_display("---\nexamples: [{\"q\": \"x\"}]\n---\n");
+    assert_eq!(inline["examples"], serde_json::json!([{"q": "x"}]));
+    // What is not JSON is handed over as written, for the Elixir side to reject by name.
+    let bad = markdown_display("---\nexamples:\n  - q: x\n---\n");
+    assert_eq!(bad["examples"], serde_json::json!(["q: x"]));
+    assert_eq!(
+        markdown_display("---\nexamples: soon\n---\n")["examples"],
+        serde_json::json!("soon")
+    );
+}
+
+#[test]
 fn untrusted_project_folders_are_skipped_with_a_reason() {
     let t = Tmp::new();
     t.write("proj/.cmdc/tools/p.ex", "");
