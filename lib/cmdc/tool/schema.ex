@@ -114,7 +114,21 @@ defmodule CMDC.Tool.Schema do
       {"/pid", "json"}
   """
   @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
+  def validate(schema, args) when is_list(args), do: validate_slices(schema, args, args, 0)
   def validate(schema, args), do: Native.with_dirty(schema_validate(schema, args))
+
+  # A list whose elements the schema checks one by one is validated a slice of elements per
+  # native call on the caller's scheduler, where the VM runs other processes between slices
+  # (on a dirty scheduler the same work competes with the normal schedulers for the cores).
+  # Anything else (an invalid element, a schema that looks at the whole list) is decided by
+  # the usual call, which names the errors.
+  defp validate_slices(schema, list, rest, index) do
+    case Native.schema_validate_slice(schema, rest, index) do
+      :done -> {:ok, list}
+      {:more, rest, index} -> validate_slices(schema, list, rest, index)
+      :undecided -> Native.with_dirty(schema_validate(schema, list))
+    end
+  end
 
   @doc """
   Decodes JSON text and validates it in one native call: `{:ok, decoded}` or `{:error, errors}`.

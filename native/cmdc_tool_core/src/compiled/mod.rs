@@ -17,14 +17,15 @@
 //! validators for a one-string node, `multipleOf` by its validator for a one-number value.
 //!
 //! Files, each using only those above it: `program` (the types), `number` (exact number
-//! comparison), `compile` (schema to program), `eval` (program over an instance), `value`
-//! (`serde_json::Value` as an instance).
+//! comparison), `compile` (schema to program), `eval` (program over an instance), `slice` (a
+//! top-level array a slice of elements at a time), `value` (`serde_json::Value` as an instance).
 #![allow(unsafe_code)]
 
 mod compile;
 mod eval;
 mod number;
 mod program;
+mod slice;
 mod value;
 
 pub use crate::budget::Budget;
