@@ -105,6 +105,7 @@ defmodule Bench.Stall do
     row("^(a*)*\\1b$ on 30 characters", a30, fn -> Schema.validate(back, a30) end)
 
     if wanted?("work"), do: work(any, tuple, alt, strings)
+    if wanted?("work"), do: work_slices(any, list, alt, strings, back, a30)
 
     map = Map.new(1..20_000, &{"key#{&1}", String.duplicate("v", 40)})
     {:ok, text} = JSON.encode(map)
@@ -140,6 +141,32 @@ defmodule Bench.Stall do
     IO.puts(
       "work: 300k-tuple error in a loop, a worker's time slice p50/p99 ours #{op50}/#{op99} µs, " <>
         "control #{cp50}/#{cp99} µs (was 749/907 µs: errors of ~1.6 µs were not reported to the VM)"
+    )
+  end
+
+  # How the rows' work is split: a long list's slices (each one normal-scheduler call), and the
+  # back-reference row's dirty call next to one bounded match alone (`is_valid` on serde_json).
+  def work_slices(any, list, alt, strings, back, a30) do
+    for {name, schema, term} <- [{"2M-element list", any, list}, {"2,000 strings", alt, strings}] do
+      {:more, _, n} = Native.schema_validate_slice(schema, term, 0)
+
+      {us, _} =
+        :timer.tc(fn -> for _ <- 1..50, do: Native.schema_validate_slice(schema, term, 0) end)
+
+      {all, _} = :timer.tc(fn -> for _ <- 1..5, do: Schema.validate(schema, term) end)
+
+      IO.puts(
+        "work: #{name}, a slice (#{n} elements, normal scheduler) #{Float.round(us / 50, 0)} µs, " <>
+          "all #{div(length(term) + n - 1, n)} slices #{Float.round(all / 5, 0)} µs"
+      )
+    end
+
+    {us, _} = :timer.tc(fn -> for _ <- 1..50, do: Native.schema_validate_dirty(back, a30) end)
+    {:ok, {_, match_ns}} = Native.bench_rust_validate(back, ~s("#{a30}"), 50)
+
+    IO.puts(
+      "work: ^(a*)*\\1b$ on 30 characters, a call (dirty) #{Float.round(us / 50, 0)} µs, " <>
+        "one bounded match alone #{Float.round(match_ns / 1000, 0)} µs"
     )
   end
 

@@ -107,11 +107,20 @@ defmodule CMDC.Tool.Schema do
   @doc """
   Validates a term against a compiled schema: `{:ok, args}` (the same term) or
   `{:error, errors}`. Terms that are not JSON give an error with keyword `"json"` naming the path.
+  Big terms are checked on a dirty scheduler; a long list whose elements the schema checks one
+  by one is checked a slice at a time on the caller's scheduler instead.
 
       iex> schema = CMDC.Tool.Schema.compile!(%{"type" => "object"})
       iex> {:error, [error]} = CMDC.Tool.Schema.validate(schema, %{"pid" => self()})
       iex> {error.path, error.keyword}
       {"/pid", "json"}
+
+      iex> schema = CMDC.Tool.Schema.compile!(%{"items" => %{"type" => "integer"}})
+      iex> list = Enum.to_list(1..100_000)
+      iex> {:ok, ^list} = CMDC.Tool.Schema.validate(schema, list)
+      iex> {:error, [error]} = CMDC.Tool.Schema.validate(schema, list ++ ["x"])
+      iex> error.path
+      "/100000"
   """
   @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
   def validate(schema, args) when is_list(args), do: validate_slices(schema, args, args, 0)
