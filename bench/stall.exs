@@ -161,6 +161,19 @@ defmodule Bench.Stall do
       )
     end
 
+    for {name, schema, term, n} <- [
+          {"2M-element list", any, list, 20},
+          {"2,000 strings", alt, strings, 500}
+        ] do
+      ours = charged(fn -> Schema.validate(schema, term) end, n)
+      control = charged(fn -> :erlang.binary_to_term(:erlang.term_to_binary(term)) end, n)
+
+      IO.puts(
+        "work: #{name}, reductions charged per ms of CPU (more: switched out sooner) " <>
+          "ours #{ours}, control #{control}"
+      )
+    end
+
     {us, _} = :timer.tc(fn -> for _ <- 1..50, do: Native.schema_validate_dirty(back, a30) end)
     {:ok, {_, match_ns}} = Native.bench_rust_validate(back, ~s("#{a30}"), 50)
 
@@ -168,6 +181,26 @@ defmodule Bench.Stall do
       "work: ^(a*)*\\1b$ on 30 characters, a call (dirty) #{Float.round(us / 50, 0)} µs, " <>
         "one bounded match alone #{Float.round(match_ns / 1000, 0)} µs"
     )
+  end
+
+  # Reductions a process looping over `work` is charged per ms of CPU the VM used: how long it
+  # holds a normal scheduler per time slice, in a figure the machine's load does not move (CPU
+  # time leaves out waiting). Exact with the schedulers' busy waiting off (their spinning is CPU
+  # too): ELIXIR_ERL_OPTIONS="+sbwt none +sbwtdcpu none +sbwtdio none".
+  defp charged(work, n) do
+    parent = self()
+
+    spawn(fn ->
+      work.()
+      {:reductions, r0} = Process.info(self(), :reductions)
+      {c0, _} = :erlang.statistics(:runtime)
+      for _ <- 1..n, do: work.()
+      {c1, _} = :erlang.statistics(:runtime)
+      {:reductions, r1} = Process.info(self(), :reductions)
+      send(parent, {:charged, div(r1 - r0, max(c1 - c0, 1))})
+    end)
+
+    receive do: ({:charged, per_ms} -> per_ms)
   end
 
   # p50 and p99 (µs) of the time one worker looping over `work` runs before it is switched out.
