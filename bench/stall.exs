@@ -7,6 +7,31 @@
 # `binary_to_term(term_to_binary(term))` on the same term. Target: ours <= control.
 # Then OS RSS (/proc/self/status) over rounds of concurrent 1 MB validations, next to the VM's
 # own figures and the native heap.
+#
+# Issue 26 (item 6 and the rows OVER on 2026-11-26 11:05, load ~1: 2M-element list p99 12.3 vs
+# 7.1 ms; pattern over 2,000 strings worst 9.2 vs 3.3, p99 4.0 vs 2.9 ms; back-reference worst
+# 2.5 vs 2.0, p99 1.2 vs 1.1 ms). Causes: the 2M-element list ran as one ~10 ms dirty call per
+# validation, its dirty schedulers competing with the normal ones for the 2 cores; the 2,000
+# strings ran as one ~400 µs normal-scheduler call charged 25% of a time slice (a literal
+# alternation's binary search was charged as a 4-unit leaf), so a worker held its scheduler ~1.6
+# ms per slice. Now a long top-level list is validated a slice per normal-scheduler call
+# (`schema_validate_slice`, ~12,000 program units: 1,200 of those strings in ~190 µs, 12,000
+# small elements in ~55 µs, each charged 30% of a slice) and the alternation is charged by its
+# depth (`MatchCost::one_of`). Reductions charged per ms of CPU (`work`, a figure the load does
+# not move): 2M-element list ours 11,100-15,500 vs control 5,300-6,500; 2,000 strings ours
+# 4,900-6,300 vs control 3,100-6,400 (before: ~2,500, one 400 µs call charged 1,000).
+# After, 12:13-12:24 with the CPUs 99% idle (1-minute load 1.7-2.6 falling from others' work),
+# each row run 2-4 times (run-to-run spread of the control alone: worst 1.5-3.4 / 4.0-9.5 /
+# 29-35 ms, p99 1.1-1.2 / 3.8-4.0 / 6.6-11.9 ms for the three rows):
+#   validate a 2M-element list   ours worst 1.4-5.1 p99 1.2-1.4 ms | control worst 29.3-35.1 p99 6.6-11.9 ms
+#   pattern over 2,000 strings   ours worst 2.2-3.6 p99 2.1-2.3 ms | control worst 4.0-9.5  p99 3.8-4.0 ms
+#   ^(a*)*\1b$ on 30 characters  ours worst 1.6-2.1 p99 1.0-1.6 ms | control worst 1.5-3.4  p99 1.1-1.2 ms
+# The back-reference row is still over on p99 (4 runs of 5 by 0.3-0.5 ms; worst within the
+# noise). Its work is one bounded match per call (`work`: the dirty call 384-396 µs best of 7,
+# jsonschema's is_valid alone 374-393 µs, two matches 762-795 µs), so what is left is where it
+# runs: the two dirty schedulers busy with it delay the normal scheduler that wakes the sleeper.
+# Running that match on a normal scheduler instead (an experiment, each call charged a whole
+# slice) measured worse: p99 2.2 vs 1.2 ms in the quietest run, 5.9-9.4 ms under load ~2.7.
 
 defmodule Bench.Stall do
   alias CMDC.Tool.{JSON, Native, Registry, Schema}
