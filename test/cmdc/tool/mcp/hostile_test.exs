@@ -239,6 +239,61 @@ defmodule CMDC.Tool.MCPHostileTest do
       IO.puts("atoms grew #{:erlang.system_info(:atom_count) - atoms} over 82,000 listed tools")
     end
 
+    test "2,000 tools: a stop leaves the VM as it was (modules, ETS rows, processes, " <>
+           "ports, OS processes, atoms); a second cycle adds nothing",
+         ctx do
+      # A first small cycle loads the code every cycle runs: what follows is the slots' alone.
+      cycle(ctx, "warmup", 10)
+      base = vm_state()
+      first = cycle(ctx, "first", 2_000)
+      one = vm_state()
+      second = cycle(ctx, "second", 2_000)
+      two = vm_state()
+      %{warm: warm} = Slots.stats()
+
+      IO.puts("""
+      \n2,000 tools, two start/stop cycles (warm pool #{warm}):
+        stop #{first.stop_ms} / #{second.stop_ms} ms; slots purged after #{first.settle_ms} / \
+      #{second.settle_ms} ms (in the background)
+        modules #{base.modules} -> #{first.loaded.modules} loaded -> #{one.modules} -> \
+      #{second.loaded.modules} -> #{two.modules}
+        ETS rows #{base.ets_rows} -> #{one.ets_rows} -> #{two.ets_rows}; processes \
+      #{base.processes} -> #{one.processes} -> #{two.processes}; ports #{base.ports} -> \
+      #{one.ports} -> #{two.ports}; OS children #{base.os_children} -> #{one.os_children} -> \
+      #{two.os_children}
+        atoms #{base.atoms} -> #{one.atoms} (+#{one.atoms - base.atoms}) -> #{two.atoms} \
+      (+#{two.atoms - one.atoms})
+      """)
+
+      for run <- [first, second] do
+        assert run.stop_ms < 1_000
+        assert run.settle == :ok
+        assert run.loaded.modules >= base.modules + 2_000 - warm
+      end
+
+      # The first cycle leaves at most the warm pool's slots loaded and makes at most one slot
+      # name per tool; the second leaves exactly what the first did and makes no atom.
+      new = MapSet.difference(one.loaded, base.loaded)
+
+      assert Enum.all?(
+               new,
+               &String.starts_with?(Atom.to_string(&1), "Elixir.CMDC.Tool.MCP.Tools.Slot")
+             )
+
+      assert MapSet.size(new) <= warm
+
+      # (the code server keeps an ETS row per loaded module: the warm slots' rows)
+      assert one.ets_rows - base.ets_rows == MapSet.size(new)
+      assert :ets.info(Slots, :size) == 0
+
+      assert Map.take(one, [:processes, :ports, :os_children]) ==
+               Map.take(base, [:processes, :ports, :os_children])
+
+      assert one.atoms - base.atoms <= 2_000
+      assert Map.drop(two, [:loaded]) == Map.drop(one, [:loaded])
+      assert two.loaded == one.loaded
+    end
+
     test "list_changed after every listing with 3,000 new names: relists are rate-limited",
          ctx do
       atoms = :erlang.system_info(:atom_count)
@@ -301,6 +356,50 @@ defmodule CMDC.Tool.MCPHostileTest do
       {:message_queue_len, queued} = Process.info(bad, :message_queue_len)
       calls = if rem(i, 10) == 0, do: [echo(good) | acc.calls], else: acc.calls
       %{peak: max(acc.peak, :erlang.memory(:total)), queue: max(acc.queue, queued), calls: calls}
+    end)
+  end
+
+  # Starts a client of `n` tools, stops it, waits for the slots beyond the warm pool to be
+  # purged; the stop's and the purge's times and the VM while the tools were loaded.
+  defp cycle(ctx, name, n) do
+    client = hostile(ctx, "many", n: n, name: name)
+    :ok = Client.await_ready(client, 60_000)
+    ^n = length(Client.tools(client))
+    loaded = vm_state()
+    {:ok, stop_ms} = timed(fn -> stop_supervised(name) end)
+    {settle, settle_ms} = timed(fn -> Slots.settle(120_000) end)
+    %{stop_ms: stop_ms, settle: settle, settle_ms: settle_ms, loaded: loaded}
+  end
+
+  defp vm_state do
+    loaded = MapSet.new(:code.all_loaded(), &elem(&1, 0))
+
+    %{
+      loaded: loaded,
+      modules: MapSet.size(loaded),
+      ets_rows: Enum.sum(Enum.map(:ets.all(), &(:ets.info(&1, :size) || 0))),
+      processes: length(Process.list()),
+      ports: length(Port.list()),
+      os_children: os_children(),
+      atoms: :erlang.system_info(:atom_count)
+    }
+  end
+
+  # Live OS processes whose parent is this VM.
+  defp os_children do
+    me = System.pid()
+
+    Path.wildcard("/proc/[0-9]*/stat")
+    |> Enum.count(fn stat ->
+      case File.read(stat) do
+        {:ok, text} ->
+          [_, rest] = String.split(text, ") ", parts: 2)
+          [state, ppid | _] = String.split(rest, " ")
+          ppid == me and state != "Z"
+
+        _ ->
+          false
+      end
     end)
   end
 
