@@ -53,10 +53,12 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   use GenServer
 
+  import Bitwise, only: [<<<: 2]
+
   require Logger
 
   alias CMDC.Tool.MCP
-  alias CMDC.Tool.MCP.HTTP.Auth
+  alias CMDC.Tool.MCP.HTTP.{Auth, Custom}
 
   @sweep_ms 60_000
 
@@ -99,6 +101,7 @@ defmodule CMDC.Tool.MCP.HTTP do
          table = :ets.new(__MODULE__, [:set, :public, read_concurrency: true]),
          {:ok, httpd} <- start_httpd(opts, table) do
       port = listen_port(httpd)
+      Custom.register(port, Keyword.get(opts, :max_body, 4 * 1024 * 1024))
       config = config(opts, port, auth)
       :ets.insert(table, [{:mcp, mcp}, {:config, config}])
       Process.send_after(self(), :sweep, @sweep_ms)
@@ -120,7 +123,13 @@ defmodule CMDC.Tool.MCP.HTTP do
       server_root: root,
       document_root: root,
       modules: [CMDC.Tool.MCP.HTTP.Handler],
+      # Bodies come to the handler in pieces, which times them (CMDC.Tool.MCP.HTTP.Body);
+      # a Content-Length over the limit is answered by the customize callback
+      # (CMDC.Tool.MCP.HTTP.Custom): httpd's own answers to both are HTML pages.
       max_body_size: Keyword.get(opts, :max_body, 4 * 1024 * 1024),
+      max_client_body_chunk: CMDC.Tool.MCP.HTTP.Body.piece_size(),
+      max_content_length: 1 <<< 62,
+      customize: CMDC.Tool.MCP.HTTP.Custom,
       max_header_size: Keyword.get(opts, :max_header_size, 16 * 1024),
       keep_alive_timeout: div(Keyword.get(opts, :idle_timeout_ms, 30_000) + 999, 1000),
       minimum_bytes_per_second: Keyword.get(opts, :min_bytes_per_second, 100),
@@ -156,7 +165,10 @@ defmodule CMDC.Tool.MCP.HTTP do
       allowed_origins: Keyword.get(opts, :allowed_origins, []),
       auth: Auth.put_resource(auth, "http://#{host}:#{port}#{path}"),
       context: Keyword.get(opts, :context),
-      max_sessions: Keyword.get(opts, :max_sessions, 10_000)
+      max_sessions: Keyword.get(opts, :max_sessions, 10_000),
+      max_body: Keyword.get(opts, :max_body, 4 * 1024 * 1024),
+      body_timeout_ms:
+        Keyword.get(opts, :body_timeout_ms, Keyword.get(opts, :idle_timeout_ms, 30_000))
     }
     |> Map.put(:session_idle_ms, Keyword.get(opts, :session_idle_ms, 3_600_000))
     |> Map.put(:working_dir, File.cwd!())
@@ -200,6 +212,7 @@ defmodule CMDC.Tool.MCP.HTTP do
   def terminate(_reason, state) do
     # Streams and calls live in httpd's request processes: stopping httpd ends them, and the
     # runner cancels each call whose caller died.
+    Custom.unregister(state.port)
     :inets.stop(:stand_alone, state.httpd)
   catch
     _, _ -> :ok
