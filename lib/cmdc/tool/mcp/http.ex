@@ -22,16 +22,17 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   Bound to 127.0.0.1; `Origin` must name a loopback host (or one in `:allowed_origins`), else
   403; on a loopback bind the `Host` must be a loopback name too (DNS rebinding); bodies over
-  `:max_body` (4 MiB) get 413; a connection idle for `:idle_timeout_ms` is closed, and one that
-  sends slower than `:min_bytes_per_second` is dropped; headers over `:max_header_size` are
-  refused. Authentication (`:auth`, see `CMDC.Tool.MCP.HTTP.Auth`): none, a bearer token, or
+  `:max_body` (4 MiB) get 413 and bodies not complete `:body_timeout_ms` after they began get
+  408, both as JSON-RPC errors (`CMDC.Tool.MCP.HTTP.Body`, which also says the few cases httpd
+  answers itself); a connection idle for `:idle_timeout_ms` is closed, and one that sends
+  slower than `:min_bytes_per_second` is dropped; headers over `:max_header_size` are refused. Authentication (`:auth`, see `CMDC.Tool.MCP.HTTP.Auth`): none, a bearer token, or
   OAuth 2.1 resource server (RFC 9728 metadata, RFC 7662 introspection, audience checked).
 
   ## Errors
 
   `start_link/1` answers `{:error, message}` when the server cannot start (a bad `:auth`
   setting, the port in use). Requests never stop the server: each bad one gets its HTTP status
-  (400, 401, 403, 404, 405, 413, 415) with a JSON-RPC error body saying what to fix; a tool's
+  (400, 401, 403, 404, 405, 408, 413, 415) with a JSON-RPC error body saying what to fix; a tool's
   own failure is a result with `isError: true`, as MCP defines it.
 
   ## Starting it
@@ -44,8 +45,8 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   Options: `:tools` (required), `:port` (0 picks a free one: `port/1`), `:ip` (a tuple,
   default `{127, 0, 0, 1}`), `:path` (`"/mcp"`), `:allowed_origins` (extra origins, e.g.
-  `"https://app.example.com"`), `:max_body`, `:max_header_size` (16 KiB), `:idle_timeout_ms`
-  (30,000), `:min_bytes_per_second` (100), `:auth`, `:list_changed`, `:page_size`,
+  `"https://app.example.com"`), `:max_body`, `:body_timeout_ms` (as `:idle_timeout_ms`),
+  `:max_header_size` (16 KiB), `:idle_timeout_ms` (30,000), `:min_bytes_per_second` (100), `:auth`, `:list_changed`, `:page_size`,
   `:server_name`, `:context` (a `CMDC.Context` for every call; by default one per session, or
   per request for stateless clients), `:session_idle_ms` (sessions unused that long are dropped;
   1 hour), `:max_sessions` (10,000), `:name`.
