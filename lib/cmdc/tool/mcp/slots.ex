@@ -11,8 +11,10 @@ defmodule CMDC.Tool.MCP.Slots do
 
   Leaving nothing behind: the pool keeps a few free slots loaded (the *warm* pool, 64 by
   default, `config :cmdc_tool, :mcp_warm_slots`); the pool's own process deletes and purges
-  the others after the stop has returned, a batch per message, so a request for slots waits
-  for one batch at most. A purged slot's name is reused (lowest first) before a new one is
+  the others once they have been free for 30 s (`:mcp_slot_linger_ms`: a server relisting
+  within that time, even one relisting as fast as `max_relists_per_minute` lets it, reuses
+  loaded slots and costs no purge), a batch per message, so a request for slots waits for one batch at
+  most. A purged slot's name is reused (lowest first) before a new one is
   made: the names, the only atoms slots cost, never outnumber the most remote tools held at
   once, which `max_total_tools` bounds (`CMDC.Tool.MCP.Client.Limits`), and a second start
   and stop of the same servers adds none.
@@ -129,20 +131,24 @@ defmodule CMDC.Tool.MCP.Slots do
   @impl true
   def init(_) do
     :ets.new(@table, [:named_table, :protected, :set, read_concurrency: true])
+    # After a restart the slots loaded by the previous process hold no data (the table went
+    # with it): free, to be reused or purged, and new names start above them.
+    left = for {module, _} <- :code.all_loaded(), slot?(module), do: module
+    made = Enum.reduce(left, 0, &max(index(&1) + 1, &2))
+    if left != [], do: send(self(), :trim)
 
     {:ok,
      %{
        # loaded free slots, oldest-freed first
-       free: :queue.new(),
+       free: :queue.from_list(Enum.map(left, &{&1, now() - linger()})),
        # names whose modules are purged: reused lowest first
        unloaded: :gb_sets.new(),
        # deleted, but some process still ran their old code: purged again later
        purging: [],
-       made: 0,
+       made: made,
        in_use: 0,
        holders: %{},
-       trimming: false,
-       warm: Application.get_env(:cmdc_tool, :mcp_warm_slots, 64)
+       trimming: left != []
      }}
   end
 
@@ -168,11 +174,11 @@ defmodule CMDC.Tool.MCP.Slots do
 
   def handle_call(:stats, _from, state) do
     loaded = state.made - :gb_sets.size(state.unloaded)
-    {:reply, %{in_use: state.in_use, loaded: loaded, made: state.made, warm: state.warm}, state}
+    {:reply, %{in_use: state.in_use, loaded: loaded, made: state.made, warm: warm()}, state}
   end
 
   def handle_call(:settled?, _from, state),
-    do: {:reply, :queue.len(state.free) <= state.warm and state.purging == [], state}
+    do: {:reply, :queue.len(state.free) <= warm() and state.purging == [], state}
 
   @impl true
   def handle_info({:DOWN, _, :process, pid, _}, state) do
@@ -198,7 +204,8 @@ defmodule CMDC.Tool.MCP.Slots do
     held = Enum.filter(Enum.uniq(modules), &held?/1)
     Enum.each(held, &:ets.delete(@table, &1))
     if held != [], do: Native.module_schema_drop(held)
-    free = Enum.reduce(held, state.free, &:queue.in/2)
+    now = now()
+    free = Enum.reduce(held, state.free, &:queue.in({&1, now}, &2))
     state = schedule_trim(%{state | free: free, in_use: state.in_use - length(held)})
 
     case state.holders do
@@ -222,12 +229,14 @@ defmodule CMDC.Tool.MCP.Slots do
   # --- leaving nothing behind: free slots beyond the warm pool are deleted and purged ------
 
   # A message to this process, so the trim runs after the caller's reply (a stop never waits
-  # for it) and requests for slots queued meanwhile are served between batches.
+  # for it) and requests for slots queued meanwhile are served between batches. A slot is
+  # purged once free for `linger` ms: a server that relists in a burst reuses loaded slots.
   defp schedule_trim(%{trimming: true} = state), do: state
 
   defp schedule_trim(state) do
-    if :queue.len(state.free) > state.warm do
-      send(self(), :trim)
+    if :queue.len(state.free) > warm() do
+      {:value, {_slot, freed}} = :queue.peek(state.free)
+      Process.send_after(self(), :trim, max(freed + linger() - now(), 0))
       %{state | trimming: true}
     else
       state
@@ -236,24 +245,40 @@ defmodule CMDC.Tool.MCP.Slots do
 
   defp trim(state) do
     {state, purged} = retry_purges(state)
-    excess = min(:queue.len(state.free) - state.warm, @trim_batch - purged)
-    {doomed, free} = if excess > 0, do: :queue.split(excess, state.free), else: {[], state.free}
-    state = Enum.reduce(:queue.to_list(doomed), %{state | free: free}, &unload/2)
+    {doomed, state} = doomed(state, @trim_batch - purged, now() - linger())
+    state = Enum.reduce(doomed, state, &unload/2)
     schedule_trim(state)
   end
 
+  # Up to `n` free slots beyond the warm pool, oldest-freed first, freed before `cutoff`.
+  defp doomed(state, n, cutoff) do
+    with true <- n > 0 and :queue.len(state.free) > warm(),
+         {{:value, {slot, freed}}, rest} when freed <= cutoff <- :queue.out(state.free) do
+      {more, state} = doomed(%{state | free: rest}, n - 1, cutoff)
+      {[slot | more], state}
+    else
+      _ -> {[], state}
+    end
+  end
+
+  defp now, do: System.monotonic_time(:millisecond)
+
+  # Read at each use, so a change (tests, benchmarks) applies at once.
+  defp warm, do: Application.get_env(:cmdc_tool, :mcp_warm_slots, 64)
+  defp linger, do: Application.get_env(:cmdc_tool, :mcp_slot_linger_ms, 30_000)
+
+  # Old code (none is expected) would make the delete fail: purged first. The name is free for
+  # reuse only once nothing of the module is left.
   defp unload(slot, state) do
+    if :erlang.check_old_code(slot), do: :code.soft_purge(slot)
     :code.delete(slot)
-    purged(slot, :code.soft_purge(slot), state)
+    purged(slot, :code.soft_purge(slot) and not :erlang.module_loaded(slot), state)
   end
 
   defp retry_purges(%{purging: []} = state), do: {state, 0}
 
   defp retry_purges(state) do
-    state =
-      Enum.reduce(state.purging, %{state | purging: []}, fn slot, state ->
-        purged(slot, :code.soft_purge(slot), state)
-      end)
+    state = Enum.reduce(state.purging, %{state | purging: []}, &unload/2)
 
     {state, @trim_batch}
   end
@@ -265,6 +290,8 @@ defmodule CMDC.Tool.MCP.Slots do
     if state.purging == [], do: Process.send_after(self(), :trim, @retry_ms)
     %{state | purging: [slot | state.purging]}
   end
+
+  defp slot?(module), do: String.starts_with?(Atom.to_string(module), @prefix)
 
   defp index(slot),
     do: slot |> Atom.to_string() |> String.replace_prefix(@prefix, "") |> String.to_integer()
@@ -294,7 +321,7 @@ defmodule CMDC.Tool.MCP.Slots do
 
   defp next_slot(state) do
     case :queue.out(state.free) do
-      {{:value, slot}, free} ->
+      {{:value, {slot, _freed}}, free} ->
         {slot, %{state | free: free}, false}
 
       {:empty, _} ->

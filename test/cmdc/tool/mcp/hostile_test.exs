@@ -235,15 +235,31 @@ defmodule CMDC.Tool.MCPHostileTest do
       IO.puts("2,000 tools: ready in #{ready_ms} ms, stopped in #{stop_ms} ms")
       assert stop_ms < 1_000
       assert Slots.stats().in_use <= in_use - 2_000
-      assert_raise ArgumentError, ~r/no longer holds an MCP tool/, fn -> first.name() end
+      # A freed slot says its tool is gone; once purged (in the background) it is no module.
+      try do
+        first.name()
+        flunk("a stopped server's tool still answers")
+      rescue
+        e in ArgumentError -> assert Exception.message(e) =~ "no longer holds an MCP tool"
+        UndefinedFunctionError -> :purged
+      end
+
       IO.puts("atoms grew #{:erlang.system_info(:atom_count) - atoms} over 82,000 listed tools")
     end
 
+    # Purging thousands of modules takes the code server a while (earlier tests leave many
+    # free slots to purge too): the time is the machine's, not the stop's.
+    @tag timeout: 600_000
     test "2,000 tools: a stop leaves the VM as it was (modules, ETS rows, processes, " <>
            "ports, OS processes, atoms); a second cycle adds nothing",
          ctx do
-      # A first small cycle loads the code every cycle runs: what follows is the slots' alone.
-      cycle(ctx, "warmup", 10)
+      # Free slots are purged once free for 30 s by default: at once here.
+      Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
+      on_exit(fn -> Application.delete_env(:cmdc_tool, :mcp_slot_linger_ms) end)
+      assert Slots.settle(300_000) == :ok
+      # A first small cycle loads the code every cycle runs and fills the warm pool (64 free
+      # slots stay loaded): what follows is the 2,000 tools' alone.
+      cycle(ctx, "warmup", 100)
       base = vm_state()
       first = cycle(ctx, "first", 2_000)
       one = vm_state()
@@ -271,27 +287,21 @@ defmodule CMDC.Tool.MCPHostileTest do
         assert run.loaded.modules >= base.modules + 2_000 - warm
       end
 
-      # The first cycle leaves at most the warm pool's slots loaded and makes at most one slot
-      # name per tool; the second leaves exactly what the first did and makes no atom.
-      new = MapSet.difference(one.loaded, base.loaded)
+      # Each cycle leaves the VM as it found it: as many modules (the warm pool's slots, which
+      # ones may change), ETS rows, processes, ports and OS processes. The first makes at most
+      # one slot name (atom) per tool, the second none.
+      slot? = &String.starts_with?(Atom.to_string(&1), "Elixir.CMDC.Tool.MCP.Tools.Slot")
 
-      assert Enum.all?(
-               new,
-               &String.starts_with?(Atom.to_string(&1), "Elixir.CMDC.Tool.MCP.Tools.Slot")
-             )
+      for {before, now} <- [{base, one}, {one, two}] do
+        assert Enum.all?(MapSet.difference(now.loaded, before.loaded), slot?)
+        assert Enum.count(now.loaded, slot?) <= warm
 
-      assert MapSet.size(new) <= warm
+        assert Map.drop(now, [:loaded, :atoms]) == Map.drop(before, [:loaded, :atoms])
+      end
 
-      # (the code server keeps an ETS row per loaded module: the warm slots' rows)
-      assert one.ets_rows - base.ets_rows == MapSet.size(new)
       assert :ets.info(Slots, :size) == 0
-
-      assert Map.take(one, [:processes, :ports, :os_children]) ==
-               Map.take(base, [:processes, :ports, :os_children])
-
       assert one.atoms - base.atoms <= 2_000
       assert Map.drop(two, [:loaded]) == Map.drop(one, [:loaded])
-      assert two.loaded == one.loaded
     end
 
     test "list_changed after every listing with 3,000 new names: relists are rate-limited",
@@ -367,7 +377,7 @@ defmodule CMDC.Tool.MCPHostileTest do
     ^n = length(Client.tools(client))
     loaded = vm_state()
     {:ok, stop_ms} = timed(fn -> stop_supervised(name) end)
-    {settle, settle_ms} = timed(fn -> Slots.settle(120_000) end)
+    {settle, settle_ms} = timed(fn -> Slots.settle(240_000) end)
     %{stop_ms: stop_ms, settle: settle, settle_ms: settle_ms, loaded: loaded}
   end
 
