@@ -13,9 +13,9 @@ defmodule CMDC.Tool.MCP.Slots do
   default, `config :cmdc_tool, :mcp_warm_slots`); the pool's own process deletes and purges
   the others once they have been free for 30 s (`:mcp_slot_linger_ms`: a server relisting
   within that time, even one relisting as fast as `max_relists_per_minute` lets it, reuses
-  loaded slots and costs no purge), a batch per message, so a request for slots waits for one batch at
-  most. A purged slot's name is reused (lowest first) before a new one is
-  made: the names, the only atoms slots cost, never outnumber the most remote tools held at
+  loaded slots and costs no purge), four per message, so a stop or a request for slots
+  arriving meanwhile waits for four purges at most. A purged slot's name is reused (lowest
+  first) before a new one is made: the names, the only atoms slots cost, never outnumber the most remote tools held at
   once, which `max_total_tools` bounds (`CMDC.Tool.MCP.Client.Limits`), and a second start
   and stop of the same servers adds none.
 
@@ -38,9 +38,10 @@ defmodule CMDC.Tool.MCP.Slots do
   # Slot modules made per code-loading commit: one commit waits for every scheduler, so a
   # batch keeps the number of commits low without one long stop of the world.
   @batch 500
-  # Slot modules deleted and purged per message: each takes a code barrier (~1-4 ms), so a
-  # batch of 16 keeps a request for slots waiting well under 100 ms behind a trim.
-  @trim_batch 16
+  # Slot modules deleted and purged per message: each delete and purge waits for a code
+  # barrier (2-4 ms quiet, 25 ms seen under load), so a stop or a request for slots arriving
+  # during a trim waits for 4 of them at most.
+  @trim_batch 4
   # A slot whose old code some process still runs is purged again this much later.
   @retry_ms 1_000
   @prefix "Elixir.CMDC.Tool.MCP.Tools.Slot"
