@@ -138,8 +138,8 @@ end
 # Free slots are purged once free for 30 s by default: at once here, to time the purge.
 Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
 Slots.settle(600_000)
-# Warm-up: the code every cycle runs is loaded once.
-cycle.("warmup", 10, :erlang.memory())
+# Warm-up: the code every cycle runs is loaded once, the warm pool filled.
+cycle.("warmup", 100, :erlang.memory())
 for pid <- Process.list(), do: :erlang.garbage_collect(pid)
 
 base = %{
