@@ -20,13 +20,14 @@
 # depth (`MatchCost::one_of`). Reductions charged per ms of CPU (`work`, a figure the load does
 # not move): 2M-element list ours 11,100-15,500 vs control 5,300-6,500; 2,000 strings ours
 # 4,900-6,300 vs control 3,100-6,400 (before: ~2,500, one 400 µs call charged 1,000).
-# After, 12:13-12:24 with the CPUs 99% idle (1-minute load 1.7-2.6 falling from others' work),
-# each row run 2-4 times (run-to-run spread of the control alone: worst 1.5-3.4 / 4.0-9.5 /
-# 29-35 ms, p99 1.1-1.2 / 3.8-4.0 / 6.6-11.9 ms for the three rows):
-#   validate a 2M-element list   ours worst 1.4-5.1 p99 1.2-1.4 ms | control worst 29.3-35.1 p99 6.6-11.9 ms
-#   pattern over 2,000 strings   ours worst 2.2-3.6 p99 2.1-2.3 ms | control worst 4.0-9.5  p99 3.8-4.0 ms
-#   ^(a*)*\1b$ on 30 characters  ours worst 1.6-2.1 p99 1.0-1.6 ms | control worst 1.5-3.4  p99 1.1-1.2 ms
-# The back-reference row is still over on p99 (4 runs of 5 by 0.3-0.5 ms; worst within the
+# After, 12:13-12:25 with the CPUs ~99% idle (1-minute load 1.6-2.6, falling from others' work),
+# each row run 4-7 times (run-to-run spread of the control alone: worst 14-35 / 3.8-9.5 /
+# 1.5-3.3 ms, p99 6.6-11.9 / 3.5-4.0 / 1.1-1.2 ms for the three rows):
+#   validate a 2M-element list   ours worst 1.4-5.3 p99 1.2-1.4 ms | control worst 14.0-35.1 p99 6.6-11.9 ms
+#   pattern over 2,000 strings   ours worst 2.2-4.8 p99 2.1-2.5 ms | control worst 3.8-9.5   p99 3.5-4.0 ms
+#   ^(a*)*\1b$ on 30 characters  ours worst 1.6-2.3 p99 1.0-1.6 ms | control worst 1.5-3.3   p99 1.1-1.2 ms
+# (pattern: 1 run of 6 over on worst, 4.2 vs 3.8 ms, inside the control's own spread).
+# The back-reference row is still over on p99 (6 runs of 7, by 0.3-0.5 ms; worst within the
 # noise). Its work is one bounded match per call (`work`: the dirty call 384-396 µs best of 7,
 # jsonschema's is_valid alone 374-393 µs, two matches 762-795 µs), so what is left is where it
 # runs: the two dirty schedulers busy with it delay the normal scheduler that wakes the sleeper.
