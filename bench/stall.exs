@@ -19,7 +19,7 @@
 # small elements in ~55 µs, each charged 30% of a slice) and the alternation is charged by its
 # depth (`MatchCost::one_of`). Reductions charged per ms of CPU (`work`, a figure the load does
 # not move): 2M-element list ours 11,100-15,500 vs control 5,300-6,500; 2,000 strings ours
-# 4,900-6,300 vs control 3,100-6,400 (before: ~2,500, one 400 µs call charged 1,000).
+# 4,900-6,300 vs control 3,100-6,400 (before, computed: one ~400 µs call charged 1,000, ~2,500).
 # After, 12:13-12:25 with the CPUs ~99% idle (1-minute load 1.6-2.6, falling from others' work),
 # each row run 4-7 times (run-to-run spread of the control alone: worst 14-35 / 3.8-9.5 /
 # 1.5-3.3 ms, p99 6.6-11.9 / 3.5-4.0 / 1.1-1.2 ms for the three rows):
