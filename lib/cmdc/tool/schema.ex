@@ -39,6 +39,11 @@ defmodule CMDC.Tool.Schema do
   """
 
   alias CMDC.Tool.Native
+
+  # How long a queued backtracking match may take before the caller runs it itself (a task is
+  # ~0.4 ms of CPU; the wait covers a full queue on a loaded machine, where its threads, at the
+  # lowest priority, get a small share of the cores).
+  @queued_ms 10_000
   require Native
 
   @typedoc "A compiled schema: a reference to the native validator."
@@ -124,7 +129,38 @@ defmodule CMDC.Tool.Schema do
   """
   @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
   def validate(schema, args) when is_list(args), do: validate_slices(schema, args, args, 0)
-  def validate(schema, args), do: Native.with_dirty(schema_validate(schema, args))
+  def validate(schema, args), do: validate_whole(schema, args)
+
+  # One native call on the caller's scheduler; over its budget, the dirty twin; a backtracking
+  # pattern match (`{:error, :deferred}`), the native library's low-priority threads.
+  defp validate_whole(schema, args) do
+    case Native.schema_validate(schema, args) do
+      {:error, :yield} -> Native.schema_validate_dirty(schema, args)
+      {:error, :deferred} -> validate_queued(schema, args)
+      result -> result
+    end
+  end
+
+  # The match runs on a thread the OS runs at the lowest priority (native `backtrack.rs`): on a
+  # dirty scheduler it competed with the normal schedulers for the cores and delayed every
+  # process (bench/stall.exs). Each queued task is answered unless this process is dead; a
+  # full queue, or no answer in @queued_ms (a lost thread), takes the dirty call.
+  defp validate_queued(schema, args) do
+    ref = make_ref()
+
+    case Native.schema_validate_queued(schema, args, ref) do
+      :ok ->
+        receive do
+          {^ref, {:ok, _copy}} -> {:ok, args}
+          {^ref, result} -> result
+        after
+          @queued_ms -> Native.schema_validate_dirty(schema, args)
+        end
+
+      {:error, :busy} ->
+        Native.schema_validate_dirty(schema, args)
+    end
+  end
 
   # A list whose elements the schema checks one by one is validated a slice of elements per
   # native call on the caller's scheduler, where the VM runs other processes between slices
@@ -135,7 +171,7 @@ defmodule CMDC.Tool.Schema do
     case Native.schema_validate_slice(schema, rest, index) do
       :done -> {:ok, list}
       {:more, rest, index} -> validate_slices(schema, list, rest, index)
-      :undecided -> Native.with_dirty(schema_validate(schema, list))
+      :undecided -> validate_whole(schema, list)
     end
   end
 

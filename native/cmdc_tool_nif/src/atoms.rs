@@ -4,6 +4,8 @@ rustler::atoms! {
     ok,
     error,
     r#yield = "yield",
+    deferred,
+    busy,
     nil,
     true_atom = "true",
     false_atom = "false",

@@ -4,6 +4,7 @@
 //! `CMDC.Tool.Native.Testing` adds to `CMDC.Tool.Native` in the same builds.
 
 pub mod atoms;
+pub mod backtrack;
 pub mod beam;
 pub mod compiled;
 pub mod discovery;
