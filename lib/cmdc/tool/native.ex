@@ -101,6 +101,7 @@ defmodule CMDC.Tool.Native do
 
   # backtrack.rs
   def schema_validate_queued(_schema, _args, _reference), do: err()
+  def schema_validate_cancel(_ticket), do: err()
 
   # modules.rs
   def module_schema(_module, _kind, _md5), do: err()

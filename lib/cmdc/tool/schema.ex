@@ -40,10 +40,9 @@ defmodule CMDC.Tool.Schema do
 
   alias CMDC.Tool.Native
 
-  # How long a queued backtracking match may take before the caller runs it itself (a task is
-  # ~0.4 ms of CPU; the wait covers a full queue on a loaded machine, where its threads, at the
-  # lowest priority, get a small share of the cores).
-  @queued_ms 10_000
+  # How long a queued backtracking match may wait before the caller runs it itself: a task is
+  # ~0.4 ms of CPU, a full queue (64) ~26 ms on a free core.
+  @queued_ms 250
   require Native
 
   @typedoc "A compiled schema: a reference to the native validator."
@@ -141,26 +140,37 @@ defmodule CMDC.Tool.Schema do
     end
   end
 
-  # The match runs on a thread the OS runs at the lowest priority (native `backtrack.rs`): on a
-  # dirty scheduler it competed with the normal schedulers for the cores and delayed every
-  # process (bench/stall.exs). Each queued task is answered unless this process is dead; a
-  # full queue, or no answer in @queued_ms (a lost thread), takes the dirty call.
+  # The match runs on a thread the OS runs only when nothing else wants the core (native
+  # `backtrack.rs`): on a dirty scheduler it competed with the normal schedulers for the cores
+  # and delayed every process (bench/stall.exs). A full queue takes the dirty call at once; no
+  # answer within @queued_ms (a machine too busy to leave the thread any time) cancels the task
+  # (then no message comes, unless it was already sent) and takes the dirty call.
   defp validate_queued(schema, args) do
     ref = make_ref()
 
     case Native.schema_validate_queued(schema, args, ref) do
-      :ok ->
+      {:ok, ticket} ->
         receive do
-          {^ref, {:ok, _copy}} -> {:ok, args}
-          {^ref, result} -> result
+          {^ref, result} -> queued_result(result, args)
         after
-          @queued_ms -> Native.schema_validate_dirty(schema, args)
+          @queued_ms -> cancel_queued(ticket, ref, schema, args)
         end
 
       {:error, :busy} ->
         Native.schema_validate_dirty(schema, args)
     end
   end
+
+  defp cancel_queued(ticket, ref, schema, args) do
+    case Native.schema_validate_cancel(ticket) do
+      :sent -> receive do: ({^ref, result} -> queued_result(result, args))
+      :cancelled -> Native.schema_validate_dirty(schema, args)
+    end
+  end
+
+  # The task validated a copy: a valid term is answered as the caller's own.
+  defp queued_result({:ok, _copy}, args), do: {:ok, args}
+  defp queued_result(result, _args), do: result
 
   # A list whose elements the schema checks one by one is validated a slice of elements per
   # native call on the caller's scheduler, where the VM runs other processes between slices

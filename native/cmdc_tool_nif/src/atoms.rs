@@ -6,6 +6,7 @@ rustler::atoms! {
     r#yield = "yield",
     deferred,
     busy,
+    sent,
     nil,
     true_atom = "true",
     false_atom = "false",

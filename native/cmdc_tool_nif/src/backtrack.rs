@@ -2,14 +2,15 @@
 //! bounded but long (~0.4 ms for `^(a*)*\1b$` on 30 characters) and cannot be cut into slices:
 //! on a dirty CPU scheduler it competes at the same priority with the normal schedulers for
 //! the cores, which delays every process (issue 26 item 6). Here it runs on a few threads of
-//! the NIF's own at the lowest priority (`nice 19`), which the OS runs when the schedulers
-//! leave a core idle; the caller waits in `receive` (`CMDC.Tool.Schema.validate/2`), so it
+//! the NIF's own at the lowest priority (`SCHED_IDLE`), which the OS runs only when nothing
+//! else wants the core; the caller waits in `receive` (`CMDC.Tool.Schema.validate/2`), so it
 //! stays a synchronous call with the dirty call's results and errors.
 //!
-//! Nothing is left behind: a task whose caller died is dropped unrun when a thread takes it; a
-//! full queue (`:busy`) or a pool that could not start makes the caller take the dirty call
-//! instead; a panic in a match is caught and answered as an error, so every task of a live
-//! caller is answered.
+//! Nothing is left behind and nothing hangs: a task whose caller died (or cancelled it) is
+//! dropped unrun when a thread takes it, and never answered once cancelled; a full queue
+//! (`:busy`) or a pool that could not start makes the caller take the dirty call at once; a
+//! caller not answered in time (threads starved by a busy machine, since any other work comes
+//! first) cancels and takes the dirty call; a panic in a match is answered as an error.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,7 +42,42 @@ struct Task {
     args: SavedTerm,
     reference: SavedTerm,
     pid: LocalPid,
+    state: Arc<Mutex<Settled>>,
 }
+
+/// Where a queued task stands, shared by the task and the caller's [`Ticket`]: the thread
+/// sends the answer only while `Waiting`, under the lock, so a caller that cancelled never gets
+/// a late message, and one told `Sent` has the answer in its mailbox.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    Waiting,
+    Sent,
+    Cancelled,
+}
+
+/// The caller's handle on its queued task: cancelled when dropped (the caller died, or let go
+/// of it), or by `schema_validate_cancel/1`.
+pub struct Ticket(Arc<Mutex<Settled>>);
+
+impl Ticket {
+    /// Cancels the task unless its answer was sent; the state it settled in.
+    fn cancel(&self) -> Settled {
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if *state == Settled::Waiting {
+            *state = Settled::Cancelled;
+        }
+        *state
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+#[rustler::resource_impl]
+impl rustler::Resource for Ticket {}
 
 /// Tasks queued, run, dropped because their caller had died, and running or waiting now.
 #[derive(Default)]
@@ -117,22 +153,27 @@ fn lower_priority() {
 }
 
 fn run(mut task: Task) {
-    let alive = task.env.run(|env| env.is_process_alive(task.pid));
-    if !alive {
+    let waiting = *task.state.lock().unwrap_or_else(|e| e.into_inner()) == Settled::Waiting;
+    if !waiting || !task.env.run(|env| env.is_process_alive(task.pid)) {
         COUNTS.dropped.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let (schema, args, reference) = (&task.schema, &task.args, &task.reference);
-    // Sending clears the env: the result is built and sent in one closure.
-    let _ = task.env.send_and_clear(&task.pid, |env| {
-        let args = args.load(env);
-        let result =
-            catch_unwind(AssertUnwindSafe(|| answer(env, schema, args))).unwrap_or_else(|_| {
+    let message = task.env.run(|env| {
+        let args = task.args.load(env);
+        let result = catch_unwind(AssertUnwindSafe(|| answer(env, &task.schema, args)))
+            .unwrap_or_else(|_| {
                 Error::Message("the pattern match failed inside the native library".into())
                     .to_tuple(env)
             });
-        (reference.load(env), result)
+        task.env.save((task.reference.load(env), result))
     });
+    let mut state = task.state.lock().unwrap_or_else(|e| e.into_inner());
+    if *state == Settled::Cancelled {
+        COUNTS.dropped.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let _ = task.env.send_and_clear(&task.pid, |env| message.load(env));
+    *state = Settled::Sent;
     COUNTS.ran.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -145,7 +186,8 @@ fn answer<'a>(env: Env<'a>, schema: &Schema, args: Term<'a>) -> Term<'a> {
 }
 
 /// Queues `value`'s deferred match for `schema`; the result arrives as `{reference, result}`.
-/// `:ok`, or `{:error, :busy}` (queue full, no thread): the caller takes the dirty call.
+/// `{:ok, ticket}` (keep it until the answer came: dropping it cancels the task), or
+/// `{:error, :busy}` (queue full, no thread): the caller takes the dirty call.
 #[rustler::nif]
 fn schema_validate_queued<'a>(
     env: Env<'a>,
@@ -157,6 +199,7 @@ fn schema_validate_queued<'a>(
     let Some(tx) = queue() else {
         return busy();
     };
+    let state = Arc::new(Mutex::new(Settled::Waiting));
     let task_env = OwnedEnv::new();
     let task = Task {
         schema,
@@ -164,12 +207,23 @@ fn schema_validate_queued<'a>(
         reference: task_env.save(reference),
         env: task_env,
         pid: env.pid(),
+        state: state.clone(),
     };
     match tx.try_send(task) {
         Ok(()) => {
             COUNTS.queued.fetch_add(1, Ordering::Relaxed);
-            atoms::ok().encode(env)
+            (atoms::ok(), ResourceArc::new(Ticket(state))).encode(env)
         }
         Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => busy(),
+    }
+}
+
+/// Cancels a queued task: `:cancelled` (no answer will come) or `:sent` (its answer is in the
+/// caller's mailbox already).
+#[rustler::nif]
+fn schema_validate_cancel(ticket: ResourceArc<Ticket>) -> rustler::Atom {
+    match ticket.cancel() {
+        Settled::Sent => atoms::sent(),
+        _ => atoms::cancelled(),
     }
 }
