@@ -25,14 +25,15 @@ use crate::error::Error;
 use crate::schema::{validate_term, Schema};
 use crate::term::Budget;
 
-/// Threads taking tasks: one per core of the machine this was measured on (2), so a burst of
-/// callers still finishes at the dirty schedulers' pace when the cores are free.
+/// Threads taking tasks: one, so a core is always left to the VM's schedulers. Measured on 2
+/// cores (bench/stall.exs, the back-reference row, interleaved runs): one thread p99 lateness
+/// 1.1-1.2 ms, two 1.8-2.3 ms (a scheduler waking on a core the thread holds still pays a
+/// switch). Concurrent callers queue: ~0.4 ms each, 64 at most (~26 ms), then the dirty call.
 const THREADS: usize = 1;
 /// Tasks waiting at most; more callers take the dirty call (each waiting task holds a copy of
 /// its arguments, which a normal call could read, so this bounds memory too).
 const QUEUE: usize = 64;
-/// The OS priority of the threads (`nice` 19: the lowest; a nice-0 thread gets ~70 times its
-/// share of a contended core).
+/// The thread's priority where `SCHED_IDLE` is refused (`nice` 19, the lowest).
 const NICE: i32 = 19;
 
 /// One match to run: the caller's arguments copied into `env`, answered as `{reference, result}`.
@@ -135,10 +136,10 @@ fn work(rx: &Mutex<Receiver<Task>>) {
 }
 
 /// `SCHED_IDLE` for this thread alone (Linux: a thread's own policy), else `nice 19`; if both
-/// are refused the thread keeps the VM's priority (as a dirty scheduler's). `SCHED_IDLE`, not
-/// only a low nice: a scheduler thread waking (a timer, a message) preempts an idle-policy
-/// thread at once, where under EEVDF it may wait for a nice-19 thread's slice (~0.7 ms),
-/// which measured no better than the dirty call (bench/stall.exs header).
+/// are refused the thread keeps the VM's priority (as a dirty scheduler's). `SCHED_IDLE`
+/// because the kernel lets any waking thread of another policy (a scheduler woken by a timer
+/// or a message) preempt it at once; `nice 19` alone (two threads) measured p99 1.0-1.8 ms,
+/// no better than the dirty call.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     #[allow(unsafe_code)]
