@@ -139,6 +139,99 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     end
   end
 
+  describe "hostile HTTP answers are bounded whatever their status (issue 23)" do
+    setup do
+      case System.find_executable("python3") do
+        nil -> {:ok, skip: "python3 is not installed"}
+        python -> {:ok, python: python}
+      end
+    end
+
+    # mode, the call's time-out, what its error says, and whether the answer is cut before
+    # that time-out (a flood's first 64 kB are enough) or by it.
+    for {mode, timeout, expected, cut?} <- [
+          {"error_flood", 10_000, "MCP server error_flood: HTTP 500 from", true},
+          {"chunked_error", 10_000, "MCP server chunked_error: HTTP 400 from", true},
+          {"silent_sse", 3_000, "timed out after 3000 ms", false},
+          {"trickle", 3_000, "timed out after 3000 ms", false}
+        ] do
+      test "#{mode}: a clear error within the time-out, the connection closed, memory " <>
+             "bounded, a stdio server answering meanwhile",
+           ctx do
+        good = good_stdio(ctx.python)
+        url = hostile(ctx.python, unquote(mode))
+        client = start_client(unquote(mode), url)
+        assert :ok = Client.await_ready(client)
+        assert :ok = Client.await_ready(good)
+        :erlang.garbage_collect()
+        before = :erlang.memory(:total)
+
+        {result, ms, watch} =
+          during(
+            fn -> Client.call_tool(client, "call", %{}, timeout: unquote(timeout)) end,
+            fn -> Client.call_tool(good, "echo", %{"text" => "still here"}) end
+          )
+
+        growth = Float.round((watch.peak - before) / 1_048_576, 1)
+        {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
+
+        IO.puts(
+          "\n#{unquote(mode)}: #{inspect(result)} after #{ms} ms; memory growth peak " <>
+            "#{growth} MB; connections the server saw closed: #{closed}; the stdio " <>
+            "server's #{length(watch.calls)} calls meanwhile: #{inspect(Enum.uniq(watch.calls))}"
+        )
+
+        assert {:error, message} = result
+        assert message =~ unquote(expected)
+        assert ms < unquote(timeout) + 1_000
+        if unquote(cut?), do: assert(ms < unquote(timeout) - 1_000)
+        assert closed >= 1
+        assert growth < 100
+        assert watch.calls != []
+
+        assert Enum.all?(
+                 watch.calls,
+                 &match?({:ok, %{"content" => [%{"text" => "still here"}]}}, &1)
+               )
+
+        assert Client.info(client).status == :ready
+      end
+    end
+  end
+
+  defp good_stdio(python) do
+    start_supervised!(
+      {Client, name: "good", transport: {:stdio, %{command: python, args: [@script, "good"]}}},
+      id: "good"
+    )
+  end
+
+  # Runs `hostile` in a task; meanwhile samples memory every 50 ms and runs `other` every
+  # 250 ms (at least once).
+  defp during(hostile, other) do
+    task = Task.async(fn -> timed(hostile) end)
+    watch = watch(task, other, %{peak: :erlang.memory(:total), calls: []}, 0)
+    {result, ms} = Task.await(task, :infinity)
+    {result, ms, %{watch | calls: Enum.reverse(watch.calls)}}
+  end
+
+  defp watch(task, other, acc, i) do
+    acc = %{acc | peak: max(acc.peak, :erlang.memory(:total))}
+    acc = if rem(i, 5) == 0, do: %{acc | calls: [other.() | acc.calls]}, else: acc
+
+    case Task.yield(task, 50) do
+      nil -> watch(task, other, acc, i + 1)
+      reply -> send(self(), {task.ref, elem(reply, 1)}) && acc
+    end
+  end
+
+  defp wait_closed(url, ms) do
+    case stats(url) do
+      {:ok, %{"closed" => n}} when n >= 1 or ms <= 0 -> stats(url)
+      _ -> Process.sleep(100) && wait_closed(url, ms - 100)
+    end
+  end
+
   defp stats(url) do
     {:ok, {{_, 200, _}, _, body}} =
       :httpc.request(
