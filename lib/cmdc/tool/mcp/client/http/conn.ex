@@ -26,7 +26,16 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
       {[{:data, "cde"}, :done], %{conn | phase: :done, buffer: ""}}
   """
 
-  defstruct [:socket, :mod, :method, phase: :status, buffer: "", status: nil, headers: []]
+  defstruct [
+    :socket,
+    :mod,
+    :method,
+    phase: :status,
+    buffer: "",
+    status: nil,
+    headers: [],
+    head: 0
+  ]
 
   @type t :: %__MODULE__{}
   @type event :: {:head, 100..999, [{String.t(), String.t()}]} | {:data, binary()} | :done
@@ -41,7 +50,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
   @doc """
   Sends `method` to `uri` with `headers` and `body` from a new process; the answer to the
   owner (the caller) is the message `{:cmdc_mcp_conn, ref, result}`. Returns `{ref, pid}`;
-  killing `pid` before that message aborts the attempt.
+  killing `pid` before that message aborts the attempt. Options: `:connect_timeout` (ms,
+  default 10 s), `:cacerts` (DER certificates trusted instead of the system's).
   """
   @spec open(URI.t(), String.t(), [{String.t(), String.t()}], iodata(), keyword()) ::
           {reference(), pid()}
@@ -62,7 +72,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
 
   defp connect_and_send(owner, uri, method, headers, body, opts) do
     with {:ok, request} <- request(uri, method, headers, body),
-         {:ok, mod, socket} <- connect(uri, Keyword.get(opts, :connect_timeout, 10_000)) do
+         {:ok, mod, socket} <- connect(uri, opts) do
       with :ok <- tag(mod.send(socket, request), :send),
            :ok <- tag(mod.controlling_process(socket, owner), :send) do
         {:ok, %__MODULE__{socket: socket, mod: mod, method: method}}
@@ -83,21 +93,23 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     send_timeout_close: true
   ]
 
-  defp connect(%URI{scheme: "http", host: host, port: port}, timeout) do
-    case :gen_tcp.connect(address(host), port, @socket_opts, timeout) do
+  defp connect(%URI{scheme: "http", host: host, port: port}, opts) do
+    case :gen_tcp.connect(address(host), port, @socket_opts, timeout(opts)) do
       {:ok, socket} -> {:ok, :gen_tcp, socket}
       {:error, reason} -> {:error, {:connect, reason}}
     end
   end
 
-  defp connect(%URI{scheme: "https", host: host, port: port}, timeout) do
-    with {:ok, tls} <- tls_options(host),
-         {:ok, socket} <- :ssl.connect(address(host), port, @socket_opts ++ tls, timeout) do
+  defp connect(%URI{scheme: "https", host: host, port: port}, opts) do
+    with {:ok, tls} <- tls_options(host, opts[:cacerts]),
+         {:ok, socket} <- :ssl.connect(address(host), port, @socket_opts ++ tls, timeout(opts)) do
       {:ok, :ssl, socket}
     else
       {:error, reason} -> {:error, {:connect, reason}}
     end
   end
+
+  defp timeout(opts), do: Keyword.get(opts, :connect_timeout, 10_000)
 
   defp address(host) do
     case :inet.parse_address(String.to_charlist(host)) do
@@ -106,19 +118,17 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     end
   end
 
-  # Verified TLS: the system's CA store, SNI for names (not IP literals), and RFC 6125
-  # hostname matching as browsers do it.
-  defp tls_options(host) do
+  # Verified TLS: the given or system CA store, SNI for names, and RFC 6125 hostname matching
+  # as browsers do it (`:ssl` checks an IP literal against the certificate's IP addresses: no
+  # `server_name_indication` is set for one, since `:disable` would also skip that check).
+  defp tls_options(host, cacerts) do
     sni =
-      case address(host) do
-        name when is_list(name) -> [server_name_indication: name]
-        _ip -> [server_name_indication: :disable]
-      end
+      if is_list(address(host)), do: [server_name_indication: String.to_charlist(host)], else: []
 
     {:ok,
      [
        verify: :verify_peer,
-       cacerts: :public_key.cacerts_get(),
+       cacerts: cacerts || :public_key.cacerts_get(),
        depth: 10,
        customize_hostname_check: [match_fun: :public_key.pkix_verify_hostname_match_fun(:https)]
      ] ++ sni}
@@ -210,11 +220,15 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     end
   end
 
+  defp step(%{phase: :headers, head: head}, _acc) when head > @max_head,
+    do: {:error, "an HTTP head over #{@max_head} bytes"}
+
   defp step(%{phase: :headers} = c, acc) do
     case :erlang.decode_packet(:httph_bin, c.buffer, packet_size: @max_line) do
       {:ok, {:http_header, _, name, _, value}, rest} ->
         header = {String.downcase(to_string(name)), value}
-        step(%{c | buffer: rest, headers: [header | c.headers]}, acc)
+        head = c.head + byte_size(c.buffer) - byte_size(rest)
+        step(%{c | buffer: rest, headers: [header | c.headers], head: head}, acc)
 
       {:ok, :http_eoh, rest} ->
         head_done(%{c | buffer: rest, headers: Enum.reverse(c.headers)}, acc)
