@@ -2,7 +2,8 @@
 
 Usage: python3 mcp_hostile.py MODE [N]          (stdio; standard library only)
        python3 mcp_hostile.py http MODE PORT    (Streamable HTTP, modern era; the modes of
-                                                 `tools/call`: endless_sse, huge_body, ANSWERS)
+                                                 `tools/call`: endless_sse, huge_body, ANSWERS;
+                                                 list_ + an ANSWERS key: that for tools/list)
 
 Every stdio mode speaks the legacy handshake (`server/discover` gets -32601, as an older server
 answers) and then misbehaves as its name says; `good` does not misbehave at all.
@@ -151,6 +152,8 @@ def http(mode, port):
                 return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {
                     "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                     "resultType": "complete"}})
+            if method == "tools/list" and mode.startswith("list_"):
+                return self.endless(*ANSWERS[mode[len("list_"):]])
             if method == "tools/list":
                 return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {
                     "tools": [tool("call")], "resultType": "complete"}})

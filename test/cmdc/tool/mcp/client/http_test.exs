@@ -148,7 +148,8 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     end
 
     # mode, the call's time-out, what its error says, and whether the answer is cut before
-    # that time-out (a flood's first 64 kB are enough) or by it.
+    # that time-out (a flood's first 64 kB are enough) or by it. Calls follow each other for
+    # 3 s (one call for the modes cut by the time-out).
     for {mode, timeout, expected, cut?} <- [
           {"error_flood", 10_000, "MCP server error_flood: HTTP 500 from", true},
           {"chunked_error", 10_000, "MCP server chunked_error: HTTP 400 from", true},
@@ -166,23 +167,34 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
         :erlang.garbage_collect()
         before = :erlang.memory(:total)
 
-        {result, ms, watch} =
+        call = fn ->
+          timed(fn -> Client.call_tool(client, "call", %{}, timeout: unquote(timeout)) end)
+        end
+
+        {results, _, watch} =
           during(
-            fn -> Client.call_tool(client, "call", %{}, timeout: unquote(timeout)) end,
+            fn -> repeat_for(call, 3_000, []) end,
             fn -> Client.call_tool(good, "echo", %{"text" => "still here"}) end
           )
+
+        {result, _} = hd(results)
+        ms = results |> Enum.map(&elem(&1, 1)) |> Enum.max()
 
         growth = Float.round((watch.peak - before) / 1_048_576, 1)
         {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
 
         IO.puts(
-          "\n#{unquote(mode)}: #{inspect(result)} after #{ms} ms; memory growth peak " <>
+          "\n#{unquote(mode)}: #{length(results)} calls, the slowest #{ms} ms, each " <>
+            "#{inspect(result)}; memory growth peak " <>
             "#{growth} MB; connections the server saw closed: #{closed}; the stdio " <>
             "server's #{length(watch.calls)} calls meanwhile: #{inspect(Enum.uniq(watch.calls))}"
         )
 
-        assert {:error, message} = result
-        assert message =~ unquote(expected)
+        for {result, _} <- results do
+          assert {:error, message} = result
+          assert message =~ unquote(expected)
+        end
+
         assert ms < unquote(timeout) + 1_000
         if unquote(cut?), do: assert(ms < unquote(timeout) - 1_000)
         assert closed >= 1
@@ -197,6 +209,25 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
         assert Client.info(client).status == :ready
       end
     end
+
+    for {mode, expected} <- [
+          {"list_trickle", "tools/list unanswered after 2000 ms"},
+          {"list_error_flood", "HTTP 500 from"}
+        ] do
+      test "#{mode}: the client's own tools/list fails with its server, its connection closed",
+           ctx do
+        url = hostile(ctx.python, unquote(mode))
+        client = start_client(unquote(mode), url, limits: [request_timeout: 2_000])
+        {result, ms} = timed(fn -> Client.await_ready(client, 10_000) end)
+        assert {:error, message} = result
+        assert message =~ "MCP server #{unquote(mode)}"
+        assert message =~ unquote(expected)
+        assert ms < 3_000
+        assert {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
+        IO.puts("\n#{unquote(mode)}: failed after #{ms} ms, connections closed: #{closed}")
+        assert closed >= 1
+      end
+    end
   end
 
   defp good_stdio(python) do
@@ -205,6 +236,13 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       id: "good"
     )
   end
+
+  defp repeat_for(fun, ms, acc) when ms > 0 do
+    {_, took} = result = fun.()
+    repeat_for(fun, ms - took, [result | acc])
+  end
+
+  defp repeat_for(_fun, _ms, acc), do: acc
 
   # Runs `hostile` in a task; meanwhile samples memory every 50 ms and runs `other` every
   # 250 ms (at least once).
