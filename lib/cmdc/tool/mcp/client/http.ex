@@ -245,7 +245,13 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   defp socket_event(:closed, ref, entry, t), do: ended(Conn.closed(entry.conn), ref, entry, t)
-  defp socket_event({:error, _}, ref, entry, t), do: ended({:cut, :body}, ref, entry, t)
+  # A socket error (a reset) cuts the answer wherever it was, even one framed by the close.
+  defp socket_event({:error, _}, ref, entry, t) do
+    case Conn.closed(entry.conn) do
+      :done -> ended({:cut, :body}, ref, entry, t)
+      cut -> ended(cut, ref, entry, t)
+    end
+  end
 
   # The response's parts in order, while its request lives. Messages decoded along the way are
   # gathered; an end (failed, lost) after some of them is delivered as the next event, since
