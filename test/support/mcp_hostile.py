@@ -173,6 +173,14 @@ def http(mode, port):
                 except (BrokenPipeError, ConnectionResetError):
                     STATS["closed"] += 1
                     return
+            if mode == "answer_linger":
+                # the response, then the stream kept open with keep-alives for ever
+                answer = json.dumps({"jsonrpc": "2.0", "id": id_, "result": {
+                    "content": [{"type": "text", "text": "answered"}]}})
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 b"Content-Length: 1000000000\r\n\r\n")
+                self.wfile.write(b"data: %s\n\n" % answer.encode())
+                return self.endless(None, [], b": keep-alive\n\n", 0.2, False)
             if mode in ANSWERS:
                 return self.endless(*ANSWERS[mode])
             if mode == "huge_body":
@@ -192,13 +200,14 @@ def http(mode, port):
         # `piece` (one bytes object, written again and again: nothing is allocated per write).
         # It stops when the client closes the connection, and counts that in STATS.
         def endless(self, status, headers, piece, pace, chunked):
-            self.send_response(status)
-            for name, value in headers:
-                self.send_header(name, value)
-            if chunked:
-                self.send_header("Transfer-Encoding", "chunked")
-                piece = b"%x\r\n%s\r\n" % (len(piece), piece)
-            self.end_headers()
+            if status is not None:  # None: the head is sent already
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    piece = b"%x\r\n%s\r\n" % (len(piece), piece)
+                self.end_headers()
             try:
                 while True:
                     self.wfile.write(piece)

@@ -394,8 +394,14 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     last_id = Enum.find_value(Enum.reverse(events), & &1.id) || t.last_event_id
     messages = Enum.flat_map(events, &decode_event/1)
     answered? = entry.answered? or Enum.any?(messages, &answers?(&1, entry))
-    entry = %{entry | sse: sse, answered?: answered?}
-    {:messages, messages, %{put_in(t.requests[ref], entry) | last_event_id: last_id}}
+    t = %{t | last_event_id: last_id}
+
+    # Once a request's stream has carried its response nothing more is owed on it (the server
+    # SHOULD close it then): it is closed here, so one that stays open holds nothing.
+    if answered? and entry.kind == :post,
+      do: {:messages, messages, drop(t, ref)},
+      else:
+        {:messages, messages, put_in(t.requests[ref], %{entry | sse: sse, answered?: answered?})}
   end
 
   # Over max_body: the connection is closed now (the kernel drops what it holds) and the

@@ -201,6 +201,17 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       end
     end
 
+    test "a stream kept open after its response: the call is answered, the stream closed",
+         ctx do
+      url = hostile(ctx.python, "answer_linger")
+      client = start_client("linger", url)
+      assert :ok = Client.await_ready(client)
+      {result, ms} = timed(fn -> Client.call_tool(client, "call", %{}, timeout: 5_000) end)
+      assert {:ok, %{"content" => [%{"text" => "answered"}]}} = result
+      assert ms < 2_000
+      assert {:ok, %{"closed" => 1}} = wait_closed(url, 5_000)
+    end
+
     for {mode, expected} <- [
           {"list_trickle", "tools/list unanswered after 2000 ms"},
           {"list_error_flood", "HTTP 500 from"}
