@@ -73,6 +73,24 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     assert {:ok, _} = add(client)
   end
 
+  test "this library's own server (CMDC.Tool.MCP.HTTP) in both eras" do
+    server =
+      start_supervised!({CMDC.Tool.MCP.HTTP, tools: [CMDC.Tool.Examples.Echo], port: 0},
+        id: :own_server
+      )
+
+    url = CMDC.Tool.MCP.HTTP.url(server)
+
+    for era <- [:modern, :legacy] do
+      client = start_client("own_#{era}", url, era: era)
+      assert :ok = Client.await_ready(client)
+      assert Client.info(client).era == era
+
+      assert {:ok, %{"content" => [%{"text" => "hi"}]}} =
+               Client.call_tool(client, "echo", %{"text" => "hi"})
+    end
+  end
+
   describe "hostile HTTP servers" do
     setup do
       case System.find_executable("python3") do
