@@ -265,6 +265,12 @@ def http(mode, port):
         # a 200 event stream that only ever sends keep-alive comments
         "silent_sse": (200, [("Content-Type", "text/event-stream")], b": keep-alive\n\n", 0.2,
                        True),
+        # a 200 event stream whose one event never ends: tiny data lines, no blank line
+        "endless_event": (200, [("Content-Type", "text/event-stream")], b"data: x\n" * 8192, 0,
+                          True),
+        # an event stream whose one line never ends
+        "endless_line": (200, [("Content-Type", "text/event-stream")], b"data: " + b"y" * 65536,
+                         0, True),
         # a 200 JSON body of 1 kB sent one byte every 0.2 s
         "trickle": (200, [("Content-Type", "application/json"), ("Content-Length", "1000")], b"{",
                     0.2, False),

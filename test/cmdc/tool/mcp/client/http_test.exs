@@ -219,6 +219,34 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       end
     end
 
+    for mode <- ["endless_event", "endless_line"] do
+      test "#{mode}: cut at max_response_bytes, in time linear in the bytes", ctx do
+        url = hostile(ctx.python, unquote(mode))
+        client = start_client(unquote(mode), url)
+        assert :ok = Client.await_ready(client)
+        :erlang.garbage_collect()
+        before = :erlang.memory(:total)
+
+        {result, ms, watch} =
+          during(
+            fn -> Client.call_tool(client, "call", %{}, timeout: 60_000) end,
+            fn -> :ok end
+          )
+
+        growth = Float.round((watch.peak - before) / 1_048_576, 1)
+
+        IO.puts(
+          "\n#{unquote(mode)}: #{inspect(result)} after #{ms} ms, memory peak +#{growth} MB"
+        )
+
+        assert {:error, message} = result
+        assert message =~ "over 16777216 bytes (max_response_bytes)"
+        # 2,000,000 lines of 8 bytes (the quadratic parser took minutes); loaded machines ~7 s
+        assert ms < 20_000
+        assert growth < 100
+      end
+    end
+
     test "a stream kept open after its response: the call is answered, the stream closed",
          ctx do
       url = hostile(ctx.python, "answer_linger")
