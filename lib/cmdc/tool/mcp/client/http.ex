@@ -29,7 +29,10 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   Each request is an HTTP/1.1 exchange on a connection of its own
   (`CMDC.Tool.MCP.Client.HTTP.Conn`, over `:gen_tcp` or verified `:ssl`), read in the client
   process one socket read at a time (`active: :once`): a slow SSE stream never blocks anything,
-  and a fast one waits in the server's socket buffers, not in the VM. OTP's `:httpc` was used
+  and a fast one waits in the server's socket buffers, not in the VM. `https` servers are
+  verified against the operating system's CA store (`:public_key.cacerts_get/0`), with SNI and
+  a hostname check: a server with a private CA needs that CA added to the system's store.
+  OTP's `:httpc` was used
   before: it streams only 200/206 answers and buffers any other one whole in its handler (a
   hostile server's 2 GB `500` body or endless chunked `400` grew the VM without bound) and has
   no body limit to set. A Rust client on the NIF's tokio runtime would have meant a TLS stack
