@@ -101,6 +101,7 @@ defmodule CMDC.Tool.Native do
   # modules.rs
   def module_schema(_module, _kind, _md5), do: err()
   def module_schema_put(_module, _kind, _md5, _compiled), do: err()
+  def module_schema_drop(_modules), do: err()
   def module_validate(_module, _md5, _args), do: err()
   def module_validate_dirty(_module, _md5, _args), do: err()
   def module_validate_json(_module, _md5, _text), do: err()
