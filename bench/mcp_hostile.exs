@@ -78,6 +78,102 @@ unless only_slots? do
     Client.stop(client)
   end
 
+  modules = fn -> length(:code.all_loaded()) end
+  loaded = modules.()
+
+  {:ok, big} =
+    Client.start_link(
+      name: "big",
+      transport: {:stdio, %{command: python, args: [script, "many", "40000"]}}
+    )
+
+  {us, result} = :timer.tc(fn -> Client.await_ready(big, 120_000) end)
+
+  IO.puts(
+    "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{modules.() - loaded}"
+  )
+
+  Client.stop(big)
+end
+
+rss_mb = fn ->
+  [kb] =
+    Regex.run(~r/VmRSS:\s+(\d+) kB/, File.read!("/proc/self/status"), capture: :all_but_first)
+
+  Float.round(String.to_integer(kb) / 1024, 1)
+end
+
+modules = fn -> length(:code.all_loaded()) end
+vm_mb = fn -> Float.round(:erlang.memory(:total) / 1_048_576, 1) end
+
+cycle = fn name, n, kinds ->
+  {:ok, client} =
+    Client.start_link(
+      name: name,
+      transport: {:stdio, %{command: python, args: [script, "many", "#{n}"]}}
+    )
+
+  Process.unlink(client)
+  {us, :ok} = :timer.tc(fn -> Client.await_ready(client, 120_000) end)
+  :erlang.garbage_collect()
+  loaded = %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
+  {stop_us, :ok} = :timer.tc(fn -> Client.stop(client) end)
+  stopped = %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
+  {settle_us, :ok} = :timer.tc(fn -> Slots.settle(300_000) end)
+  for pid <- Process.list(), do: :erlang.garbage_collect(pid)
+
+  diff =
+    for {kind, bytes} <- :erlang.memory(),
+        kind in [:processes, :ets, :code, :binary, :atom, :system],
+        do: {kind, Float.round((bytes - Keyword.fetch!(kinds, kind)) / 1_048_576, 1)}
+
+  %{
+    diff: diff,
+    list_ms: div(us, 1000),
+    stop_ms: Float.round(stop_us / 1000, 1),
+    loaded: loaded,
+    stopped: stopped,
+    settle_ms: div(settle_us, 1000),
+    purged: %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
+  }
+end
+
+# Free slots are purged once free for 30 s by default: at once here, to time the purge.
+Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
+Slots.settle(600_000)
+# Warm-up: the code every cycle runs is loaded once, the warm pool filled.
+cycle.("warmup", 100, :erlang.memory())
+for pid <- Process.list(), do: :erlang.garbage_collect(pid)
+
+base = %{
+  modules: modules.(),
+  rss: rss_mb.(),
+  vm: vm_mb.(),
+  atoms: :erlang.system_info(:atom_count)
+}
+
+IO.puts("""
+2,000 tools (warm pool #{Slots.stats().warm} slots)   baseline: #{base.modules} modules, RSS #{base.rss} MB, VM memory #{base.vm} MB
+(RSS is what the OS gave the VM; VM memory is what the VM's allocators hold in use: freed
+memory may stay in the process for reuse, so RSS need not fall back)
+""")
+
+for round <- 1..2 do
+  r = cycle.("two#{round}", 2_000, :erlang.memory())
+  {load1, _} = Float.parse(File.read!("/proc/loadavg"))
+
+  IO.puts("""
+  cycle #{round} (load #{load1}): listed in #{r.list_ms} ms; loaded: #{r.loaded.modules} modules, RSS #{r.loaded.rss} MB (+#{Float.round(r.loaded.rss - base.rss, 1)} MB over baseline; reference +162 MB), VM memory #{r.loaded.vm} MB
+    stopped in #{r.stop_ms} ms   (target < 1,000 ms; reference 11,000-12,000 ms): #{r.stopped.modules} modules, RSS #{r.stopped.rss} MB, VM memory #{r.stopped.vm} MB
+    memory by kind (MB, after purge - baseline): #{inspect(r.diff)}
+    slots beyond the warm pool purged #{r.settle_ms} ms later (in the background): #{r.purged.modules} modules (baseline #{base.modules}), RSS #{r.purged.rss} MB (baseline #{base.rss}), VM memory #{r.purged.vm} MB (baseline #{base.vm})
+    atoms since baseline: +#{:erlang.system_info(:atom_count) - base.atoms} (slot names, reused by later cycles)
+  """)
+end
+
+# Last: the :httpc reference leaves hundreds of MB in the VM's RSS, which would skew the
+# baselines above.
+unless only_slots? do
   # HTTP error bodies: every tools/call answered with a 500 whose body is 1 GB (error_flood) or a
   # 400 whose chunked body never ends (chunked_error), called back to back for 10 s. Each call
   # reads at most 64 kB of its body and closes the connection.
@@ -172,96 +268,4 @@ unless only_slots? do
   )
 
   CMDC.Tool.Exec.cancel(exec)
-
-  modules = fn -> length(:code.all_loaded()) end
-  loaded = modules.()
-
-  {:ok, big} =
-    Client.start_link(
-      name: "big",
-      transport: {:stdio, %{command: python, args: [script, "many", "40000"]}}
-    )
-
-  {us, result} = :timer.tc(fn -> Client.await_ready(big, 120_000) end)
-
-  IO.puts(
-    "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{modules.() - loaded}"
-  )
-
-  Client.stop(big)
-end
-
-rss_mb = fn ->
-  [kb] =
-    Regex.run(~r/VmRSS:\s+(\d+) kB/, File.read!("/proc/self/status"), capture: :all_but_first)
-
-  Float.round(String.to_integer(kb) / 1024, 1)
-end
-
-modules = fn -> length(:code.all_loaded()) end
-vm_mb = fn -> Float.round(:erlang.memory(:total) / 1_048_576, 1) end
-
-cycle = fn name, n, kinds ->
-  {:ok, client} =
-    Client.start_link(
-      name: name,
-      transport: {:stdio, %{command: python, args: [script, "many", "#{n}"]}}
-    )
-
-  Process.unlink(client)
-  {us, :ok} = :timer.tc(fn -> Client.await_ready(client, 120_000) end)
-  :erlang.garbage_collect()
-  loaded = %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
-  {stop_us, :ok} = :timer.tc(fn -> Client.stop(client) end)
-  stopped = %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
-  {settle_us, :ok} = :timer.tc(fn -> Slots.settle(300_000) end)
-  for pid <- Process.list(), do: :erlang.garbage_collect(pid)
-
-  diff =
-    for {kind, bytes} <- :erlang.memory(),
-        kind in [:processes, :ets, :code, :binary, :atom, :system],
-        do: {kind, Float.round((bytes - Keyword.fetch!(kinds, kind)) / 1_048_576, 1)}
-
-  %{
-    diff: diff,
-    list_ms: div(us, 1000),
-    stop_ms: Float.round(stop_us / 1000, 1),
-    loaded: loaded,
-    stopped: stopped,
-    settle_ms: div(settle_us, 1000),
-    purged: %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
-  }
-end
-
-# Free slots are purged once free for 30 s by default: at once here, to time the purge.
-Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
-Slots.settle(600_000)
-# Warm-up: the code every cycle runs is loaded once, the warm pool filled.
-cycle.("warmup", 100, :erlang.memory())
-for pid <- Process.list(), do: :erlang.garbage_collect(pid)
-
-base = %{
-  modules: modules.(),
-  rss: rss_mb.(),
-  vm: vm_mb.(),
-  atoms: :erlang.system_info(:atom_count)
-}
-
-IO.puts("""
-2,000 tools (warm pool #{Slots.stats().warm} slots)   baseline: #{base.modules} modules, RSS #{base.rss} MB, VM memory #{base.vm} MB
-(RSS is what the OS gave the VM; VM memory is what the VM's allocators hold in use: freed
-memory may stay in the process for reuse, so RSS need not fall back)
-""")
-
-for round <- 1..2 do
-  r = cycle.("two#{round}", 2_000, :erlang.memory())
-  {load1, _} = Float.parse(File.read!("/proc/loadavg"))
-
-  IO.puts("""
-  cycle #{round} (load #{load1}): listed in #{r.list_ms} ms; loaded: #{r.loaded.modules} modules, RSS #{r.loaded.rss} MB (+#{Float.round(r.loaded.rss - base.rss, 1)} MB over baseline; reference +162 MB), VM memory #{r.loaded.vm} MB
-    stopped in #{r.stop_ms} ms   (target < 1,000 ms; reference 11,000-12,000 ms): #{r.stopped.modules} modules, RSS #{r.stopped.rss} MB, VM memory #{r.stopped.vm} MB
-    memory by kind (MB, after purge - baseline): #{inspect(r.diff)}
-    slots beyond the warm pool purged #{r.settle_ms} ms later (in the background): #{r.purged.modules} modules (baseline #{base.modules}), RSS #{r.purged.rss} MB (baseline #{base.rss}), VM memory #{r.purged.vm} MB (baseline #{base.vm})
-    atoms since baseline: +#{:erlang.system_info(:atom_count) - base.atoms} (slot names, reused by later cycles)
-  """)
 end
