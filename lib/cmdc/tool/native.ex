@@ -94,6 +94,7 @@ defmodule CMDC.Tool.Native do
   def schema_compile(_schema, _opts), do: err()
   def schema_validate(_schema, _args), do: err()
   def schema_validate_dirty(_schema, _args), do: err()
+  def schema_validate_slice(_schema, _list, _index), do: err()
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
   def schema_drop_nulls(_schema, _args), do: err()
