@@ -20,11 +20,13 @@ const DENSE: usize = 8;
 /// Slots read back per block in that case.
 const DENSE_BLOCK: usize = 64;
 
-/// Per-thread scratch: a score per slot (all zero between queries) and the slots touched.
+/// Per-thread scratch: a score per slot (all zero between queries), the slots touched, and
+/// the best score of each block of slots.
 #[derive(Default)]
 struct Scratch {
     scores: Vec<f32>,
     touched: Vec<u32>,
+    maxima: Vec<f32>,
 }
 
 thread_local! {
@@ -97,7 +99,11 @@ pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
     };
     SCRATCH.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let Scratch { scores, touched } = &mut *cell;
+        let Scratch {
+            scores,
+            touched,
+            maxima,
+        } = &mut *cell;
         if scores.len() < index.slots.len() {
             scores.resize(index.slots.len(), 0.0);
         }
@@ -106,7 +112,7 @@ pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
         if postings(&ids) * DENSE >= scores.len() {
             // Many postings for few slots: read every score back in order, without a list.
             accumulate(index, &ids, norm, scores, None);
-            collect_dense(scores, top, keep);
+            collect_dense(scores, maxima, top, !filtered, keep);
             return;
         }
         let most = postings(&ids[1..]);
@@ -133,10 +139,24 @@ fn collect(slots: &[u32], scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) 
 }
 
 /// [`collect`] over every slot, a block at a time: a block whose best score is 0 (nothing
-/// scored) is skipped, one under the floor only cleared.
-fn collect_dense(scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) -> bool) {
-    for (b, block) in scores.chunks_mut(DENSE_BLOCK).enumerate() {
-        let best = max(block);
+/// scored) is skipped, one under the floor only cleared. Unless filters apply, the k-th best
+/// of the blocks' maxima starts the floor: k blocks each hold a score at least that high.
+fn collect_dense(
+    scores: &mut [f32],
+    maxima: &mut Vec<f32>,
+    top: &mut Top,
+    seed: bool,
+    keep: impl Fn(u32) -> bool,
+) {
+    maxima.clear();
+    maxima.extend(scores.chunks(DENSE_BLOCK).map(max));
+    if seed && maxima.len() >= top.k() {
+        let mut order = maxima.clone();
+        let k = top.k() - 1;
+        let (_, kth, _) = order.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
+        top.raise_floor(*kth);
+    }
+    for ((b, block), &best) in scores.chunks_mut(DENSE_BLOCK).enumerate().zip(maxima.iter()) {
         if best == 0.0 {
             continue;
         }

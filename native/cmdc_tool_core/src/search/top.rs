@@ -43,6 +43,18 @@ impl<'i> Top<'i> {
         }
     }
 
+    /// How many are kept.
+    pub(super) fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Raises the floor to `floor`, known to be at most the k-th best score to come.
+    pub(super) fn raise_floor(&mut self, floor: f32) {
+        if floor > self.floor {
+            self.floor = floor;
+        }
+    }
+
     /// Whether a candidate of this score could enter (ties may, by name).
     #[inline]
     pub(super) fn could_take(&self, score: f32) -> bool {
@@ -55,7 +67,7 @@ impl<'i> Top<'i> {
             return;
         }
         self.kept.push((score, slot));
-        if score == self.floor {
+        if score == self.floor && self.best.len() == self.k {
             // A tie with the k-th: the floor stays; names decide at the end.
             return;
         }
