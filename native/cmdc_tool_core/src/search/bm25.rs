@@ -18,7 +18,7 @@ const BLOCK: usize = 256;
 /// than through a list of the slots touched.
 const DENSE: usize = 8;
 /// Slots read back per block in that case.
-const DENSE_BLOCK: usize = 64;
+const DENSE_BLOCK: usize = 64; // a `u64` mask per block
 
 /// Per-thread scratch: a score per slot (all zero between queries), the slots touched, and
 /// the best score of each block of slots.
@@ -156,20 +156,67 @@ fn collect_dense(
         let (_, kth, _) = order.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
         top.raise_floor(*kth);
     }
-    for ((b, block), &best) in scores.chunks_mut(DENSE_BLOCK).enumerate().zip(maxima.iter()) {
+    for ((b, block), &best) in scores
+        .chunks_mut(DENSE_BLOCK)
+        .enumerate()
+        .zip(maxima.iter())
+    {
         if best == 0.0 {
             continue;
         }
         if top.could_take(best) {
-            for (i, &score) in block.iter().enumerate() {
+            // The slots at or above the floor as a bit mask (compared in SIMD lanes), then
+            // only those visited: copies of one tool put a tie in many blocks.
+            let mut mask = above(block, top.floor());
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
                 let slot = (b * DENSE_BLOCK + i) as u32;
-                if score > 0.0 && top.could_take(score) && keep(slot) {
-                    top.offer(slot, score);
+                if top.could_take(block[i]) && keep(slot) {
+                    top.offer(slot, block[i]);
                 }
             }
         }
         block.fill(0.0);
     }
+}
+
+/// Bit `i` set when `block[i]` is a score (> 0) at or above `floor`.
+#[inline]
+fn above(block: &[f32], floor: f32) -> u64 {
+    // Scores are > 0: a floor of at least the smallest positive float also drops the zeros.
+    let floor = floor.max(f32::MIN_POSITIVE);
+    let quads = block.chunks_exact(4);
+    let done = block.len() - quads.remainder().len();
+    let mut mask = 0u64;
+    for (j, &x) in quads.remainder().iter().enumerate() {
+        mask |= u64::from(x >= floor) << (done + j);
+    }
+    for (c, q) in quads.enumerate() {
+        mask |= u64::from(above4([q[0], q[1], q[2], q[3]], floor)) << (4 * c);
+    }
+    mask
+}
+
+/// Four comparisons in one SSE instruction (x86-64 always has SSE2).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn above4(q: [f32; 4], floor: f32) -> u8 {
+    use std::arch::x86_64::{_mm_cmpge_ps, _mm_movemask_ps, _mm_set1_ps, _mm_set_ps};
+    // SAFETY: SSE is part of the x86-64 baseline, so these instructions always exist; they
+    // read only their arguments.
+    unsafe {
+        let v = _mm_set_ps(q[3], q[2], q[1], q[0]);
+        _mm_movemask_ps(_mm_cmpge_ps(v, _mm_set1_ps(floor))) as u8
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn above4(q: [f32; 4], floor: f32) -> u8 {
+    q.iter()
+        .enumerate()
+        .fold(0, |m, (j, &x)| m | u8::from(x >= floor) << j)
 }
 
 /// The largest of non-negative scores, in eight SIMD lanes.
@@ -222,7 +269,11 @@ fn accumulate(
 #[inline]
 fn add(slots: &[u32], weights: &[f32], scores: &mut [f32]) {
     for (slot, w) in slots.iter().zip(weights) {
-        scores[*slot as usize] += w;
+        let slot = *slot as usize;
+        debug_assert!(slot < scores.len());
+        // SAFETY: a posting names a slot of the index (`Index::insert`; `slots` never
+        // shrinks) and `scores` has a score per slot (`search`).
+        unsafe { *scores.get_unchecked_mut(slot) += w };
     }
 }
 

@@ -55,6 +55,11 @@ impl<'i> Top<'i> {
         }
     }
 
+    /// The current floor (−∞ until `k` were offered or a floor was raised).
+    pub(super) fn floor(&self) -> f32 {
+        self.floor
+    }
+
     /// Whether a candidate of this score could enter (ties may, by name).
     #[inline]
     pub(super) fn could_take(&self, score: f32) -> bool {
