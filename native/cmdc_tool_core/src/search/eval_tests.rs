@@ -22,7 +22,7 @@ fn reference_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut prev: Option<char> = None;
-    let mut emit = |word: &mut String, out: &mut Vec<String>| {
+    let emit = |word: &mut String, out: &mut Vec<String>| {
         if !word.is_empty() && word.len() <= 64 && !STOPWORDS.contains(&word.as_str()) {
             out.push(tokenize::stem(word).to_owned());
         }
@@ -44,8 +44,11 @@ fn reference_words(text: &str) -> Vec<String> {
     out
 }
 
+/// `(name, description, parameters)` of each tool of the evaluation set.
+type Tools = Vec<(String, String, Value)>;
+
 /// `None` (with the reason printed) when the evaluation set is not in this checkout.
-fn corpus() -> Option<(Vec<(String, String, Value)>, Vec<String>)> {
+fn corpus() -> Option<(Tools, Vec<String>)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/search_eval");
     let (Ok(tools), Ok(queries)) = (
         std::fs::read_to_string(format!("{dir}/tools.json")),
