@@ -87,9 +87,16 @@ impl Doc<'_> {
         add(self.title.unwrap_or(""), TITLE);
         add(self.namespace.unwrap_or(""), NAMESPACE);
         add(self.description, DESCRIPTION);
-        let mut params = Vec::new();
+        let mut params = Vec::with_capacity(16);
         collect_params(self.parameters, 0, &mut params);
-        let mut text = String::with_capacity(self.name.len() + self.description.len() + 64);
+        // Sized once: name, title, description and each `param: description` line.
+        let size = params
+            .iter()
+            .map(|(n, d)| n.len() + d.map_or(0, |d| d.len() + 2) + 1)
+            .sum::<usize>()
+            + bytes
+            + 3;
+        let mut text = String::with_capacity(size);
         for part in [self.name, self.title.unwrap_or(""), self.description] {
             text.push_str(part);
             text.push('\n');

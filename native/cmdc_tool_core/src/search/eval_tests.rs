@@ -88,8 +88,14 @@ fn doc<'a>(name: &'a str, description: &'a str, parameters: &'a Value) -> Doc<'a
     }
 }
 
-/// BM25 document by document, in f64: `(name, score)` best first, ties by name.
-fn reference_search(docs: &[Prepared], query: &str, limit: usize) -> Vec<(String, f64)> {
+/// BM25 document by document, in f64: `(name, score)` best first, ties by name; only tools of
+/// `namespace` when given (scores stay those of the whole catalog).
+fn reference_search(
+    docs: &[Prepared],
+    query: &str,
+    limit: usize,
+    namespace: Option<&str>,
+) -> Vec<(String, f64)> {
     let (k1, b) = (1.2f64, 0.75f64);
     let n = docs.len() as f64;
     let avg = docs.iter().map(|d| f64::from(d.len)).sum::<f64>() / n;
@@ -126,7 +132,9 @@ fn reference_search(docs: &[Prepared], query: &str, limit: usize) -> Vec<(String
                 .sum::<f64>();
             (d.name.clone(), score)
         })
-        .filter(|(_, s)| *s > 0.0)
+        .filter(|(name, s)| {
+            *s > 0.0 && namespace.is_none_or(|ns| name.split_once("__").is_some_and(|n| n.0 == ns))
+        })
         .collect();
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     hits.truncate(limit);
@@ -208,20 +216,33 @@ fn compare_with_reference(fillers: usize) {
         .iter()
         .map(|(n, d, p)| doc(n, d, p).prepare())
         .collect();
+    let search = |text, limit, namespaces: &[String]| {
+        index
+            .search(&Query {
+                text,
+                mode: Mode::Bm25,
+                limit,
+                namespaces,
+                annotations: &[],
+            })
+            .unwrap()
+    };
     for query in &queries {
-        let want = reference_search(&prepared, query, 50);
+        let want = reference_search(&prepared, query, 50, None);
         for limit in [1, 10, 50] {
-            let got = index
-                .search(&Query {
-                    text: query,
-                    mode: Mode::Bm25,
-                    limit,
-                    namespaces: &[],
-                    annotations: &[],
-                })
-                .unwrap();
+            let got = search(query, limit, &[]);
             assert_same(query, &got, &want[..limit.min(want.len())]);
         }
+        // Filtered to the namespace of the best hit: the floor is then not seeded.
+        let Some(ns) = want.first().and_then(|w| w.0.split_once("__")).map(|n| n.0) else {
+            continue;
+        };
+        let got = search(query, 10, &[ns.to_owned()]);
+        assert_same(
+            query,
+            &got,
+            &reference_search(&prepared, query, 10, Some(ns)),
+        );
     }
 }
 
