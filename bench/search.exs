@@ -190,7 +190,10 @@ defmodule SearchBench do
 
     IO.puts(
       "CPU time of this thread (build; median add; median over queries of each query's best of 5, Python best of 3);\n" <>
-        "the NIF column is wall time of whole calls from Elixir (p50/p99), waits for a core included.\n" <>
+        "query Rust = one Index::search call (tokenize the text, score, top 10, their names); bm25s = one\n" <>
+        "retrieve([tokens], k: 10) call, rank_bm25 = one get_top_n(tokens, corpus, 10) call (queries handed over\n" <>
+        "as token lists: their tokenization is not timed); the NIF column is wall time of whole calls from\n" <>
+        "Elixir (p50/p99), waits for a core included.\n" <>
         "tools     build (ours)   add one   query Rust   query NIF (p50/p99)   rank_bm25 build/query     bm25s build/query    x rank_bm25  x bm25s"
     )
 
