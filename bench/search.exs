@@ -43,8 +43,8 @@
 # (8.6-15.5x, 8.9-11.3x). The scoring stays exact BM25 (no precomputed norms that drift), and
 # the corpus repeats the 335 tools, so at 100k a query reads ~30,000 postings (median) and
 # about 300 copies tie at each score: a worst case for a long catalog. Given our own tokens
-# (stop words dropped, stemmed) bm25s is slower still (441 µs at 10k: its argpartition over
-# mostly-zero scores), so its own regex tokens are kept here as the harder reference.
+# (stop words dropped, stemmed) bm25s is slower still (441 µs at 10k, measured separately: its
+# argpartition over mostly-zero scores), so its own regex tokens are kept here as the harder reference.
 
 defmodule SearchBench do
   alias CMDC.Tool.{JSON, Native, Registry}
