@@ -63,11 +63,6 @@ impl Prepared {
     pub fn name(&self) -> &str {
         &self.name
     }
-
-    /// The distinct words read and their weighted frequencies (what the index inserts).
-    pub fn words(&self) -> impl Iterator<Item = (&str, f32)> {
-        self.words.iter()
-    }
 }
 
 impl Doc<'_> {
