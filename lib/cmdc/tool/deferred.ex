@@ -35,9 +35,11 @@ defmodule CMDC.Tool.Deferred do
   """
 
   alias CMDC.Tool.{Native, Providers, Registry, Result}
+  alias CMDC.Tool.Deferred.Namespaces
+  alias CMDC.Tool.Providers.Warnings
   alias CMDC.Tool.Search.Tool, as: SearchTool
 
-  @own [:defer, :always_loaded, :search, :loaded]
+  @own [:defer, :always_loaded, :search, :loaded, :namespaces]
 
   @doc "The options this pass reads (the rest go to `CMDC.Tool.Providers.convert/3`)."
   @spec options() :: [atom()]
@@ -49,18 +51,40 @@ defmodule CMDC.Tool.Deferred do
   """
   @spec to_schema(Providers.source(), CMDC.Tool.tool_context(), keyword()) :: [map()]
   def to_schema(source, context, opts) do
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    mode = Warnings.mode!(mode)
     convert_opts = Keyword.drop(opts, @own)
     format = Keyword.get(opts, :format, :openai)
-    {tools, _warnings} = Providers.convert(source, context, convert_opts)
+    namespaces = namespaces!(opts, format)
+    {tools, warnings} = Providers.convert(source, context, convert_opts)
+    # Deferred tools' schemas are sent later (loaded by the search): their changes are
+    # reported now, with the always-loaded ones'.
+    Warnings.report(warnings, format, mode)
     decls = declarations(tools, format)
     deferred = deferred_names(decls, format, opts)
 
     if MapSet.size(deferred) == 0 do
-      tools
+      Namespaces.group(tools, source, namespaces)
     else
       decls
-      |> defer(deferred, format, search_mode(format, opts), source, context, convert_opts)
+      |> defer(deferred, format, search_mode(format, opts), source, context, {convert_opts, mode})
       |> wrap(format)
+      |> Namespaces.group(source, namespaces)
+    end
+  end
+
+  defp namespaces!(opts, format) do
+    case {Namespaces.spec!(Keyword.get(opts, :namespaces)), format} do
+      {nil, _} ->
+        nil
+
+      {spec, :openai_responses} ->
+        spec
+
+      {_spec, other} ->
+        raise ArgumentError,
+              "namespaces: is an OpenAI Responses feature (format: :openai_responses), " <>
+                "not #{inspect(other)}"
     end
   end
 
@@ -156,7 +180,7 @@ defmodule CMDC.Tool.Deferred do
         "search: expects one of #{inspect(allowed)} for this format, got #{inspect(other)}"
       )
 
-  defp defer(decls, deferred, format, mode, source, context, convert_opts)
+  defp defer(decls, deferred, format, mode, source, context, {convert_opts, _warnings})
        when format in [:anthropic, :openai_responses] do
     marked =
       Enum.map(decls, fn tool ->
@@ -166,7 +190,7 @@ defmodule CMDC.Tool.Deferred do
       end)
 
     without_own = Enum.reject(marked, &(tool_name(&1) == SearchTool.name()))
-    without_own ++ [search_declaration(format, mode, source, context, convert_opts)]
+    without_own ++ [search_declaration(format, mode, source, context, {convert_opts, nil})]
   end
 
   defp defer(decls, deferred, _format, :client, source, context, convert_opts) do
@@ -198,10 +222,12 @@ defmodule CMDC.Tool.Deferred do
     }
   end
 
-  defp search_declaration(_format, :client, source, context, convert_opts) do
+  defp search_declaration(_format, :client, source, context, {convert_opts, mode}) do
     client_ready!(source)
-    {decls, _warnings} = Providers.convert([SearchTool], context, convert_opts)
-    hd(declarations(decls, Keyword.get(convert_opts, :format, :openai)))
+    format = Keyword.get(convert_opts, :format, :openai)
+    {decls, warnings} = Providers.convert([SearchTool], context, convert_opts)
+    Warnings.report(warnings, format, mode)
+    hd(declarations(decls, format))
   end
 
   # The runner resolves calls against the registry: our search tool must be in it.
@@ -246,21 +272,16 @@ defmodule CMDC.Tool.Deferred do
   @doc """
   An OpenAI Responses `tool_search_output` item answering a client `tool_search_call`: the
   found tools' full function definitions as `source` gives them for `:openai_responses` (same
-  `strict:` as the request; `opts` go to `CMDC.Tool.Providers.convert/3`). An error loads
-  nothing (`"tools" => []`) and is `"status" => "incomplete"`.
+  `strict:` and `namespaces:` as the request; `opts` are `to_schema/3`'s). A function of a
+  namespace comes inside its namespace (name and description as in the request, with only the
+  functions found). An error loads nothing (`"tools" => []`) and is `"status" => "incomplete"`.
   """
   @spec openai_search_output(Result.t(), Providers.source(), keyword()) :: map()
   def openai_search_output(%Result{} = result, source, opts \\ []) do
     {status, tools} =
       case found(result) do
-        {:ok, found} ->
-          wanted = MapSet.new(found, &provider_name(&1["name"], :openai_responses))
-          opts = Keyword.put(Keyword.drop(opts, @own), :format, :openai_responses)
-          {all, _} = Providers.convert(source, %{}, opts)
-          {"completed", Enum.filter(all, &MapSet.member?(wanted, &1["name"]))}
-
-        :error ->
-          {"incomplete", []}
+        {:ok, found} -> {"completed", loaded(found, source, opts)}
+        :error -> {"incomplete", []}
       end
 
     %{
@@ -270,6 +291,17 @@ defmodule CMDC.Tool.Deferred do
       "status" => status,
       "tools" => tools
     }
+  end
+
+  defp loaded(found, source, opts) do
+    wanted = MapSet.new(found, &provider_name(&1["name"], :openai_responses))
+    spec = namespaces!(opts, :openai_responses)
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    opts = Keyword.put(Keyword.drop(opts, @own), :format, :openai_responses)
+    {all, warnings} = Providers.convert(source, %{}, opts)
+    Warnings.report(warnings, :openai_responses, Warnings.mode!(mode))
+
+    Namespaces.group(all, source, spec, wanted)
   end
 
   @doc false

@@ -75,6 +75,22 @@ defmodule CMDC.Tool.Session do
     end
   end
 
+  @doc """
+  The answer to a call of the client search tool in the session's format: an Anthropic
+  `tool_result` of `tool_reference` blocks (`CMDC.Tool.Deferred.anthropic_result/1`), an OpenAI
+  Responses `tool_search_output` item (`CMDC.Tool.Deferred.openai_search_output/3`, with the
+  session's `strict:` and `namespaces:`), else `nil`: other formats answer with the result's
+  text, which lists the tools found.
+  """
+  @spec search_output(t(), Result.t()) :: map() | nil
+  def search_output(%__MODULE__{} = s, %Result{} = result) do
+    case Keyword.get(s.opts, :format, :openai) do
+      :anthropic -> Deferred.anthropic_result(result)
+      :openai_responses -> Deferred.openai_search_output(result, s.registry, s.opts)
+      _ -> nil
+    end
+  end
+
   @doc "The names loaded so far."
   @spec loaded(t()) :: [String.t()]
   def loaded(%__MODULE__{loaded: loaded}), do: loaded |> MapSet.to_list() |> Enum.sort()
