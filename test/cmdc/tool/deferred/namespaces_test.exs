@@ -289,6 +289,50 @@ defmodule CMDC.Tool.Deferred.NamespacesTest do
   defp responses_case(%{"type" => "namespace"} = t), do: {"openai_namespace", t}
   defp responses_case(t), do: {"openai_responses_function", t}
 
+  test "a discovered plugin's tools share the plugin's namespace; metadata can name another" do
+    root = Path.join(System.tmp_dir!(), "cmdc_ns_plugin_#{System.unique_integer([:positive])}")
+    on_exit(fn -> File.rm_rf!(root) end)
+    prefix = "NsPlugin#{System.unique_integer([:positive])}"
+    tools_dir = Path.join(root, "home/.cmdc/plugins/deploy_kit/tools")
+    File.mkdir_p!(tools_dir)
+    File.mkdir_p!(Path.join(root, "proj"))
+
+    File.write!(
+      Path.join(root, "home/.cmdc/plugins/deploy_kit/cmdc-plugin.json"),
+      ~s({"name": "deploy_kit", "version": "1.0.0"})
+    )
+
+    for {file, name} <- [{"a.ex", "deploy_app"}, {"b.ex", "rollback_app"}] do
+      File.write!(Path.join(tools_dir, file), """
+      defmodule #{prefix}.#{Macro.camelize(name)} do
+        @behaviour CMDC.Tool
+        def name, do: #{inspect(name)}
+        def description, do: "#{name} tool"
+        def parameters, do: %{"type" => "object", "properties" => %{"env" => %{"type" => "string"}}}
+        def execute(%{"env" => env}, _ctx), do: {:ok, #{inspect(name)} <> " " <> env}
+      end
+      """)
+    end
+
+    File.write!(Path.join(tools_dir, "b.json"), ~s({"namespace": "ops"}))
+    reg = Registry.new()
+
+    {:ok, _state} =
+      CMDC.Tool.Discovery.load_into(reg,
+        home: Path.join(root, "home"),
+        cwd: Path.join(root, "proj"),
+        cmdc_home: nil,
+        sources: [:plugins]
+      )
+
+    tools = CMDC.Tool.to_schema(reg, %{}, format: :openai_responses, namespaces: true)
+    assert names(namespace(tools, "deploy_kit")) == ["deploy_app"]
+    assert names(namespace(tools, "ops")) == ["rollback_app"]
+
+    call = %{id: "d1", name: "deploy_app", namespace: "deploy_kit", arguments: %{"env" => "prod"}}
+    assert Runner.run(reg, call, %CMDC.Context{}).content == "deploy_app prod"
+  end
+
   test "the JSON text of a namespaced list is what to_schema gives", ctx do
     reg = registry(ctx)
     opts = [format: :openai_responses, namespaces: true, defer: true]
