@@ -10,16 +10,21 @@ defmodule CMDC.Tool.Deferred do
     * `search:` - which search tool: `:bm25` (default) or `:regex` for Anthropic's hosted tool
       search, `:hosted` (default) for OpenAI Responses' hosted `tool_search`, or `:client` for
       ours (`CMDC.Tool.Search.Tool`, `search_tools`, over the registry's native index);
-    * `loaded:` - names a session already loaded (`CMDC.Tool.Session`), listed in full.
+    * `loaded:` - names a session already loaded (`CMDC.Tool.Session`), listed in full;
+    * `namespaces:` - OpenAI Responses only: functions grouped into namespaces (MCP server,
+      plugin, metadata, or a map of your own), see `CMDC.Tool.Deferred.Namespaces`.
+
+  Every tool's schema warnings are reported as `warnings:` says (`CMDC.Tool.Providers.Warnings`),
+  the deferred ones' included: their schemas reach the model later, through the search.
 
   Per format:
 
     * `:anthropic` - deferred tools carry `"defer_loading" => true`, followed by the hosted
       `tool_search_tool_bm25_20251119` / `tool_search_tool_regex_20251119` declaration, or our
       `search_tools` (answer its calls with `anthropic_result/3`: `tool_reference` blocks);
-    * `:openai_responses` - deferred functions carry `"defer_loading" => true`, followed by
-      `%{"type" => "tool_search"}` (hosted) or a client `tool_search` (`"execution" =>
-      "client"`, answer with `openai_search_output/3`);
+    * `:openai_responses` - deferred functions carry `"defer_loading" => true` (inside their
+      namespace with `namespaces:`), followed by `%{"type" => "tool_search"}` (hosted) or a
+      client `tool_search` (`"execution" => "client"`, answer with `openai_search_output/3`);
     * `:openai`, `:gemini`, `:gemini_json_schema`, `:mcp` - no provider support: deferred tools
       are left out and `search_tools` is listed; its result names the tools, and
       `CMDC.Tool.Session` lists them in the next request.

@@ -142,14 +142,14 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   # The names the runner tries, direct and as the provider was given them.
   defp index(names) do
-    given = Map.new(Map.keys(names), &{RoundTrip.name_for(&1, @format), &1})
+    given = Map.new(Map.keys(names), &{given(&1), &1})
     %{given: given, direct: names}
   end
 
   defp namespace_of(name, source, names, spec) do
     explicit =
       Enum.find_value(spec.explicit, fn {ns, %{tools: tools}} ->
-        if name in tools or RoundTrip.name_for(name, @format) in tools, do: ns
+        if name in tools or given(name) in tools, do: ns
       end)
 
     cond do
@@ -175,7 +175,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
       settings["namespace"] || settings[:namespace] || option(options, :namespace) ||
         server_prefix(mcp, name)
 
-    if is_binary(ns) and ns != "", do: RoundTrip.name_for(ns, @format)
+    if is_binary(ns) and ns != "", do: given(ns)
   end
 
   defp option(options, key) when is_list(options) or is_map(options),
@@ -218,7 +218,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
             binary_part(registered, byte_size(prefix), byte_size(registered) - byte_size(prefix))
       end)
 
-    RoundTrip.name_for(bare, @format)
+    given(bare)
   end
 
   # Every namespaced function must come back to itself through resolve/3's rule, and a
@@ -264,7 +264,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
       {:ns, ns} ->
         all = Enum.reverse(groups[ns])
-        listed = for {tool, reg} <- all, kept?(keep, RoundTrip.name_for(reg, @format)), do: tool
+        listed = for {tool, reg} <- all, keep == nil or kept?(keep, given(reg)), do: tool
         if listed == [], do: [], else: [namespace(ns, listed, Enum.map(all, &elem(&1, 0)), spec)]
     end)
   end
@@ -283,11 +283,26 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     %{"type" => "namespace", "name" => ns, "description" => description, "tools" => functions}
   end
 
+  # The name the provider is given (`RoundTrip.name_for/2`), without a native call for the
+  # names it takes as they are.
+  defp given(name) when byte_size(name) in 1..64 do
+    if plain?(name), do: name, else: RoundTrip.name_for(name, @format)
+  end
+
+  defp given(name), do: RoundTrip.name_for(name, @format)
+
+  defp plain?(<<c, rest::binary>>)
+       when c in ?a..?z or c in ?A..?Z or c in ?0..?9 or c == ?_ or c == ?-,
+       do: plain?(rest)
+
+  defp plain?(<<>>), do: true
+  defp plain?(_), do: false
+
   # A namespace nobody described: its functions' names (what tool search reads first).
   defp describe(ns, functions) do
     text = "Tools in #{ns}: " <> Enum.map_join(functions, ", ", & &1["name"]) <> "."
 
-    if String.length(text) <= @max_description,
+    if byte_size(text) <= @max_description or String.length(text) <= @max_description,
       do: text,
       else: String.slice(text, 0, @max_description - 1) <> "…"
   end

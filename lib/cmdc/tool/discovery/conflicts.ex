@@ -135,6 +135,7 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     description = own[:description] || meta.description || (single? && file.doc) || nil
     # A `.md`'s front matter (title, hints) belongs to the file's one tool; the `.json` wins.
     doc_settings = if single?, do: file.doc_settings, else: %{}
+
     settings =
       doc_settings
       |> Map.merge(meta.settings)
