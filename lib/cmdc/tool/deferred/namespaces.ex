@@ -103,9 +103,10 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   @doc """
   The Responses tools list `tools` (flat, as `CMDC.Tool.Providers` gives it for
   `:openai_responses`) with the functions of `source` grouped as `spec` says. Other entries
-  (`tool_search`) keep their place; a namespace takes the place of its first function. Raises
-  `ArgumentError` when two functions of one namespace would share a name, or a namespace a
-  top-level function's.
+  (`tool_search`) keep their place; a namespace takes the place of its first function. With
+  `keep` (provider names) only those functions are listed, each namespace still described as
+  in the whole list (a `tool_search_output`). Raises `ArgumentError` when two functions of one
+  namespace would share a name, or a namespace a top-level function's.
   """
   @spec group([map()], CMDC.Tool.Providers.source(), spec() | nil, MapSet.t() | nil) :: [map()]
   def group(tools, source, spec, keep \\ nil)
@@ -183,10 +184,15 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   defp option(_options, _key), do: nil
 
+  # The `server__` prefix the client gave the name (the server's name made a valid name), else
+  # (`namespace: false` clients) the server's own name.
   defp server_prefix(%{server: server}, name) when is_binary(server) do
     case String.split(name, "__", parts: 2) do
-      [prefix, rest] when prefix != "" and rest != "" -> prefix
-      _ -> server
+      [prefix, rest] when rest != "" ->
+        if prefix == String.replace(server, ~r/[^A-Za-z0-9_.-]/, "_"), do: prefix, else: server
+
+      _ ->
+        server
     end
   end
 
