@@ -290,39 +290,30 @@ defmodule CMDC.Tool.Deferred.NamespacesTest do
   defp responses_case(t), do: {"openai_responses_function", t}
 
   test "a discovered plugin's tools share the plugin's namespace; metadata can name another" do
-    root = Path.join(System.tmp_dir!(), "cmdc_ns_plugin_#{System.unique_integer([:positive])}")
-    on_exit(fn -> File.rm_rf!(root) end)
     prefix = "NsPlugin#{System.unique_integer([:positive])}"
-    tools_dir = Path.join(root, "home/.cmdc/plugins/deploy_kit/tools")
-    File.mkdir_p!(tools_dir)
-    File.mkdir_p!(Path.join(root, "proj"))
+    plugin = ".cmdc/plugins/deploy_kit"
 
-    File.write!(
-      Path.join(root, "home/.cmdc/plugins/deploy_kit/cmdc-plugin.json"),
-      ~s({"name": "deploy_kit", "version": "1.0.0"})
-    )
-
-    for {file, name} <- [{"a.ex", "deploy_app"}, {"b.ex", "rollback_app"}] do
-      File.write!(Path.join(tools_dir, file), """
-      defmodule #{prefix}.#{Macro.camelize(name)} do
-        @behaviour CMDC.Tool
-        def name, do: #{inspect(name)}
-        def description, do: "#{name} tool"
-        def parameters, do: %{"type" => "object", "properties" => %{"env" => %{"type" => "string"}}}
-        def execute(%{"env" => env}, _ctx), do: {:ok, #{inspect(name)} <> " " <> env}
+    tools =
+      for {file, name} <- [{"a.ex", "deploy_app"}, {"b.ex", "rollback_app"}] do
+        {"#{plugin}/tools/#{file}",
+         """
+         defmodule #{prefix}.#{Macro.camelize(name)} do
+           @behaviour CMDC.Tool
+           def name, do: #{inspect(name)}
+           def description, do: "#{name} tool"
+           def parameters, do: %{"type" => "object", "properties" => %{"env" => %{"type" => "string"}}}
+           def execute(%{"env" => env}, _ctx), do: {:ok, #{inspect(name)} <> " " <> env}
+         end
+         """}
       end
-      """)
-    end
 
-    File.write!(Path.join(tools_dir, "b.json"), ~s({"namespace": "ops"}))
-    reg = Registry.new()
-
-    {:ok, _state} =
-      CMDC.Tool.Discovery.load_into(reg,
-        home: Path.join(root, "home"),
-        cwd: Path.join(root, "proj"),
-        cmdc_home: nil,
-        sources: [:plugins]
+    reg =
+      CMDC.Tool.Test.Discovered.registry(
+        [
+          {"#{plugin}/cmdc-plugin.json", ~s({"name": "deploy_kit", "version": "1.0.0"})},
+          {"#{plugin}/tools/b.json", ~s({"namespace": "ops"})} | tools
+        ],
+        [:plugins]
       )
 
     tools = CMDC.Tool.to_schema(reg, %{}, format: :openai_responses, namespaces: true)

@@ -74,14 +74,9 @@ defmodule CMDC.Tool.Search.ToolTest do
   end
 
   test "examples from a discovered tool's metadata are in the result too" do
-    root = Path.join(System.tmp_dir!(), "cmdc_search_ex_#{System.unique_integer([:positive])}")
-    on_exit(fn -> File.rm_rf!(root) end)
     mod = "SearchEx#{System.unique_integer([:positive])}.Convert"
-    dir = Path.join(root, "home/.cmdc/tools")
-    File.mkdir_p!(dir)
-    File.mkdir_p!(Path.join(root, "proj"))
 
-    File.write!(Path.join(dir, "convert.ex"), """
+    source = """
     defmodule #{mod} do
       @behaviour CMDC.Tool
       def name, do: "convert_currency"
@@ -91,23 +86,19 @@ defmodule CMDC.Tool.Search.ToolTest do
           "to" => %{"type" => "string"}}, "required" => ["amount", "to"]}
       def execute(_args, _ctx), do: {:ok, "1.0"}
     end
-    """)
-
-    File.write!(
-      Path.join(dir, "convert.json"),
-      ~s({"examples": [{"amount": 10, "to": "EUR"}]})
-    )
+    """
 
     reg = Registry.new()
     :ok = Registry.register(reg, SearchTool)
 
-    {:ok, _} =
-      CMDC.Tool.Discovery.load_into(reg,
-        home: Path.join(root, "home"),
-        cwd: Path.join(root, "proj"),
-        cmdc_home: nil,
-        sources: [:user]
-      )
+    CMDC.Tool.Test.Discovered.registry(
+      [
+        {".cmdc/tools/convert.ex", source},
+        {".cmdc/tools/convert.json", ~s({"examples": [{"amount": 10, "to": "EUR"}]})}
+      ],
+      [:user],
+      reg
+    )
 
     [tool | _] = search(reg, "convert money to another currency").structured["tools"]
     assert tool["name"] == "convert_currency"
