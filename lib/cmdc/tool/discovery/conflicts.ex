@@ -148,7 +148,7 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     # format does not name itself is one).
     with false <- disabled?,
          {:ok, display, settings} <- display(settings),
-         served = serve(module, {name, new_name}, description, display),
+         served = serve(module, {name, new_name}, description, display, settings),
          :ok <- check_examples(served, new_name, display) do
       {:tool, found_tool(file, served, {name, new_name}, settings)}
     else
@@ -196,9 +196,10 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     with {:ok, _} <- CMDC.Tool.InputExamples.check(served, name), do: :ok
   end
 
-  defp serve(module, {name, new_name}, description, display) do
-    if new_name != name or description || display != %{},
-      do: Wrapper.wrap(module, new_name, description, display),
+  # Metadata settings make a wrapper too: they must hold wherever the module goes.
+  defp serve(module, {name, new_name}, description, display, settings) do
+    if new_name != name or description != nil or display != %{} or settings != %{},
+      do: Wrapper.wrap(module, new_name, description, display, settings),
       else: module
   end
 
