@@ -140,7 +140,6 @@ defmodule CMDC.Tool.Discovery.Conflicts do
       doc_settings
       |> Map.merge(meta.settings)
       |> Map.merge(Map.get(own, :settings, %{}))
-      |> plugin_namespace(file.plugin)
 
     disabled? = Map.get(own, :disabled, meta.disabled)
 
@@ -150,7 +149,8 @@ defmodule CMDC.Tool.Discovery.Conflicts do
          {:ok, display, settings} <- display(settings),
          served = serve(module, {name, new_name}, description, display, settings),
          :ok <- check_examples(served, new_name, display) do
-      {:tool, found_tool(file, served, {name, new_name}, settings)}
+      # Not a reason for a wrapper: the plugin's namespace is only read from the registry.
+      {:tool, found_tool(file, served, {name, new_name}, plugin_namespace(settings, file.plugin))}
     else
       true ->
         reason = "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
