@@ -185,7 +185,8 @@ defmodule CMDC.Tool.Deferred do
         "search: expects one of #{inspect(allowed)} for this format, got #{inspect(other)}"
       )
 
-  defp defer(decls, deferred, format, mode, source, context, {convert_opts, _warnings})
+  # `opts`: `{convert_opts, warnings_mode}`, for the client search tool's declaration.
+  defp defer(decls, deferred, format, mode, source, context, {_convert_opts, _mode} = opts)
        when format in [:anthropic, :openai_responses] do
     marked =
       Enum.map(decls, fn tool ->
@@ -195,17 +196,17 @@ defmodule CMDC.Tool.Deferred do
       end)
 
     without_own = Enum.reject(marked, &(tool_name(&1) == SearchTool.name()))
-    without_own ++ [search_declaration(format, mode, source, context, {convert_opts, nil})]
+    without_own ++ [search_declaration(format, mode, source, context, opts)]
   end
 
-  defp defer(decls, deferred, _format, :client, source, context, convert_opts) do
+  defp defer(decls, deferred, _format, :client, source, context, opts) do
     kept =
       Enum.reject(
         decls,
         &(MapSet.member?(deferred, tool_name(&1)) or tool_name(&1) == SearchTool.name())
       )
 
-    kept ++ [search_declaration(nil, :client, source, context, convert_opts)]
+    kept ++ [search_declaration(nil, :client, source, context, opts)]
   end
 
   defp search_declaration(:anthropic, :bm25, _, _, _),

@@ -112,6 +112,16 @@ defmodule CMDC.Tool.Providers.WarningsTest do
 
     assert error.message =~ "search_tools: `minLength`"
 
+    # The same with Anthropic's client search (strict moves those keywords into the text).
+    anthropic = [format: :anthropic, strict: true, defer: true, search: :client]
+
+    assert_raise ArgumentError, ~r/anthropic tools list changes .*\n.*search_tools/s, fn ->
+      CMDC.Tool.to_schema(reg, %{}, [{:warnings, :raise} | anthropic])
+    end
+
+    log = capture_log(fn -> assert [_ | _] = CMDC.Tool.to_schema(reg, %{}, anthropic) end)
+    assert log =~ "cmdc_tool anthropic: search_tools:"
+
     call = %{id: "s1", name: "search_tools", arguments: %{"query" => "does found"}}
     result = Runner.run(reg, call, %CMDC.Context{})
     refute result.is_error, result.content
