@@ -214,14 +214,18 @@ defmodule CMDC.Tool.Deferred.Namespaces do
       "read"
       iex> CMDC.Tool.Deferred.Namespaces.leaf_name("crm", "list_orders")
       "list_orders"
+      iex> CMDC.Tool.Deferred.Namespaces.leaf_name("fs_local", "fs.local__read")
+      "read"
   """
   @spec leaf_name(String.t(), String.t()) :: String.t()
   def leaf_name(ns, registered) do
     bare =
-      Enum.find_value([ns <> "__", ns <> "."], registered, fn prefix ->
-        if String.starts_with?(registered, prefix) and byte_size(registered) > byte_size(prefix),
-          do:
-            binary_part(registered, byte_size(prefix), byte_size(registered) - byte_size(prefix))
+      Enum.find_value(["__", "."], registered, fn sep ->
+        case String.split(registered, sep, parts: 2) do
+          # The prefix as the provider is given it (`fs.local__read` in `fs_local` is `read`).
+          [prefix, rest] when rest != "" -> if prefix == ns or given(prefix) == ns, do: rest
+          _ -> nil
+        end
       end)
 
     given(bare)
