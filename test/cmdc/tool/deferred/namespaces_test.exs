@@ -78,6 +78,10 @@ defmodule CMDC.Tool.Deferred.NamespacesTest do
     assert py["description"] =~ "Tools in py: " and py["description"] =~ "add"
     assert names(namespace(tools, "crm")) == ["list_open_orders"]
     assert names(namespace(tools, "billing")) == ["refund_invoice"]
+    # The search index files it under the same namespace.
+    assert {:ok, [{"refund_invoice", _}]} =
+             Registry.search(reg, "refund an invoice", namespace: "billing")
+
     # Tools without a namespace stay top-level functions, with their provider names.
     top = for %{"type" => "function", "name" => n} <- tools, do: n
     assert Enum.sort(top) == ["fs_read_file", "search_tools"]
