@@ -174,6 +174,10 @@ defmodule CMDC.Tool.Deferred.NamespacesTest do
 
     assert Runner.run(reg, refund, %CMDC.Context{}).content == "refunded 9"
 
+    # Several at once, as a response's output items come.
+    assert ["5", "refunded 9"] ==
+             Runner.run_many(reg, [call, refund], %CMDC.Context{}) |> Enum.map(& &1.content)
+
     # A function the namespace does not have is the usual unknown-tool error.
     missing = Runner.run(reg, %{call | name: "subtract"}, %CMDC.Context{})
     assert missing.reason == :unknown_tool
