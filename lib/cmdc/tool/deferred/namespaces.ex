@@ -176,7 +176,11 @@ defmodule CMDC.Tool.Deferred.Namespaces do
       settings["namespace"] || settings[:namespace] || option(options, :namespace) ||
         server_prefix(mcp, name)
 
-    if is_binary(ns) and ns != "", do: given(ns)
+    case ns do
+      ns when is_binary(ns) and ns != "" -> given(ns)
+      ns when is_atom(ns) and ns not in [nil, true, false] -> given(Atom.to_string(ns))
+      _ -> nil
+    end
   end
 
   defp option(options, key) when is_list(options) or is_map(options),
