@@ -104,6 +104,9 @@ defmodule CMDC.Tool.Search do
       {%{namespace: ns}, _} when is_binary(ns) and ns != "" ->
         ns
 
+      {%{namespace: ns}, _} when is_atom(ns) and ns not in [nil, true, false] ->
+        Atom.to_string(ns)
+
       {_, %{server: server}} when is_binary(server) ->
         server
 
