@@ -15,7 +15,9 @@ defmodule CMDC.Tool.Deferred do
       plugin, metadata, or a map of your own), see `CMDC.Tool.Deferred.Namespaces`.
 
   Every tool's schema warnings are reported as `warnings:` says (`CMDC.Tool.Providers.Warnings`),
-  the deferred ones' included: their schemas reach the model later, through the search.
+  the deferred ones' included: their schemas reach the model later, through the search. Those
+  of `search_tools` itself are not: its calls are checked against its own schema and it
+  answers a bad query with a clear error, so nothing there is the user's to change.
 
   Per format:
 
@@ -64,7 +66,7 @@ defmodule CMDC.Tool.Deferred do
     {tools, warnings} = Providers.convert(source, context, convert_opts)
     # Deferred tools' schemas are sent later (loaded by the search): their changes are
     # reported now, with the always-loaded ones'.
-    Warnings.report(warnings, format, mode)
+    Warnings.report(Enum.reject(warnings, &own?(&1, source)), format, mode)
     decls = declarations(tools, format)
     deferred = deferred_names(decls, format, opts)
 
@@ -72,10 +74,20 @@ defmodule CMDC.Tool.Deferred do
       Namespaces.group(tools, source, namespaces)
     else
       decls
-      |> defer(deferred, format, search_mode(format, opts), source, context, {convert_opts, mode})
+      |> defer(deferred, format, search_mode(format, opts), source, context, convert_opts)
       |> wrap(format)
       |> Namespaces.group(source, namespaces)
     end
+  end
+
+  # Our own search tool's changes are not the user's to act on: its calls are checked against
+  # its original schema, and it answers a bad query (empty, too long) with a clear error.
+  defp own?(%{tool: name}, source) do
+    name == SearchTool.name() and
+      case source do
+        %Registry{} -> Registry.find(source, name) == {:ok, SearchTool}
+        modules -> SearchTool in modules
+      end
   end
 
   defp namespaces!(opts, format) do
@@ -185,8 +197,7 @@ defmodule CMDC.Tool.Deferred do
         "search: expects one of #{inspect(allowed)} for this format, got #{inspect(other)}"
       )
 
-  # `opts`: `{convert_opts, warnings_mode}`, for the client search tool's declaration.
-  defp defer(decls, deferred, format, mode, source, context, {_convert_opts, _mode} = opts)
+  defp defer(decls, deferred, format, mode, source, context, convert_opts)
        when format in [:anthropic, :openai_responses] do
     marked =
       Enum.map(decls, fn tool ->
@@ -196,17 +207,17 @@ defmodule CMDC.Tool.Deferred do
       end)
 
     without_own = Enum.reject(marked, &(tool_name(&1) == SearchTool.name()))
-    without_own ++ [search_declaration(format, mode, source, context, opts)]
+    without_own ++ [search_declaration(format, mode, source, context, convert_opts)]
   end
 
-  defp defer(decls, deferred, _format, :client, source, context, opts) do
+  defp defer(decls, deferred, _format, :client, source, context, convert_opts) do
     kept =
       Enum.reject(
         decls,
         &(MapSet.member?(deferred, tool_name(&1)) or tool_name(&1) == SearchTool.name())
       )
 
-    kept ++ [search_declaration(nil, :client, source, context, opts)]
+    kept ++ [search_declaration(nil, :client, source, context, convert_opts)]
   end
 
   defp search_declaration(:anthropic, :bm25, _, _, _),
@@ -228,11 +239,11 @@ defmodule CMDC.Tool.Deferred do
     }
   end
 
-  defp search_declaration(_format, :client, source, context, {convert_opts, mode}) do
+  # (Its changes are not reported: see own?/2.)
+  defp search_declaration(_format, :client, source, context, convert_opts) do
     client_ready!(source)
     format = Keyword.get(convert_opts, :format, :openai)
-    {decls, warnings} = Providers.convert([SearchTool], context, convert_opts)
-    Warnings.report(warnings, format, mode)
+    {decls, _warnings} = Providers.convert([SearchTool], context, convert_opts)
     hd(declarations(decls, format))
   end
 

@@ -95,32 +95,36 @@ defmodule CMDC.Tool.Providers.WarningsTest do
     end
   end
 
-  test "the client search tool's own declaration and a tool_search_output report theirs" do
-    reg = registry([unique("found")])
+  test "search_tools' own changes are not the user's; a tool_search_output reports the others'" do
+    # A tool every strict mode takes as it is: only search_tools' schema is rewritten.
+    clean =
+      Factory.tool(unique("clean"), "Does clean work.", %{
+        "type" => "object",
+        "properties" => %{"q" => %{"type" => "string"}},
+        "required" => ["q"],
+        "additionalProperties" => false
+      })
 
-    # OpenAI strict has no minLength/maxLength: search_tools' own schema loses them.
-    error =
-      assert_raise ArgumentError, fn ->
-        CMDC.Tool.to_schema(reg, %{},
-          format: :openai,
-          strict: true,
-          defer: true,
-          always_loaded: [],
-          warnings: :raise
-        )
-      end
+    reg = Registry.new()
+    :ok = Registry.register(reg, [SearchTool, clean])
 
-    assert error.message =~ "search_tools: `minLength`"
-
-    # The same with Anthropic's client search (strict moves those keywords into the text).
-    anthropic = [format: :anthropic, strict: true, defer: true, search: :client]
-
-    assert_raise ArgumentError, ~r/anthropic tools list changes .*\n.*search_tools/s, fn ->
-      CMDC.Tool.to_schema(reg, %{}, [{:warnings, :raise} | anthropic])
+    for opts <- [
+          [format: :openai, strict: true, defer: true],
+          [format: :anthropic, strict: true, defer: true, search: :client],
+          [format: :openai_responses, strict: true, defer: true, search: :client],
+          [format: :mcp, defer: true]
+        ] do
+      assert capture_log(fn ->
+               assert [_ | _] = CMDC.Tool.to_schema(reg, %{}, [{:warnings, :raise} | opts])
+             end) == ""
     end
 
-    log = capture_log(fn -> assert [_ | _] = CMDC.Tool.to_schema(reg, %{}, anthropic) end)
-    assert log =~ "cmdc_tool anthropic: search_tools:"
+    # The registry's other tools are still reported, search or not.
+    reg = registry([unique("found")])
+
+    assert_raise ArgumentError, ~r/openai tools list changes/, fn ->
+      CMDC.Tool.to_schema(reg, %{}, format: :openai, strict: true, defer: true, warnings: :raise)
+    end
 
     call = %{id: "s1", name: "search_tools", arguments: %{"query" => "does found"}}
     result = Runner.run(reg, call, %CMDC.Context{})
