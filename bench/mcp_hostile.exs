@@ -8,9 +8,13 @@
 #   * 40,000 tools: refused (max_tools) and nothing aborts (reference: the VM aborted with
 #     "no more index entries in export_list" before slots);
 #   * 2,000 tools: time to list them, then to stop the client (target < 1 s; reference: 11-12 s
-#     and 1,081 modules left loaded when every tool was its own module).
+#     and 1,081 modules left loaded when every tool was its own module), the modules loaded and
+#     the VM's RSS (/proc/self/status VmRSS) at baseline, with the tools loaded, right after the
+#     stop and once the slots beyond the warm pool are purged (reference: one module per tool
+#     grew RSS 162 MB for 2,000 tools); a second cycle shows what stays.
 #
-# Run: MIX_ENV=bench mix run bench/mcp_hostile.exs   (python3 on PATH; stdlib only)
+# Run: MIX_ENV=bench mix run bench/mcp_hostile.exs         (python3 on PATH; stdlib only)
+#      MIX_ENV=bench mix run bench/mcp_hostile.exs slots   (the 2,000-tool cycles only)
 Logger.configure(level: :error)
 alias CMDC.Tool.MCP.{Client, Slots}
 alias CMDC.Tool.LoadProbe
@@ -29,73 +33,137 @@ start = fn name, mode, extra ->
   pid
 end
 
-IO.puts(
-  "flood (10 s)        peak growth   mailbox peak   worst lateness   outcome                 target"
-)
+only_slots? = System.argv() == ["slots"]
+{load1, _} = Float.parse(File.read!("/proc/loadavg"))
+IO.puts("load average (1 min) at start: #{load1}\n")
 
-# Control: the same lateness probe with no server at all (the machine's own noise).
-late = LoadProbe.lateness()
-Process.sleep(3_000)
-control = LoadProbe.stop(late)
-IO.puts(String.pad_trailing("control (3 s)", 35) <> "#{control} ms")
-
-for mode <- ["stderr_flood", "notify_flood", "big_flood"] do
-  :erlang.garbage_collect()
-  before = :erlang.memory(:total)
-  late = LoadProbe.lateness()
-  client = start.(mode, mode, [])
-
-  {peak, queue} =
-    Enum.reduce(1..100, {before, 0}, fn _, {peak, queue} ->
-      Process.sleep(100)
-      {:message_queue_len, n} = Process.info(client, :message_queue_len)
-      {max(peak, :erlang.memory(:total)), max(queue, n)}
-    end)
-
-  worst = LoadProbe.stop(late)
-  info = Client.info(client)
-  outcome = "#{info.status}, #{info.restarts} restarts"
-
+unless only_slots? do
   IO.puts(
-    String.pad_trailing(mode, 20) <>
-      String.pad_trailing("#{mb.(peak - before)} MB", 14) <>
-      String.pad_trailing("#{queue}", 15) <>
-      String.pad_trailing("#{worst} ms", 17) <> String.pad_trailing(outcome, 24) <> "< 100 MB"
+    "flood (10 s)        peak growth   mailbox peak   worst lateness   outcome                 target"
   )
 
-  Client.stop(client)
+  # Control: the same lateness probe with no server at all (the machine's own noise).
+  late = LoadProbe.lateness()
+  Process.sleep(3_000)
+  control = LoadProbe.stop(late)
+  IO.puts(String.pad_trailing("control (3 s)", 35) <> "#{control} ms")
+
+  for mode <- ["stderr_flood", "notify_flood", "big_flood"] do
+    :erlang.garbage_collect()
+    before = :erlang.memory(:total)
+    late = LoadProbe.lateness()
+    client = start.(mode, mode, [])
+
+    {peak, queue} =
+      Enum.reduce(1..100, {before, 0}, fn _, {peak, queue} ->
+        Process.sleep(100)
+        {:message_queue_len, n} = Process.info(client, :message_queue_len)
+        {max(peak, :erlang.memory(:total)), max(queue, n)}
+      end)
+
+    worst = LoadProbe.stop(late)
+    info = Client.info(client)
+    outcome = "#{info.status}, #{info.restarts} restarts"
+
+    IO.puts(
+      String.pad_trailing(mode, 20) <>
+        String.pad_trailing("#{mb.(peak - before)} MB", 14) <>
+        String.pad_trailing("#{queue}", 15) <>
+        String.pad_trailing("#{worst} ms", 17) <> String.pad_trailing(outcome, 24) <> "< 100 MB"
+    )
+
+    Client.stop(client)
+  end
+
+  modules = fn -> length(:code.all_loaded()) end
+  loaded = modules.()
+
+  {:ok, big} =
+    Client.start_link(
+      name: "big",
+      transport: {:stdio, %{command: python, args: [script, "many", "40000"]}}
+    )
+
+  {us, result} = :timer.tc(fn -> Client.await_ready(big, 120_000) end)
+
+  IO.puts(
+    "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{modules.() - loaded}"
+  )
+
+  Client.stop(big)
+end
+
+rss_mb = fn ->
+  [kb] =
+    Regex.run(~r/VmRSS:\s+(\d+) kB/, File.read!("/proc/self/status"), capture: :all_but_first)
+
+  Float.round(String.to_integer(kb) / 1024, 1)
 end
 
 modules = fn -> length(:code.all_loaded()) end
-loaded = modules.()
+vm_mb = fn -> Float.round(:erlang.memory(:total) / 1_048_576, 1) end
 
-{:ok, big} =
-  Client.start_link(
-    name: "big",
-    transport: {:stdio, %{command: python, args: [script, "many", "40000"]}}
-  )
+cycle = fn name, n, kinds ->
+  {:ok, client} =
+    Client.start_link(
+      name: name,
+      transport: {:stdio, %{command: python, args: [script, "many", "#{n}"]}}
+    )
 
-{us, result} = :timer.tc(fn -> Client.await_ready(big, 120_000) end)
+  Process.unlink(client)
+  {us, :ok} = :timer.tc(fn -> Client.await_ready(client, 120_000) end)
+  :erlang.garbage_collect()
+  loaded = %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
+  {stop_us, :ok} = :timer.tc(fn -> Client.stop(client) end)
+  stopped = %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
+  {settle_us, :ok} = :timer.tc(fn -> Slots.settle(300_000) end)
+  for pid <- Process.list(), do: :erlang.garbage_collect(pid)
 
-IO.puts(
-  "\n40,000 tools: #{inspect(result)} after #{div(us, 1000)} ms; VM alive, modules loaded +#{modules.() - loaded}"
-)
+  diff =
+    for {kind, bytes} <- :erlang.memory(),
+        kind in [:processes, :ets, :code, :binary, :atom, :system],
+        do: {kind, Float.round((bytes - Keyword.fetch!(kinds, kind)) / 1_048_576, 1)}
 
-Client.stop(big)
+  %{
+    diff: diff,
+    list_ms: div(us, 1000),
+    stop_ms: Float.round(stop_us / 1000, 1),
+    loaded: loaded,
+    stopped: stopped,
+    settle_ms: div(settle_us, 1000),
+    purged: %{modules: modules.(), rss: rss_mb.(), vm: vm_mb.()}
+  }
+end
 
-{:ok, two} =
-  Client.start_link(
-    name: "two",
-    transport: {:stdio, %{command: python, args: [script, "many", "2000"]}}
-  )
+# Free slots are purged once free for 30 s by default: at once here, to time the purge.
+Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
+Slots.settle(600_000)
+# Warm-up: the code every cycle runs is loaded once, the warm pool filled.
+cycle.("warmup", 100, :erlang.memory())
+for pid <- Process.list(), do: :erlang.garbage_collect(pid)
 
-{us, :ok} = :timer.tc(fn -> Client.await_ready(two, 120_000) end)
-held = Slots.stats()
-{stop_us, :ok} = :timer.tc(fn -> Client.stop(two) end)
-after_stop = Slots.stats()
+base = %{
+  modules: modules.(),
+  rss: rss_mb.(),
+  vm: vm_mb.(),
+  atoms: :erlang.system_info(:atom_count)
+}
 
 IO.puts("""
-2,000 tools: listed in #{div(us, 1000)} ms (slots in use #{held.in_use}, made #{held.made})
-             stopped in #{Float.round(stop_us / 1000, 1)} ms   (target < 1,000 ms; reference 11,000-12,000 ms)
-             slots in use after stop: #{after_stop.in_use}; slot modules made: #{after_stop.made} (reused, never purged)
+2,000 tools (warm pool #{Slots.stats().warm} slots)   baseline: #{base.modules} modules, RSS #{base.rss} MB, VM memory #{base.vm} MB
+(RSS is what the OS gave the VM; VM memory is what the VM's allocators hold in use: freed
+memory may stay in the process for reuse, so RSS need not fall back)
 """)
+
+for round <- 1..2 do
+  r = cycle.("two#{round}", 2_000, :erlang.memory())
+  {load1, _} = Float.parse(File.read!("/proc/loadavg"))
+
+  IO.puts("""
+  cycle #{round} (load #{load1}): listed in #{r.list_ms} ms; loaded: #{r.loaded.modules} modules, RSS #{r.loaded.rss} MB (+#{Float.round(r.loaded.rss - base.rss, 1)} MB over baseline; reference +162 MB), VM memory #{r.loaded.vm} MB
+    stopped in #{r.stop_ms} ms   (target < 1,000 ms; reference 11,000-12,000 ms): #{r.stopped.modules} modules, RSS #{r.stopped.rss} MB, VM memory #{r.stopped.vm} MB
+    memory by kind (MB, after purge - baseline): #{inspect(r.diff)}
+    slots beyond the warm pool purged #{r.settle_ms} ms later (in the background): #{r.purged.modules} modules (baseline #{base.modules}), RSS #{r.purged.rss} MB (baseline #{base.rss}), VM memory #{r.purged.vm} MB (baseline #{base.vm})
+    atoms since baseline: +#{:erlang.system_info(:atom_count) - base.atoms} (slot names, reused by later cycles)
+  """)
+end

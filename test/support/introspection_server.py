@@ -3,10 +3,12 @@
 Usage: python introspection_server.py RESOURCE
 Listens on 127.0.0.1 (a free port, printed on stdout as the first line) and answers
 POST /introspect (form field `token`, HTTP Basic client credentials `rs:secret` required):
-  good-token     active, aud = RESOURCE
+  good-token     active, aud = RESOURCE (also any token starting with good-)
+  short-*        active, aud = RESOURCE, exp 2 s after its first introspection
   foreign-token  active, aud = https://other.example/mcp
   expired-token  active, exp in the past
   anything else  {"active": false}
+GET /stats answers how many times each token was introspected (JSON object).
 Built on the standard library only.
 """
 import base64
@@ -18,9 +20,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 RESOURCE = sys.argv[1]
 CREDENTIALS = "Basic " + base64.b64encode(b"rs:secret").decode()
+COUNTS = {}
+SHORT = {}
 
 
 class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        body = json.dumps(COUNTS).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_POST(self):  # noqa: N802 (http.server's naming)
         length = int(self.headers.get("Content-Length", "0"))
         form = urllib.parse.parse_qs(self.rfile.read(length).decode())
@@ -29,8 +41,16 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         token = form.get("token", [""])[0]
+        COUNTS[token] = COUNTS.get(token, 0) + 1
         now = int(time.time())
-        claims = {
+        if token.startswith("short-"):
+            exp = SHORT.setdefault(token, now + 2)
+            claims = {"active": exp > now, "aud": RESOURCE, "exp": exp}
+        elif token.startswith("good-"):
+            claims = {"active": True, "aud": RESOURCE, "exp": now + 600}
+        else:
+            claims = None
+        claims = claims or {
             "good-token": {"active": True, "aud": RESOURCE, "exp": now + 600, "sub": "alice"},
             "foreign-token": {"active": True, "aud": "https://other.example/mcp", "exp": now + 600},
             "expired-token": {"active": True, "aud": RESOURCE, "exp": now - 10},

@@ -35,6 +35,22 @@ defmodule CMDC.Tool.MCP do
   Validation failures and tool errors are tool *results* with `isError: true` (SEP-1303), so the
   model can read them; unknown tools and malformed requests are JSON-RPC errors.
 
+  ## Why results are always `complete` and -32021 is never sent
+
+  In 2026-07-28 a server that needs something from the client during a request (a user's
+  answer, `elicitation/create`; a completion, `sampling/createMessage`; `roots/list`) answers
+  `resultType: "input_required"` with those requests and a `requestState`, and the client
+  retries with `inputResponses` (multi round-trip requests); a server that would need a
+  capability the request's `clientCapabilities` does not declare MUST answer
+  MissingRequiredClientCapability (-32021, HTTP 400, `data.requiredCapabilities`). This server
+  never asks the client for anything: whether a tool may run is the server's own settings
+  (`--allow`, the tool's policy, hooks; see `CMDC.Tool.Runner`), so no request needs a client
+  capability and every result is `complete`. A call that needs approval which nobody gave is
+  refused as a tool result with `isError: true` naming how to allow it, whatever the client
+  declares; `inputResponses` and `requestState` a client sends anyway are ignored (this server
+  issues no state, so none is trusted). Tested in `test/cmdc/tool/mcp/input_required_test.exs`
+  (also with the official Python client's elicitation and sampling callbacks, never called).
+
       iex> state = CMDC.Tool.MCP.new([CMDC.Tool.Examples.Echo])
       iex> {[reply], _state} =
       ...>   CMDC.Tool.MCP.handle(%{"jsonrpc" => "2.0", "id" => 1, "method" => "ping"}, state)

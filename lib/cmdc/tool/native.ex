@@ -94,6 +94,7 @@ defmodule CMDC.Tool.Native do
   def schema_compile(_schema, _opts), do: err()
   def schema_validate(_schema, _args), do: err()
   def schema_validate_dirty(_schema, _args), do: err()
+  def schema_validate_slice(_schema, _list, _index), do: err()
   def schema_validate_json(_schema, _text), do: err()
   def schema_validate_json_dirty(_schema, _text), do: err()
   def schema_drop_nulls(_schema, _args), do: err()
@@ -101,6 +102,7 @@ defmodule CMDC.Tool.Native do
   # modules.rs
   def module_schema(_module, _kind, _md5), do: err()
   def module_schema_put(_module, _kind, _md5, _compiled), do: err()
+  def module_schema_drop(_modules), do: err()
   def module_validate(_module, _md5, _args), do: err()
   def module_validate_dirty(_module, _md5, _args), do: err()
   def module_validate_json(_module, _md5, _text), do: err()

@@ -107,14 +107,37 @@ defmodule CMDC.Tool.Schema do
   @doc """
   Validates a term against a compiled schema: `{:ok, args}` (the same term) or
   `{:error, errors}`. Terms that are not JSON give an error with keyword `"json"` naming the path.
+  Big terms are checked on a dirty scheduler; a long list whose elements the schema checks one
+  by one is checked a slice at a time on the caller's scheduler instead.
 
       iex> schema = CMDC.Tool.Schema.compile!(%{"type" => "object"})
       iex> {:error, [error]} = CMDC.Tool.Schema.validate(schema, %{"pid" => self()})
       iex> {error.path, error.keyword}
       {"/pid", "json"}
+
+      iex> schema = CMDC.Tool.Schema.compile!(%{"items" => %{"type" => "integer"}})
+      iex> list = Enum.to_list(1..100_000)
+      iex> {:ok, ^list} = CMDC.Tool.Schema.validate(schema, list)
+      iex> {:error, [error]} = CMDC.Tool.Schema.validate(schema, list ++ ["x"])
+      iex> error.path
+      "/100000"
   """
   @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
+  def validate(schema, args) when is_list(args), do: validate_slices(schema, args, args, 0)
   def validate(schema, args), do: Native.with_dirty(schema_validate(schema, args))
+
+  # A list whose elements the schema checks one by one is validated a slice of elements per
+  # native call on the caller's scheduler, where the VM runs other processes between slices
+  # (on a dirty scheduler the same work competes with the normal schedulers for the cores).
+  # Anything else (an invalid element, a schema that looks at the whole list) is decided by
+  # the usual call, which names the errors.
+  defp validate_slices(schema, list, rest, index) do
+    case Native.schema_validate_slice(schema, rest, index) do
+      :done -> {:ok, list}
+      {:more, rest, index} -> validate_slices(schema, list, rest, index)
+      :undecided -> Native.with_dirty(schema_validate(schema, list))
+    end
+  end
 
   @doc """
   Decodes JSON text and validates it in one native call: `{:ok, decoded}` or `{:error, errors}`.

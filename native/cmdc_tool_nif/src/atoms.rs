@@ -97,4 +97,7 @@ rustler::atoms! {
     encode,
     decode,
     is_valid,
+    done,
+    more,
+    undecided,
 }

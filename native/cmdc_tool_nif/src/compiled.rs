@@ -51,6 +51,62 @@ pub fn run_reported(program: &Program, term: Term) -> Result<(), Stop> {
     result
 }
 
+/// Where [`run_slice`] stopped.
+pub enum Slice<'a> {
+    /// Every element from the start on is valid, and so is the list's length.
+    Done,
+    /// Valid so far: the rest of the list (a tail of the caller's) and its first index.
+    More(Term<'a>, usize),
+    /// Not decided a slice at a time: the program does not check arrays element by element,
+    /// an element is not valid (or not read here), the list is improper, or one element alone
+    /// is over a normal call's budget. The whole list goes to [`run`] and the error path.
+    Undecided,
+}
+
+/// Checks elements of `list` (the top-level array's elements from index `start` on) on a
+/// normal scheduler until its budget is spent, telling the VM the time used: at least one
+/// element per call, so a caller looping over the rest always advances (`Schema.validate/2`).
+pub fn run_slice<'a>(program: &Program, list: Term<'a>, start: usize) -> Slice<'a> {
+    if !program.slices_arrays() {
+        return Slice::Undecided;
+    }
+    let reader = Reader {
+        env: list.get_env().as_c_arg(),
+        layout: layout::get(),
+    };
+    let mut budget = Budget::with(NORMAL_UNITS, false);
+    let (mut cell, mut index) = (list.as_c_arg(), start);
+    let slice = loop {
+        let Some(next) = reader.cell(cell) else {
+            break Slice::Undecided;
+        };
+        let Some((head, tail)) = next else {
+            let len_ok = program.array_len_ok(index as u64);
+            break if len_ok {
+                Slice::Done
+            } else {
+                Slice::Undecided
+            };
+        };
+        let element = Raw {
+            term: head,
+            reader: &reader,
+        };
+        match program.element(index, element, &mut budget) {
+            Ok(()) => (cell, index) = (tail, index + 1),
+            // Over the budget: this element starts the next slice.
+            Err(Stop::Yield) if index > start => {
+                // SAFETY: `cell` is a tail of `list`, alive for the NIF call.
+                break Slice::More(unsafe { Term::new(list.get_env(), cell) }, index);
+            }
+            Err(_) => break Slice::Undecided,
+        }
+    };
+    let spent = NORMAL_UNITS - budget.remaining.max(0);
+    crate::term::report_units(list.get_env(), spent * NORMAL_BUDGET / NORMAL_UNITS);
+    slice
+}
+
 /// `run` through the `enif_*` API only (the tests compare both).
 pub fn run_api(program: &Program, term: Term, dirty: bool) -> Result<(), Stop> {
     run_with(program, term, dirty, None)
@@ -92,6 +148,30 @@ fn run_spending(
 struct Reader {
     env: *mut ErlNifEnv,
     layout: Option<Layout>,
+}
+
+impl Reader {
+    /// A list cell's head and tail, `Some(None)` for `[]`, `None` for anything else.
+    fn cell(&self, term: ErlNifTerm) -> Option<Option<(ErlNifTerm, ErlNifTerm)>> {
+        if let Some(layout) = self.layout {
+            return match layout.shape(term) {
+                Shape::Cons(head, tail) => Some(Some((layout::term(head), layout::term(tail)))),
+                Shape::Nil => Some(None),
+                _ => None,
+            };
+        }
+        let (mut head, mut tail) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        // SAFETY: `term` is alive for the NIF call; the cell is read only when the call says so.
+        unsafe {
+            if enif_get_list_cell(self.env, term, head.as_mut_ptr(), tail.as_mut_ptr()) != 0 {
+                Some(Some((head.assume_init(), tail.assume_init())))
+            } else if enif_is_empty_list(self.env, term) != 0 {
+                Some(None)
+            } else {
+                None
+            }
+        }
+    }
 }
 
 /// One term of the caller's, alive for the NIF call.

@@ -5,7 +5,7 @@
 //! so a reloaded module is compiled again (the one invalidation rule). Compilation is the
 //! Elixir side's (`CMDC.Tool.Schema.for_module/1`): it calls the module, then stores here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{OnceLock, RwLock};
 
@@ -95,6 +95,18 @@ fn module_schema_put(module: Atom, kind: Atom, md5: Binary, compiled: Term) -> R
         *slot = (md5.as_slice().to_vec(), compiled);
     }
     Ok(slot.1.clone())
+}
+
+/// Forgets what is stored for these modules, every kind, and answers how many entries went:
+/// a freed MCP tool slot (`CMDC.Tool.MCP.Slots`) keeps no validator. Dirty: the last reference
+/// to a compiled schema frees it here, work that grows with the list.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn module_schema_drop(modules: Vec<Atom>) -> usize {
+    let gone: HashSet<rustler::sys::ErlNifTerm> = modules.iter().map(|m| m.as_c_arg()).collect();
+    let mut cache = cache().write().unwrap_or_else(|e| e.into_inner());
+    let before = cache.len();
+    cache.retain(|(module, _), _| !gone.contains(module));
+    before - cache.len()
 }
 
 /// A call's arguments validated against the module's stored `:parameters` schema in one call

@@ -15,10 +15,12 @@ use cmdc_tool_core::schema::{
     check_for, compile_for, failures_for, parse_draft, pattern_factor, Documents, Failures,
 };
 use jsonschema::{Draft, Validator};
-use rustler::{Binary, Env, NifMap, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, NifMap, ResourceArc, Term};
 use serde_json::Value;
 
+use crate::atoms;
 use crate::beam;
+use crate::compiled::Slice;
 use crate::error::{Error, Result};
 use crate::json::DecodeError;
 use crate::options::{self, Options};
@@ -346,6 +348,28 @@ twin_nifs! {
     |dirty| {
         let budget = if dirty { Budget::dirty() } else { Budget::normal() };
         validate_term(schema, args, budget)
+    }
+}
+
+/// Elements of a top-level list from `index` on, one slice per call on the caller's normal
+/// scheduler (`Schema.validate/2` loops over the rest): `:done` (the whole list is valid),
+/// `{:more, rest, index}`, or `:undecided` (the usual validation decides and names the errors;
+/// see `compiled::Slice`).
+#[rustler::nif]
+fn schema_validate_slice<'a>(
+    env: Env<'a>,
+    schema: &'a Schema,
+    list: Term<'a>,
+    index: usize,
+) -> Term<'a> {
+    let slice = match schema.compiled.as_ref() {
+        Some(program) => crate::compiled::run_slice(program, list, index),
+        None => Slice::Undecided,
+    };
+    match slice {
+        Slice::Done => atoms::done().encode(env),
+        Slice::More(rest, next) => (atoms::more(), rest, next).encode(env),
+        Slice::Undecided => atoms::undecided().encode(env),
     }
 }
 

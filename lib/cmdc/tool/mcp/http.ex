@@ -22,16 +22,17 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   Bound to 127.0.0.1; `Origin` must name a loopback host (or one in `:allowed_origins`), else
   403; on a loopback bind the `Host` must be a loopback name too (DNS rebinding); bodies over
-  `:max_body` (4 MiB) get 413; a connection idle for `:idle_timeout_ms` is closed, and one that
-  sends slower than `:min_bytes_per_second` is dropped; headers over `:max_header_size` are
-  refused. Authentication (`:auth`, see `CMDC.Tool.MCP.HTTP.Auth`): none, a bearer token, or
+  `:max_body` (4 MiB) get 413 and bodies not complete `:body_timeout_ms` after they began get
+  408, both as JSON-RPC errors (`CMDC.Tool.MCP.HTTP.Body`, which also says the few cases httpd
+  answers itself); a connection idle for `:idle_timeout_ms` is closed, and one that sends
+  slower than `:min_bytes_per_second` is dropped; headers over `:max_header_size` are refused. Authentication (`:auth`, see `CMDC.Tool.MCP.HTTP.Auth`): none, a bearer token, or
   OAuth 2.1 resource server (RFC 9728 metadata, RFC 7662 introspection, audience checked).
 
   ## Errors
 
   `start_link/1` answers `{:error, message}` when the server cannot start (a bad `:auth`
   setting, the port in use). Requests never stop the server: each bad one gets its HTTP status
-  (400, 401, 403, 404, 405, 413, 415) with a JSON-RPC error body saying what to fix; a tool's
+  (400, 401, 403, 404, 405, 408, 413, 415) with a JSON-RPC error body saying what to fix; a tool's
   own failure is a result with `isError: true`, as MCP defines it.
 
   ## Starting it
@@ -44,8 +45,8 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   Options: `:tools` (required), `:port` (0 picks a free one: `port/1`), `:ip` (a tuple,
   default `{127, 0, 0, 1}`), `:path` (`"/mcp"`), `:allowed_origins` (extra origins, e.g.
-  `"https://app.example.com"`), `:max_body`, `:max_header_size` (16 KiB), `:idle_timeout_ms`
-  (30,000), `:min_bytes_per_second` (100), `:auth`, `:list_changed`, `:page_size`,
+  `"https://app.example.com"`), `:max_body`, `:body_timeout_ms` (as `:idle_timeout_ms`),
+  `:max_header_size` (16 KiB), `:idle_timeout_ms` (30,000), `:min_bytes_per_second` (100), `:auth`, `:list_changed`, `:page_size`,
   `:server_name`, `:context` (a `CMDC.Context` for every call; by default one per session, or
   per request for stateless clients), `:session_idle_ms` (sessions unused that long are dropped;
   1 hour), `:max_sessions` (10,000), `:name`.
@@ -53,10 +54,12 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   use GenServer
 
+  import Bitwise, only: [<<<: 2]
+
   require Logger
 
   alias CMDC.Tool.MCP
-  alias CMDC.Tool.MCP.HTTP.Auth
+  alias CMDC.Tool.MCP.HTTP.{Auth, Custom}
 
   @sweep_ms 60_000
 
@@ -99,6 +102,7 @@ defmodule CMDC.Tool.MCP.HTTP do
          table = :ets.new(__MODULE__, [:set, :public, read_concurrency: true]),
          {:ok, httpd} <- start_httpd(opts, table) do
       port = listen_port(httpd)
+      Custom.register(port, Keyword.get(opts, :max_body, 4 * 1024 * 1024))
       config = config(opts, port, auth)
       :ets.insert(table, [{:mcp, mcp}, {:config, config}])
       Process.send_after(self(), :sweep, @sweep_ms)
@@ -120,7 +124,13 @@ defmodule CMDC.Tool.MCP.HTTP do
       server_root: root,
       document_root: root,
       modules: [CMDC.Tool.MCP.HTTP.Handler],
+      # Bodies come to the handler in pieces, which times them (CMDC.Tool.MCP.HTTP.Body);
+      # a Content-Length over the limit is answered by the customize callback
+      # (CMDC.Tool.MCP.HTTP.Custom): httpd's own answers to both are HTML pages.
       max_body_size: Keyword.get(opts, :max_body, 4 * 1024 * 1024),
+      max_client_body_chunk: CMDC.Tool.MCP.HTTP.Body.piece_size(),
+      max_content_length: 1 <<< 62,
+      customize: CMDC.Tool.MCP.HTTP.Custom,
       max_header_size: Keyword.get(opts, :max_header_size, 16 * 1024),
       keep_alive_timeout: div(Keyword.get(opts, :idle_timeout_ms, 30_000) + 999, 1000),
       minimum_bytes_per_second: Keyword.get(opts, :min_bytes_per_second, 100),
@@ -156,7 +166,10 @@ defmodule CMDC.Tool.MCP.HTTP do
       allowed_origins: Keyword.get(opts, :allowed_origins, []),
       auth: Auth.put_resource(auth, "http://#{host}:#{port}#{path}"),
       context: Keyword.get(opts, :context),
-      max_sessions: Keyword.get(opts, :max_sessions, 10_000)
+      max_sessions: Keyword.get(opts, :max_sessions, 10_000),
+      max_body: Keyword.get(opts, :max_body, 4 * 1024 * 1024),
+      body_timeout_ms:
+        Keyword.get(opts, :body_timeout_ms, Keyword.get(opts, :idle_timeout_ms, 30_000))
     }
     |> Map.put(:session_idle_ms, Keyword.get(opts, :session_idle_ms, 3_600_000))
     |> Map.put(:working_dir, File.cwd!())
@@ -200,6 +213,7 @@ defmodule CMDC.Tool.MCP.HTTP do
   def terminate(_reason, state) do
     # Streams and calls live in httpd's request processes: stopping httpd ends them, and the
     # runner cancels each call whose caller died.
+    Custom.unregister(state.port)
     :inets.stop(:stand_alone, state.httpd)
   catch
     _, _ -> :ok

@@ -121,7 +121,8 @@ impl Compiler<'_> {
             // The crate's own analysis, so the verdict is the crate's.
             if let Some(PatternAnalysis::Alternation(mut words)) = analyze_pattern(pattern) {
                 words.sort_unstable();
-                return Some((Leaf::OneOf(words.into()), MatchCost::LEAF));
+                let cost = MatchCost::one_of(words.len());
+                return Some((Leaf::OneOf(words.into()), cost));
             }
         }
         let mut one = Map::new();

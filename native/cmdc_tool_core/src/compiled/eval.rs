@@ -192,18 +192,26 @@ impl Program {
         frames: u32,
         budget: &mut Budget,
     ) -> Checked {
-        let len = inst.elements(|i, value| {
-            let rest = match checks.prefix.get(i) {
-                Some(&sub) => Rest::Schema(sub),
-                None => checks.rest,
-            };
-            match rest {
-                Rest::Any => check_json(value, depth + 1, budget),
-                Rest::Forbid => Err(Stop::Invalid),
-                Rest::Schema(sub) => self.eval(sub, value, depth + 1, frames + 1, budget),
-            }
-        })? as u64;
-        require(checks.min.is_none_or(|m| len >= m) && checks.max.is_none_or(|m| len <= m))
+        let len = inst.elements(|i, value| self.item(checks, i, value, depth, frames, budget))?;
+        require(checks.len_ok(len as u64))
+    }
+
+    /// Element `index` of an array at `depth` (`slice.rs` checks a top-level array's one by one).
+    #[inline(always)]
+    pub(super) fn item<'a, I: Instance<'a>>(
+        &self,
+        checks: &ArrayChecks,
+        index: usize,
+        value: I,
+        depth: u32,
+        frames: u32,
+        budget: &mut Budget,
+    ) -> Checked {
+        match checks.rest_at(index) {
+            Rest::Any => check_json(value, depth + 1, budget),
+            Rest::Forbid => Err(Stop::Invalid),
+            Rest::Schema(sub) => self.eval(sub, value, depth + 1, frames + 1, budget),
+        }
     }
 }
 

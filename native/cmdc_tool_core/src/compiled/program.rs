@@ -183,6 +183,23 @@ pub(super) struct ArrayChecks {
     pub(super) max: Option<u64>,
 }
 
+impl ArrayChecks {
+    /// The schema of element `index`.
+    #[inline(always)]
+    pub(super) fn rest_at(&self, index: usize) -> Rest {
+        match self.prefix.get(index) {
+            Some(&sub) => Rest::Schema(sub),
+            None => self.rest,
+        }
+    }
+
+    /// Whether `minItems`/`maxItems` accept `len` elements.
+    #[inline(always)]
+    pub(super) fn len_ok(&self, len: u64) -> bool {
+        self.min.is_none_or(|m| len >= m) && self.max.is_none_or(|m| len <= m)
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Node {
     /// `false` schema.

@@ -235,8 +235,73 @@ defmodule CMDC.Tool.MCPHostileTest do
       IO.puts("2,000 tools: ready in #{ready_ms} ms, stopped in #{stop_ms} ms")
       assert stop_ms < 1_000
       assert Slots.stats().in_use <= in_use - 2_000
-      assert_raise ArgumentError, ~r/no longer holds an MCP tool/, fn -> first.name() end
+      # A freed slot says its tool is gone; once purged (in the background) it is no module.
+      try do
+        first.name()
+        flunk("a stopped server's tool still answers")
+      rescue
+        e in ArgumentError -> assert Exception.message(e) =~ "no longer holds an MCP tool"
+        UndefinedFunctionError -> :purged
+      end
+
       IO.puts("atoms grew #{:erlang.system_info(:atom_count) - atoms} over 82,000 listed tools")
+    end
+
+    # Purging thousands of modules takes the code server a while (earlier tests leave many
+    # free slots to purge too): the time is the machine's, not the stop's.
+    @tag timeout: 600_000
+    test "2,000 tools: a stop leaves the VM as it was (modules, ETS rows, processes, " <>
+           "ports, OS processes, atoms); a second cycle adds nothing",
+         ctx do
+      # Free slots are purged once free for 30 s by default: at once here.
+      Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
+      on_exit(fn -> Application.delete_env(:cmdc_tool, :mcp_slot_linger_ms) end)
+      assert Slots.settle(300_000) == :ok
+      # A first small cycle loads the code every cycle runs and fills the warm pool (64 free
+      # slots stay loaded): what follows is the 2,000 tools' alone.
+      cycle(ctx, "warmup", 100)
+      base = vm_state()
+      first = cycle(ctx, "first", 2_000)
+      one = vm_state()
+      second = cycle(ctx, "second", 2_000)
+      two = vm_state()
+      %{warm: warm} = Slots.stats()
+
+      IO.puts("""
+      \n2,000 tools, two start/stop cycles (warm pool #{warm}):
+        stop #{first.stop_ms} / #{second.stop_ms} ms; slots purged after #{first.settle_ms} / \
+      #{second.settle_ms} ms (in the background)
+        modules #{base.modules} -> #{first.loaded.modules} loaded -> #{one.modules} -> \
+      #{second.loaded.modules} -> #{two.modules}
+        ETS rows #{base.ets_rows} -> #{one.ets_rows} -> #{two.ets_rows}; processes \
+      #{base.processes} -> #{one.processes} -> #{two.processes}; ports #{base.ports} -> \
+      #{one.ports} -> #{two.ports}; OS children #{base.os_children} -> #{one.os_children} -> \
+      #{two.os_children}
+        atoms #{base.atoms} -> #{one.atoms} (+#{one.atoms - base.atoms}) -> #{two.atoms} \
+      (+#{two.atoms - one.atoms})
+      """)
+
+      for run <- [first, second] do
+        assert run.stop_ms < 1_000
+        assert run.settle == :ok
+        assert run.loaded.modules >= base.modules + 2_000 - warm
+      end
+
+      # Each cycle leaves the VM as it found it: as many modules (the warm pool's slots, which
+      # ones may change), ETS rows, processes, ports and OS processes. The first makes at most
+      # one slot name (atom) per tool, the second none.
+      slot? = &String.starts_with?(Atom.to_string(&1), "Elixir.CMDC.Tool.MCP.Tools.Slot")
+
+      for {before, now} <- [{base, one}, {one, two}] do
+        assert Enum.all?(MapSet.difference(now.loaded, before.loaded), slot?)
+        assert Enum.count(now.loaded, slot?) <= warm
+
+        assert Map.drop(now, [:loaded, :atoms]) == Map.drop(before, [:loaded, :atoms])
+      end
+
+      assert :ets.info(Slots, :size) == 0
+      assert one.atoms - base.atoms <= 2_000
+      assert Map.drop(two, [:loaded]) == Map.drop(one, [:loaded])
     end
 
     test "list_changed after every listing with 3,000 new names: relists are rate-limited",
@@ -301,6 +366,50 @@ defmodule CMDC.Tool.MCPHostileTest do
       {:message_queue_len, queued} = Process.info(bad, :message_queue_len)
       calls = if rem(i, 10) == 0, do: [echo(good) | acc.calls], else: acc.calls
       %{peak: max(acc.peak, :erlang.memory(:total)), queue: max(acc.queue, queued), calls: calls}
+    end)
+  end
+
+  # Starts a client of `n` tools, stops it, waits for the slots beyond the warm pool to be
+  # purged; the stop's and the purge's times and the VM while the tools were loaded.
+  defp cycle(ctx, name, n) do
+    client = hostile(ctx, "many", n: n, name: name)
+    :ok = Client.await_ready(client, 60_000)
+    ^n = length(Client.tools(client))
+    loaded = vm_state()
+    {:ok, stop_ms} = timed(fn -> stop_supervised(name) end)
+    {settle, settle_ms} = timed(fn -> Slots.settle(240_000) end)
+    %{stop_ms: stop_ms, settle: settle, settle_ms: settle_ms, loaded: loaded}
+  end
+
+  defp vm_state do
+    loaded = MapSet.new(:code.all_loaded(), &elem(&1, 0))
+
+    %{
+      loaded: loaded,
+      modules: MapSet.size(loaded),
+      ets_rows: Enum.sum(Enum.map(:ets.all(), &(:ets.info(&1, :size) || 0))),
+      processes: length(Process.list()),
+      ports: length(Port.list()),
+      os_children: os_children(),
+      atoms: :erlang.system_info(:atom_count)
+    }
+  end
+
+  # Live OS processes whose parent is this VM.
+  defp os_children do
+    me = System.pid()
+
+    Path.wildcard("/proc/[0-9]*/stat")
+    |> Enum.count(fn stat ->
+      case File.read(stat) do
+        {:ok, text} ->
+          [_, rest] = String.split(text, ") ", parts: 2)
+          [state, ppid | _] = String.split(rest, " ")
+          ppid == me and state != "Z"
+
+        _ ->
+          false
+      end
     end)
   end
 

@@ -10,12 +10,16 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
       `:authorization_servers`; every token is checked by RFC 7662 introspection at
       `:introspection_url` (with `:client_id`/`:client_secret` as HTTP Basic when given) and must
       be `active`, unexpired, and issued for this server: its `aud` names `:resource` (the
-      endpoint's URL by default).
+      endpoint's URL by default). Active answers are kept for `:cache_ms` (60 s; 0 = off) or
+      until the token's `exp`, at most `:cache_size` (10,000) of them
+      (`CMDC.Tool.MCP.HTTP.IntrospectionCache`: why inactive answers are not kept).
 
   A request without a valid token gets 401 with `WWW-Authenticate: Bearer
   resource_metadata="…"` (OAuth) so the client can find its authorization server;
   `error="invalid_token"` when a token was sent but refused.
   """
+
+  alias CMDC.Tool.MCP.HTTP.IntrospectionCache
 
   @type t :: :none | {:bearer, binary()} | {:oauth, map()}
 
@@ -43,16 +47,19 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
 
     case opts do
       %{introspection_url: "http" <> _ = url} ->
-        {:ok,
-         {:oauth,
-          %{
-            introspection_url: url,
-            authorization_servers: Map.get(opts, :authorization_servers, []),
-            resource: Map.get(opts, :resource),
-            client_id: Map.get(opts, :client_id),
-            client_secret: Map.get(opts, :client_secret),
-            scopes: Map.get(opts, :scopes, [])
-          }}}
+        with {:ok, cache} <- cache(opts) do
+          {:ok,
+           {:oauth,
+            %{
+              introspection_url: url,
+              authorization_servers: Map.get(opts, :authorization_servers, []),
+              resource: Map.get(opts, :resource),
+              client_id: Map.get(opts, :client_id),
+              client_secret: Map.get(opts, :client_secret),
+              scopes: Map.get(opts, :scopes, []),
+              cache: cache
+            }}}
+        end
 
       _ ->
         {:error, "OAuth needs :introspection_url (the authorization server's RFC 7662 endpoint)"}
@@ -60,6 +67,18 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   end
 
   def new(other), do: {:error, "unknown :auth setting #{inspect(other)}"}
+
+  defp cache(opts) do
+    case {Map.get(opts, :cache_ms, 60_000), Map.get(opts, :cache_size, 10_000)} do
+      {ms, size} when is_integer(ms) and ms >= 0 and is_integer(size) and size > 0 ->
+        {:ok, IntrospectionCache.new(ms, size)}
+
+      {ms, size} ->
+        {:error,
+         "OAuth :cache_ms must be an integer >= 0 and :cache_size one > 0 " <>
+           "(got #{inspect(ms)} and #{inspect(size)})"}
+    end
+  end
 
   @doc "Sets the resource (audience) a token must be issued for, unless configured."
   @spec put_resource(t(), String.t()) :: t()
@@ -124,7 +143,7 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   end
 
   defp verify({:oauth, oauth}, token) do
-    with {:ok, claims} <- introspect(oauth, token),
+    with {:ok, claims} <- claims(oauth, token),
          :ok <- active(claims),
          :ok <- unexpired(claims) do
       audience(claims, oauth.resource)
@@ -136,6 +155,19 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   end
 
   defp secure_equal?(_, _), do: false
+
+  defp claims(oauth, token) do
+    case IntrospectionCache.fetch(oauth.cache, token) do
+      {:ok, claims} ->
+        {:ok, claims}
+
+      :miss ->
+        with {:ok, claims} <- introspect(oauth, token) do
+          IntrospectionCache.put(oauth.cache, token, claims)
+          {:ok, claims}
+        end
+    end
+  end
 
   # RFC 7662: POST token=... as a form; the answer is JSON with at least `active`.
   defp introspect(oauth, token) do

@@ -11,7 +11,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
   require Record
 
   alias CMDC.Tool.MCP
-  alias CMDC.Tool.MCP.HTTP.{Auth, Exchange}
+  alias CMDC.Tool.MCP.HTTP.{Auth, Body, Exchange}
   alias CMDC.Tool.MCP.Protocol
 
   Record.defrecordp(:mod, Record.extract(:mod, from_lib: "inets/include/httpd.hrl"))
@@ -23,18 +23,24 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
   def unquote(:do)(mod) do
     table = :httpd_util.lookup(mod(mod, :config_db), :cmdc_mcp)
     [{:config, config}] = :ets.lookup(table, :config)
-    req = request(mod, table, config)
 
-    response =
-      try do
-        route(req)
-      rescue
-        e ->
-          Logger.error("mcp http: #{Exception.format(:error, e, __STACKTRACE__)}")
-          json(500, [], Protocol.error(nil, :internal_error, "Internal error"))
-      end
+    case Body.take(mod, config) do
+      {:ok, body} -> {:proceed, [{:response, send_response(answer(mod, table, config, body))}]}
+      {:continue, state} -> {:continue, state}
+      {:sent, status} -> {:proceed, [{:response, {:already_sent, status, 0}}]}
+    end
+  end
 
-    {:proceed, [{:response, send_response(response)}]}
+  defp answer(mod, table, config, body) do
+    req = request(mod, table, config) |> Map.put(:body, body)
+
+    try do
+      route(req)
+    rescue
+      e ->
+        Logger.error("mcp http: #{Exception.format(:error, e, __STACKTRACE__)}")
+        json(500, [], Protocol.error(nil, :internal_error, "Internal error"))
+    end
   end
 
   defp request(mod, table, config) do
@@ -133,7 +139,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
 
   defp post(req) do
     with :ok <- check_content_type(req.headers),
-         {:ok, msg} <- decode(req.mod) do
+         {:ok, msg} <- decode(req.body) do
       case session(req, msg) do
         {:ok, session, mcp} -> dispatch(req, msg, session, mcp)
         {:error, response} -> response
@@ -148,9 +154,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
     json(415, [], rpc_error("Content-Type must be application/json (got #{type})"))
   end
 
-  defp decode(mod) do
-    body = mod |> mod(:entity_body) |> :erlang.iolist_to_binary()
-
+  defp decode(body) do
     case CMDC.Tool.JSON.decode(body) do
       {:ok, msg} -> {:ok, msg}
       {:error, reason} -> json(400, [], MCP.parse_error(reason))
