@@ -149,6 +149,10 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert a.kind == :elixir
     assert a.module.execute(%{}, nil) == {:ok, "#{p}_explicit"}
     assert by_name(report, "#{p}_plugin").plugin == %{name: "pk", version: "0.2.0"}
+    # A plugin's name is its tools' namespace (OpenAI Responses `namespaces: true`).
+    assert by_name(report, "#{p}_plugin").settings == %{"namespace" => "pk"}
+    # Served as it is: the namespace alone makes no wrapper module.
+    assert by_name(report, "#{p}_plugin").module == Module.concat([p, "I"])
   end
 
   test "a broken plugin manifest is an error naming the manifest", c do
