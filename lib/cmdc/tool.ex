@@ -247,7 +247,8 @@ defmodule CMDC.Tool do
 
   Deferred loading (`defer:`, `always_loaded:`, `search:`, `loaded:`): a large catalog stays out
   of the prompt and the model finds tools with a search tool; see `CMDC.Tool.Deferred` and
-  `CMDC.Tool.Session`.
+  `CMDC.Tool.Session`. The warnings of every tool, deferred or not, are reported the same way.
+  OpenAI Responses namespaces (`namespaces:`): see `CMDC.Tool.Deferred.Namespaces`.
 
       iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
       iex> tool["type"]
@@ -271,7 +272,7 @@ defmodule CMDC.Tool do
     mode = CMDC.Tool.Providers.Warnings.mode!(mode)
 
     if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)) do
-      CMDC.Tool.Deferred.to_schema(source, context, opts)
+      CMDC.Tool.Deferred.to_schema(source, context, [{:warnings, mode} | opts])
     else
       {tools, warnings} = CMDC.Tool.Providers.convert(source, context, opts)
       CMDC.Tool.Providers.Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)

@@ -17,7 +17,17 @@ from anthropic.types import (
     ToolSearchToolRegex20251119Param,
 )
 from openai.types.chat import ChatCompletionFunctionToolParam
-from openai.types.responses import FunctionToolParam, ToolSearchToolParam
+from openai.types.responses import (
+    FunctionToolParam,
+    NamespaceToolParam,
+    ResponseFunctionToolCall,
+    ResponseFunctionToolCallParam,
+    ToolSearchToolParam,
+)
+from openai.types.responses import namespace_tool_param, tool_search_output_namespace_tool_param
+from openai.types.responses.tool_search_output_namespace_tool_param import (
+    ToolSearchOutputNamespaceToolParam,
+)
 from openai.types.responses.response_input_item_param import ResponseToolSearchOutputItemParamParam
 from google.genai import types as genai
 import mcp.types as mcp
@@ -32,6 +42,11 @@ TYPED = {
     "openai_responses_function": FunctionToolParam,
     "openai_tool_search": ToolSearchToolParam,
     "openai_tool_search_output": ResponseToolSearchOutputItemParamParam,
+    "openai_namespace": NamespaceToolParam,
+    "openai_namespace_function": namespace_tool_param.ToolFunction,
+    "openai_output_namespace": ToolSearchOutputNamespaceToolParam,
+    "openai_output_namespace_function": tool_search_output_namespace_tool_param.ToolFunction,
+    "openai_function_call_param": ResponseFunctionToolCallParam,
 }
 
 
@@ -54,7 +69,16 @@ def check(case):
                 check({"kind": "anthropic_tool_reference", "value": block})
         if kind == "openai_tool_search_output":
             for tool in value["tools"]:
-                check({"kind": "openai_responses_function", "value": tool})
+                inner = "openai_output_namespace" if tool["type"] == "namespace" else "openai_responses_function"
+                check({"kind": inner, "value": tool})
+        if kind in ("openai_namespace", "openai_output_namespace"):
+            assert value["tools"], "a namespace lists at least one function"
+            for tool in value["tools"]:
+                check({"kind": kind + "_function", "value": tool})
+    elif kind == "openai_function_call":
+        # An output item as the SDK parses it from a response (its `namespace` field).
+        ResponseFunctionToolCall.model_validate(value)
+        check({"kind": "openai_function_call_param", "value": value})
     elif kind == "gemini_decl":
         genai.FunctionDeclaration.model_validate(value)
     elif kind == "mcp_tool":

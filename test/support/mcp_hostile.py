@@ -1,7 +1,9 @@
 """Hostile MCP servers for cmdc_tool's client tests (issue 23): each mode breaks one rule.
 
 Usage: python3 mcp_hostile.py MODE [N]          (stdio; standard library only)
-       python3 mcp_hostile.py http MODE PORT    (Streamable HTTP, modern era)
+       python3 mcp_hostile.py http MODE PORT    (Streamable HTTP, modern era; the modes of
+                                                 `tools/call`: endless_sse, huge_body, ANSWERS;
+                                                 list_ + an ANSWERS key: that for tools/list)
 
 Every stdio mode speaks the legacy handshake (`server/discover` gets -32601, as an older server
 answers) and then misbehaves as its name says; `good` does not misbehave at all.
@@ -150,6 +152,8 @@ def http(mode, port):
                 return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {
                     "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                     "resultType": "complete"}})
+            if method == "tools/list" and mode.startswith("list_"):
+                return self.endless(*ANSWERS[mode[len("list_"):]])
             if method == "tools/list":
                 return self.send_json({"jsonrpc": "2.0", "id": id_, "result": {
                     "tools": [tool("call")], "resultType": "complete"}})
@@ -169,6 +173,16 @@ def http(mode, port):
                 except (BrokenPipeError, ConnectionResetError):
                     STATS["closed"] += 1
                     return
+            if mode == "answer_linger":
+                # the response, then the stream kept open with keep-alives for ever
+                answer = json.dumps({"jsonrpc": "2.0", "id": id_, "result": {
+                    "content": [{"type": "text", "text": "answered"}]}})
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 b"Content-Length: 1000000000\r\n\r\n")
+                self.wfile.write(b"data: %s\n\n" % answer.encode())
+                return self.endless(None, [], b": keep-alive\n\n", 0.2, False)
+            if mode in ANSWERS:
+                return self.endless(*ANSWERS[mode])
             if mode == "huge_body":
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -181,6 +195,27 @@ def http(mode, port):
                         self.wfile.write(chunk)
                 except (BrokenPipeError, ConnectionResetError):
                     STATS["closed"] += 1
+
+        # An answer that never ends on its own (issue 23): `pace` seconds between writes of
+        # `piece` (one bytes object, written again and again: nothing is allocated per write).
+        # It stops when the client closes the connection, and counts that in STATS.
+        def endless(self, status, headers, piece, pace, chunked):
+            if status is not None:  # None: the head is sent already
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    piece = b"%x\r\n%s\r\n" % (len(piece), piece)
+                self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    if pace:
+                        time.sleep(pace)
+            except (BrokenPipeError, ConnectionResetError):
+                STATS["closed"] += 1
 
         # A 2025 server: no server/discover (400, as older SDKs answer a request without a
         # session), `initialize` opens a session that every later request must name.
@@ -220,6 +255,26 @@ def http(mode, port):
             self.send_header("Content-Length", "0")
             self.end_headers()
 
+    GIB = str(1024 ** 3)
+    ANSWERS = {
+        # a 500 whose body says it is 1 GB, sent as fast as the client reads
+        "error_flood": (500, [("Content-Type", "text/plain"), ("Content-Length", GIB)],
+                        b"server on fire " * 65536, 0, False),
+        # a 400 whose chunked body never ends
+        "chunked_error": (400, [("Content-Type", "text/plain")], b"bad request " * 5000, 0, True),
+        # a 200 event stream that only ever sends keep-alive comments
+        "silent_sse": (200, [("Content-Type", "text/event-stream")], b": keep-alive\n\n", 0.2,
+                       True),
+        # a 200 event stream whose one event never ends: tiny data lines, no blank line
+        "endless_event": (200, [("Content-Type", "text/event-stream")], b"data: x\n" * 8192, 0,
+                          True),
+        # an event stream whose one line never ends
+        "endless_line": (200, [("Content-Type", "text/event-stream")], b"data: " + b"y" * 65536,
+                         0, True),
+        # a 200 JSON body of 1 kB sent one byte every 0.2 s
+        "trickle": (200, [("Content-Type", "application/json"), ("Content-Length", "1000")], b"{",
+                    0.2, False),
+    }
     STATS = {"closed": 0}
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

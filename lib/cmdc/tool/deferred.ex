@@ -10,16 +10,23 @@ defmodule CMDC.Tool.Deferred do
     * `search:` - which search tool: `:bm25` (default) or `:regex` for Anthropic's hosted tool
       search, `:hosted` (default) for OpenAI Responses' hosted `tool_search`, or `:client` for
       ours (`CMDC.Tool.Search.Tool`, `search_tools`, over the registry's native index);
-    * `loaded:` - names a session already loaded (`CMDC.Tool.Session`), listed in full.
+    * `loaded:` - names a session already loaded (`CMDC.Tool.Session`), listed in full;
+    * `namespaces:` - OpenAI Responses only: functions grouped into namespaces (MCP server,
+      plugin, metadata, or a map of your own), see `CMDC.Tool.Deferred.Namespaces`.
+
+  Every tool's schema warnings are reported as `warnings:` says (`CMDC.Tool.Providers.Warnings`),
+  the deferred ones' included: their schemas reach the model later, through the search. Those
+  of `search_tools` itself are not: its calls are checked against its own schema and it
+  answers a bad query with a clear error, so nothing there is the user's to change.
 
   Per format:
 
     * `:anthropic` - deferred tools carry `"defer_loading" => true`, followed by the hosted
       `tool_search_tool_bm25_20251119` / `tool_search_tool_regex_20251119` declaration, or our
       `search_tools` (answer its calls with `anthropic_result/3`: `tool_reference` blocks);
-    * `:openai_responses` - deferred functions carry `"defer_loading" => true`, followed by
-      `%{"type" => "tool_search"}` (hosted) or a client `tool_search` (`"execution" =>
-      "client"`, answer with `openai_search_output/3`);
+    * `:openai_responses` - deferred functions carry `"defer_loading" => true` (inside their
+      namespace with `namespaces:`), followed by `%{"type" => "tool_search"}` (hosted) or a
+      client `tool_search` (`"execution" => "client"`, answer with `openai_search_output/3`);
     * `:openai`, `:gemini`, `:gemini_json_schema`, `:mcp` - no provider support: deferred tools
       are left out and `search_tools` is listed; its result names the tools, and
       `CMDC.Tool.Session` lists them in the next request.
@@ -35,9 +42,11 @@ defmodule CMDC.Tool.Deferred do
   """
 
   alias CMDC.Tool.{Native, Providers, Registry, Result}
+  alias CMDC.Tool.Deferred.Namespaces
+  alias CMDC.Tool.Providers.Warnings
   alias CMDC.Tool.Search.Tool, as: SearchTool
 
-  @own [:defer, :always_loaded, :search, :loaded]
+  @own [:defer, :always_loaded, :search, :loaded, :namespaces]
 
   @doc "The options this pass reads (the rest go to `CMDC.Tool.Providers.convert/3`)."
   @spec options() :: [atom()]
@@ -49,18 +58,50 @@ defmodule CMDC.Tool.Deferred do
   """
   @spec to_schema(Providers.source(), CMDC.Tool.tool_context(), keyword()) :: [map()]
   def to_schema(source, context, opts) do
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    mode = Warnings.mode!(mode)
     convert_opts = Keyword.drop(opts, @own)
     format = Keyword.get(opts, :format, :openai)
-    {tools, _warnings} = Providers.convert(source, context, convert_opts)
+    namespaces = namespaces!(opts, format)
+    {tools, warnings} = Providers.convert(source, context, convert_opts)
+    # Deferred tools' schemas are sent later (loaded by the search): their changes are
+    # reported now, with the always-loaded ones'.
+    Warnings.report(Enum.reject(warnings, &own?(&1, source)), format, mode)
     decls = declarations(tools, format)
     deferred = deferred_names(decls, format, opts)
 
     if MapSet.size(deferred) == 0 do
-      tools
+      Namespaces.group(tools, source, namespaces)
     else
       decls
       |> defer(deferred, format, search_mode(format, opts), source, context, convert_opts)
       |> wrap(format)
+      |> Namespaces.group(source, namespaces)
+    end
+  end
+
+  # Our own search tool's changes are not the user's to act on: its calls are checked against
+  # its original schema, and it answers a bad query (empty, too long) with a clear error.
+  defp own?(%{tool: name}, source) do
+    name == SearchTool.name() and
+      case source do
+        %Registry{} -> Registry.find(source, name) == {:ok, SearchTool}
+        modules -> SearchTool in modules
+      end
+  end
+
+  defp namespaces!(opts, format) do
+    case {Namespaces.spec!(Keyword.get(opts, :namespaces)), format} do
+      {nil, _} ->
+        nil
+
+      {spec, :openai_responses} ->
+        spec
+
+      {_spec, other} ->
+        raise ArgumentError,
+              "namespaces: is an OpenAI Responses feature (format: :openai_responses), " <>
+                "not #{inspect(other)}"
     end
   end
 
@@ -198,10 +239,12 @@ defmodule CMDC.Tool.Deferred do
     }
   end
 
+  # (Its changes are not reported: see own?/2.)
   defp search_declaration(_format, :client, source, context, convert_opts) do
     client_ready!(source)
+    format = Keyword.get(convert_opts, :format, :openai)
     {decls, _warnings} = Providers.convert([SearchTool], context, convert_opts)
-    hd(declarations(decls, Keyword.get(convert_opts, :format, :openai)))
+    hd(declarations(decls, format))
   end
 
   # The runner resolves calls against the registry: our search tool must be in it.
@@ -246,21 +289,16 @@ defmodule CMDC.Tool.Deferred do
   @doc """
   An OpenAI Responses `tool_search_output` item answering a client `tool_search_call`: the
   found tools' full function definitions as `source` gives them for `:openai_responses` (same
-  `strict:` as the request; `opts` go to `CMDC.Tool.Providers.convert/3`). An error loads
-  nothing (`"tools" => []`) and is `"status" => "incomplete"`.
+  `strict:` and `namespaces:` as the request; `opts` are `to_schema/3`'s). A function of a
+  namespace comes inside its namespace (name and description as in the request, with only the
+  functions found). An error loads nothing (`"tools" => []`) and is `"status" => "incomplete"`.
   """
   @spec openai_search_output(Result.t(), Providers.source(), keyword()) :: map()
   def openai_search_output(%Result{} = result, source, opts \\ []) do
     {status, tools} =
       case found(result) do
-        {:ok, found} ->
-          wanted = MapSet.new(found, &provider_name(&1["name"], :openai_responses))
-          opts = Keyword.put(Keyword.drop(opts, @own), :format, :openai_responses)
-          {all, _} = Providers.convert(source, %{}, opts)
-          {"completed", Enum.filter(all, &MapSet.member?(wanted, &1["name"]))}
-
-        :error ->
-          {"incomplete", []}
+        {:ok, found} -> {"completed", loaded(found, source, opts)}
+        :error -> {"incomplete", []}
       end
 
     %{
@@ -270,6 +308,17 @@ defmodule CMDC.Tool.Deferred do
       "status" => status,
       "tools" => tools
     }
+  end
+
+  defp loaded(found, source, opts) do
+    wanted = MapSet.new(found, &provider_name(&1["name"], :openai_responses))
+    spec = namespaces!(opts, :openai_responses)
+    {mode, opts} = Keyword.pop(opts, :warnings, :log)
+    opts = Keyword.put(Keyword.drop(opts, @own), :format, :openai_responses)
+    {all, warnings} = Providers.convert(source, %{}, opts)
+    Warnings.report(warnings, :openai_responses, Warnings.mode!(mode))
+
+    Namespaces.group(all, source, spec, wanted)
   end
 
   @doc false

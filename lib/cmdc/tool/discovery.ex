@@ -69,6 +69,7 @@ defmodule CMDC.Tool.Discovery do
         "disabled": true,              // lists it in :ignored instead of loading it
         "title": "New name",           // MCP title (see CMDC.Tool.Structured)
         "annotations": {"readOnlyHint": true},  // MCP annotations (hints, snake_case too)
+        "namespace": "crm",            // its OpenAI Responses namespace (a plugin's name by default)
         "timeout": 30000,              // any other key is a setting
         "settings": {"permission": "ask"},
         "tools": {"tool_name": {"name": "…", "disabled": false, "timeout": 5000}}

@@ -123,13 +123,34 @@ defmodule CMDC.Tool.InputExamples do
 
   # The description's "Examples:" block, or nil when no example fits the cap.
   defp block(examples) do
-    lines =
-      examples
-      |> Enum.map(&CMDC.Tool.JSON.encode!/1)
-      |> Enum.filter(&(String.length(&1) <= @max_example_chars))
-      |> Enum.take(@max_examples)
-
+    lines = Enum.map(capped(examples), &CMDC.Tool.JSON.encode!/1)
     if lines != [], do: Enum.join(["Examples:" | lines], "\n")
+  end
+
+  @doc """
+  The examples a model is shown where there is no `input_examples` field: the first 3 whose
+  compact JSON has at most 300 characters (longer ones are left out, never cut).
+
+      iex> CMDC.Tool.InputExamples.capped([%{"q" => String.duplicate("x", 400)}, %{"q" => "a"}])
+      [%{"q" => "a"}]
+  """
+  @spec capped([map()]) :: [map()]
+  def capped(examples) do
+    examples
+    |> Enum.filter(&(String.length(CMDC.Tool.JSON.encode!(&1)) <= @max_example_chars))
+    |> Enum.take(@max_examples)
+  end
+
+  @doc """
+  The examples of `module` (registered as `name`) for a search result: valid ones, capped as
+  `capped/1` says; `[]` without examples or when they do not check.
+  """
+  @spec for_result(module(), String.t()) :: [map()]
+  def for_result(module, name) do
+    case check(module, name) do
+      {:ok, examples} -> capped(examples)
+      {:error, _} -> []
+    end
   end
 
   defp given_name(name, format) do

@@ -21,7 +21,10 @@ defmodule CMDC.Tool.Runner do
   A call is a map with `:id` (or `"id"`), `:name` and `:arguments` — a map, or the JSON text
   the model sent. A tool's `execute/2` always gets string keys, as JSON decoding gives them:
   atom keys in an arguments map (`%{path: "a"}`, nested too) become strings before validation,
-  so a tool written for a model's calls works unchanged when Elixir code calls it.
+  so a tool written for a model's calls works unchanged when Elixir code calls it. An OpenAI
+  Responses call of a function inside a namespace also has `:namespace`: `name` is then the
+  function's name in that namespace (`create_issue` in `github` runs `github__create_issue`;
+  see `CMDC.Tool.Deferred.Namespaces`, whose `call/1` reads a `function_call` item).
 
   ## Options
 
@@ -60,6 +63,7 @@ defmodule CMDC.Tool.Runner do
   require Logger
 
   alias CMDC.Tool.{Pending, Result}
+  alias CMDC.Tool.Deferred.Namespaces
   alias CMDC.Tool.Runner.{Intercept, Reaper, Settings}
 
   @default_timeout 60_000
@@ -111,7 +115,7 @@ defmodule CMDC.Tool.Runner do
     check!(opts, "async/4")
     caller = self()
     ref = make_ref()
-    {id, name, arguments} = call_parts(call)
+    {id, name, arguments} = call_parts(named(tools, call))
     opts = Keyword.drop(opts, [:on_update])
 
     pid =
@@ -261,7 +265,7 @@ defmodule CMDC.Tool.Runner do
     do: %{Result.error("cancelled: the turn was aborted", :aborted) | id: id, name: name}
 
   defp exclusive?(tools, call) do
-    {_, name, _} = call_parts(call)
+    {_, name, _} = call_parts(named(tools, call))
 
     case CMDC.Tool.find(tools, name) do
       {:ok, module} -> Map.get(Settings.for_tool(tools, module, name), :exclusive, false) == true
@@ -276,6 +280,18 @@ defmodule CMDC.Tool.Runner do
   def call_parts(call) when is_map(call) do
     get = fn key -> Map.get(call, key, Map.get(call, Atom.to_string(key))) end
     {get.(:id), get.(:name), string_keys(get.(:arguments) || %{})}
+  end
+
+  # An OpenAI Responses call of a function inside a namespace (`name` + `namespace`, see
+  # `CMDC.Tool.Deferred.Namespaces`) names the registered tool it resolves to.
+  defp named(tools, call) do
+    with ns when is_binary(ns) and ns != "" <- Map.get(call, :namespace, call["namespace"]),
+         {id, name, args} when is_binary(name) <- call_parts(call),
+         {:ok, registered} <- Namespaces.resolve(tools, ns, name) do
+      %{id: id, name: registered, arguments: args}
+    else
+      _ -> call
+    end
   end
 
   # Atom keys become strings (nested maps and lists too); a map already keyed by strings is

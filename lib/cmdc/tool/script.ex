@@ -106,6 +106,20 @@ defmodule CMDC.Tool.Script do
               >>> forecast(city="Lyon", days=3)
           \"""
 
+  In a PowerShell function's comment-based help, each `.EXAMPLE` section with a line that
+  calls the function itself (the first such line, after an optional `PS C:\\>` prompt; a trailing backtick continues
+  the line) gives one example, its arguments bound as PowerShell binds them (`-City 'Paris'`,
+  `-Days:3`, a switch alone, a unique prefix, positional arguments in declaration order; what
+  follows `|` or `;` is not part of it). Read statically, like the rest of the help. Sections
+  of prose, pipelines into the function and calls that use variables or expressions (`$path`,
+  `(Get-Date)`) give none; a call naming a parameter the function lacks, or a value its schema
+  refuses, is an error naming the tool, as for Python.
+
+      <#
+      .EXAMPLE
+          PS C:\\> Get-Forecast -City 'Paris' -Days 3
+      #>
+
   ## Running
 
   `execute/2` of a generated module sends the call to a worker process of the script (started

@@ -13,8 +13,8 @@ defmodule CMDC.Tool.Search do
     * `:regex` - a regular expression (at most 200 characters, case-insensitive, matched in
       linear time: no pattern can stall it) over the same text; name matches first.
 
-  Filters: `namespace:` (a server name or a list; an MCP tool's server, else the part of the
-  name before `__` or `.`) and `annotations:` (hints that must be true: `:read_only`,
+  Filters: `namespace:` (a name or a list; the namespace a tool's `tool_options/0` names, an
+  MCP tool's server, else the part of the name before `__` or `.`) and `annotations:` (hints that must be true: `:read_only`,
   `"readOnlyHint"`, `:destructive`, ...).
 
       iex> reg = CMDC.Tool.Registry.new()
@@ -89,14 +89,25 @@ defmodule CMDC.Tool.Search do
     {if(is_binary(title), do: title), namespace(module, name), hints}
   end
 
-  # An MCP tool's server; else the name's prefix before `__` or `.`.
+  # The namespace its `tool_options/0` names (as OpenAI Responses namespaces group it), an MCP
+  # tool's server; else the name's prefix before `__` or `.`.
   defp namespace(module, name) do
     settings =
       if function_exported?(module, :__tool_settings__, 0),
         do: safe(fn -> module.__tool_settings__() end)
 
-    case settings do
-      %{server: server} when is_binary(server) ->
+    options =
+      if function_exported?(module, :tool_options, 0),
+        do: safe(fn -> Map.new(module.tool_options()) end)
+
+    case {options, settings} do
+      {%{namespace: ns}, _} when is_binary(ns) and ns != "" ->
+        ns
+
+      {%{namespace: ns}, _} when is_atom(ns) and ns not in [nil, true, false] ->
+        Atom.to_string(ns)
+
+      {_, %{server: server}} when is_binary(server) ->
         server
 
       _ ->

@@ -9,8 +9,12 @@ defmodule CMDC.Tool.Session do
       session = CMDC.Tool.Session.observe(session, result) # found tools join the next request
 
   For providers without tool search (OpenAI chat, Gemini, MCP) the next `tools/2` lists the
-  found tools in full; with Anthropic or OpenAI Responses the provider loads them itself
-  (`tools/2` still marks them `defer_loading`, which keeps the prompt cache intact).
+  found tools in full; with Anthropic or OpenAI Responses the provider loads them itself, and
+  `search_output/2` answers a call of our client-side search tool in that provider's shape
+  (`tool_reference` blocks, a `tool_search_output` item). With OpenAI Responses and
+  `namespaces:` (`CMDC.Tool.Deferred.Namespaces`) the output groups the found functions in
+  their namespaces, and the model's calls (`"namespace"` + `"name"`) run as they come:
+  `CMDC.Tool.Deferred.Namespaces.call/1` makes a runner call of a response item.
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
@@ -72,6 +76,22 @@ defmodule CMDC.Tool.Session do
       load(s, for(%{"name" => n} <- tools, do: n))
     else
       _ -> s
+    end
+  end
+
+  @doc """
+  The answer to a call of the client search tool in the session's format: an Anthropic
+  `tool_result` of `tool_reference` blocks (`CMDC.Tool.Deferred.anthropic_result/1`), an OpenAI
+  Responses `tool_search_output` item (`CMDC.Tool.Deferred.openai_search_output/3`, with the
+  session's `strict:` and `namespaces:`), else `nil`: other formats answer with the result's
+  text, which lists the tools found.
+  """
+  @spec search_output(t(), Result.t()) :: map() | nil
+  def search_output(%__MODULE__{} = s, %Result{} = result) do
+    case Keyword.get(s.opts, :format, :openai) do
+      :anthropic -> Deferred.anthropic_result(result)
+      :openai_responses -> Deferred.openai_search_output(result, s.registry, s.opts)
+      _ -> nil
     end
   end
 

@@ -8,8 +8,6 @@ defmodule CMDC.Tool.DeferredTest do
   doctest CMDC.Tool.Deferred
   doctest CMDC.Tool.Session
 
-  @checker Path.expand("../../support/deferred_check.py", __DIR__)
-
   defp registry(with_search \\ true) do
     reg = Registry.new()
 
@@ -164,12 +162,9 @@ defmodule CMDC.Tool.DeferredTest do
   end
 
   test "every output passes the providers' own SDK types" do
-    python = CMDC.Tool.TestCache.dir("provider_check_venv") |> Path.join("bin/python")
-
-    if File.exists?(python) do
-      check_with(python)
-    else
-      IO.puts("\nskipped: #{python} is absent (provider_packages_test.exs creates it)")
+    case CMDC.Tool.DeferredCheck.python() do
+      {:ok, python} -> check_with(python)
+      {:skip, reason} -> IO.puts("\nskipped: #{reason} (provider_packages_test.exs creates it)")
     end
   end
 
@@ -223,18 +218,7 @@ defmodule CMDC.Tool.DeferredTest do
           {"openai_tool_search_output", Deferred.openai_search_output(result, reg, strict: true)}
         ]
 
-    cases =
-      cases
-      |> Enum.with_index()
-      |> Enum.map(fn {{kind, v}, i} -> %{id: "#{i} #{kind}", kind: kind, value: v} end)
-
-    path =
-      Path.join(System.tmp_dir!(), "deferred_check_#{System.unique_integer([:positive])}.json")
-
-    File.write!(path, JSON.encode!(cases))
-    {out, 0} = System.cmd(python, [@checker, path])
-    File.rm(path)
-    report = JSON.decode!(out)
+    report = CMDC.Tool.DeferredCheck.run(python, cases)
     assert report["failures"] == [], inspect(report["failures"], pretty: true)
     assert report["checked"] == length(cases)
     assert length(cases) >= 25

@@ -65,8 +65,9 @@ defmodule CMDC.Tool.DiscoveryTest do
     File.mkdir_p!(Path.join(root, "proj"))
     File.mkdir_p!(Path.join(root, "home"))
     on_exit(fn -> File.rm_rf!(root) end)
-    # A module prefix unique to the test: modules are global to the VM.
-    prefix = "DiscT#{System.unique_integer([:positive])}"
+    # A module prefix unique to the test: modules are global to the VM. The random part keeps
+    # sources unique across runs too (the compile cache is keyed by the source's hash).
+    prefix = "DiscT#{System.unique_integer([:positive])}R#{:rand.uniform(1_000_000_000)}"
     home = Path.join(root, "home")
     cwd = Path.join(root, "proj")
     opts = [home: home, cwd: cwd, cmdc_home: nil, trust_project: true]
@@ -149,6 +150,10 @@ defmodule CMDC.Tool.DiscoveryTest do
     assert a.kind == :elixir
     assert a.module.execute(%{}, nil) == {:ok, "#{p}_explicit"}
     assert by_name(report, "#{p}_plugin").plugin == %{name: "pk", version: "0.2.0"}
+    # A plugin's name is its tools' namespace (OpenAI Responses `namespaces: true`).
+    assert by_name(report, "#{p}_plugin").settings == %{"namespace" => "pk"}
+    # Served as it is: the namespace alone makes no wrapper module.
+    assert by_name(report, "#{p}_plugin").module == Module.concat([p, "I"])
   end
 
   test "a broken plugin manifest is an error naming the manifest", c do

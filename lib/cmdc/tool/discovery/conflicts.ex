@@ -135,7 +135,12 @@ defmodule CMDC.Tool.Discovery.Conflicts do
     description = own[:description] || meta.description || (single? && file.doc) || nil
     # A `.md`'s front matter (title, hints) belongs to the file's one tool; the `.json` wins.
     doc_settings = if single?, do: file.doc_settings, else: %{}
-    settings = doc_settings |> Map.merge(meta.settings) |> Map.merge(Map.get(own, :settings, %{}))
+
+    settings =
+      doc_settings
+      |> Map.merge(meta.settings)
+      |> Map.merge(Map.get(own, :settings, %{}))
+
     disabled? = Map.get(own, :disabled, meta.disabled)
 
     # `title`, `annotations` and `examples` arrive among the settings (every key the metadata
@@ -144,7 +149,8 @@ defmodule CMDC.Tool.Discovery.Conflicts do
          {:ok, display, settings} <- display(settings),
          served = serve(module, {name, new_name}, description, display, settings),
          :ok <- check_examples(served, new_name, display) do
-      {:tool, found_tool(file, served, {name, new_name}, settings)}
+      # Not a reason for a wrapper: the plugin's namespace is only read from the registry.
+      {:tool, found_tool(file, served, {name, new_name}, plugin_namespace(settings, file.plugin))}
     else
       true ->
         reason = "tool #{inspect(name)} is disabled in its metadata #{file.meta_path}"
@@ -155,6 +161,13 @@ defmodule CMDC.Tool.Discovery.Conflicts do
         {:error, entry(file, :bad_metadata, reason) |> Map.merge(%{name: name, module: module})}
     end
   end
+
+  # A plugin's tools share its name as their namespace (OpenAI Responses namespaces, see
+  # `CMDC.Tool.Deferred.Namespaces`) unless their metadata names another.
+  defp plugin_namespace(settings, %{name: name}) when is_binary(name) and name != "",
+    do: Map.put_new(settings, "namespace", name)
+
+  defp plugin_namespace(settings, _plugin), do: settings
 
   # The metadata's display fields (`CMDC.Tool.Structured`) and examples, and the settings left.
   defp display(settings) do

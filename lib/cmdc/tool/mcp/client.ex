@@ -363,6 +363,12 @@ defmodule CMDC.Tool.MCP.Client do
   def handle_info({:request_timeout, id, ms}, state) do
     case state.pending[id] do
       %{kind: kind} when kind != :call ->
+        # Its stream is closed too: an answer trickling in after the limit holds nothing.
+        state =
+          if state.transport,
+            do: %{state | transport: state.transport_mod.cancel(state.transport, id)},
+            else: state
+
         {:noreply, fail_request(state, id, "#{label(kind)} unanswered after #{ms} ms")}
 
       _ ->
@@ -408,8 +414,8 @@ defmodule CMDC.Tool.MCP.Client do
 
   # --- one server's events, each isolated: a bug or a flood ends this connection only ---
 
-  # No mailbox cap: the transports bound what waits (stdio's credit window, :httpc's one
-  # chunk at a time), so a chatty server is slowed down, not stopped.
+  # No mailbox cap: the transports bound what waits (stdio's credit window, HTTP's one
+  # socket read at a time), so a chatty server is slowed down, not stopped.
   defp guarded(state, event) do
     transport_event(state, event)
   rescue

@@ -4,7 +4,8 @@ defmodule CMDC.Tool.Search.Tool do
   tools (see `CMDC.Tool.Deferred`). `CMDC.Tool.Runner` runs it like any other tool (hooks,
   approval, telemetry); it searches the registry the runner resolves calls against.
 
-  Its result is structured (`%{"tools" => [%{"name", "description", "parameters"}]}`, the
+  Its result is structured (`%{"tools" => [%{"name", "description", "parameters"}]}`, plus
+  `"examples"` for a tool that has some: at most 3 valid calls of at most 300 characters; the
   same as JSON text for providers that read text): `CMDC.Tool.Session.observe/2` loads the
   tools found into the next request, `CMDC.Tool.Deferred.anthropic_result/2` and
   `CMDC.Tool.Deferred.openai_search_output/2` turn it into Anthropic `tool_reference` blocks
@@ -85,7 +86,8 @@ defmodule CMDC.Tool.Search.Tool do
 
   @doc """
   Searches `reg` as the tool does and describes each tool found:
-  `{:ok, %{"tools" => [%{"name", "description", "parameters"}]}}` or `{:error, message}`.
+  `{:ok, %{"tools" => [%{"name", "description", "parameters", "examples"?}]}}` or
+  `{:error, message}`.
   The search tool never lists itself.
   """
   @spec find(Registry.t(), map()) :: {:ok, map()} | {:error, String.t()}
@@ -104,7 +106,18 @@ defmodule CMDC.Tool.Search.Tool do
     end
   end
 
+  # The model reads a found tool's examples with its schema (validated at registration;
+  # capped as in descriptions, `CMDC.Tool.InputExamples.capped/1`).
   defp describe(name, module) do
-    %{"name" => name, "description" => module.description(), "parameters" => module.parameters()}
+    found = %{
+      "name" => name,
+      "description" => module.description(),
+      "parameters" => module.parameters()
+    }
+
+    case CMDC.Tool.InputExamples.for_result(module, name) do
+      [] -> found
+      examples -> Map.put(found, "examples", examples)
+    end
   end
 end

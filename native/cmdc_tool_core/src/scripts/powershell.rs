@@ -24,6 +24,8 @@ pub struct Help {
     pub description: String,
     pub parameters: Vec<(String, String)>,
     pub outputs: String,
+    /// The `.EXAMPLE` sections, each as written (see [`examples`]).
+    pub examples: Vec<String>,
 }
 
 impl Help {
@@ -55,6 +57,8 @@ pub struct Param {
     pub schema: Value,
     pub mandatory: bool,
     pub default: Option<Value>,
+    /// A `[switch]`: given by its name alone.
+    pub switch: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -198,6 +202,7 @@ pub fn parse_help(comment: &str) -> Help {
                 "SYNOPSIS" => help.synopsis = body,
                 "DESCRIPTION" => help.description = body,
                 "OUTPUTS" => help.outputs = body,
+                "EXAMPLE" => help.examples.push(body),
                 "PARAMETER" => {
                     if let Some(name) = arg {
                         help.parameters.push((name.clone(), collapse(&body)));
@@ -376,7 +381,9 @@ impl Attrs {
     /// The parameter, its schema completed from the attributes and the default.
     fn into_param(self, name: String, mut default: Option<Value>) -> Param {
         let mut schema = self.schema;
-        if schema.get("type") == Some(&json!("boolean")) && schema.contains_key("x-switch") {
+        let switch =
+            schema.get("type") == Some(&json!("boolean")) && schema.contains_key("x-switch");
+        if switch {
             schema.remove("x-switch");
             if default.is_none() {
                 default = Some(Value::Bool(false));
@@ -409,6 +416,7 @@ impl Attrs {
             schema: Value::Object(schema),
             mandatory: self.mandatory,
             default,
+            switch,
         }
     }
 }
@@ -560,6 +568,191 @@ fn literal_list(s: &str) -> Vec<Value> {
         .into_iter()
         .filter_map(|(x, y)| literal(&text(b, x, y)))
         .collect()
+}
+
+// ------------------------------------------------------------------------------------------------
+// .EXAMPLE sections
+
+/// The example arguments of a function's `.EXAMPLE` sections. A section with a line that calls
+/// the function itself (the first such line, after an optional `PS C:\>` prompt; a line ending in a backtick
+/// goes on) gives one object, its arguments bound as PowerShell binds them: `-Name value`,
+/// `-Name:value`, a switch alone, a unique prefix of a name, positional arguments in
+/// declaration order; what follows a top-level `|` or `;` is not the call's. Sections of prose,
+/// pipelines into the function and calls with variables or expressions (`$path`,
+/// `(Get-Date)`, `@{...}`) give none: they document, they are not calls a model can copy. A
+/// parameter the function does not have is kept as written, so the host's check of the example
+/// names the tool.
+pub fn examples(help: &Help, function: &str, params: &[Param]) -> Vec<Value> {
+    help.examples
+        .iter()
+        .filter_map(|section| {
+            let line = call_line(section, function)?;
+            let s = line.as_bytes();
+            let piped = split_top(s, b'|').first().copied().unwrap_or((0, 0));
+            let call = text(s, piped.0, piped.1);
+            let c = call.as_bytes();
+            let (a, b) = split_top(c, b';').first().copied().unwrap_or((0, 0));
+            bind(&arg_tokens(&text(c, a, b)), params)
+        })
+        .collect()
+}
+
+/// The arguments of the section's first line that calls `function`, continuation lines joined.
+fn call_line(section: &str, function: &str) -> Option<String> {
+    let mut joined: Vec<String> = Vec::new();
+    let mut open = false;
+    for line in section.lines() {
+        let t = line.trim_end();
+        let (body, more) = match t.strip_suffix('`') {
+            Some(body) => (body, true),
+            None => (t, false),
+        };
+        match (open, joined.last_mut()) {
+            (true, Some(last)) => last.push_str(&format!(" {}", body.trim())),
+            _ => joined.push(body.to_owned()),
+        }
+        open = more;
+    }
+    joined.into_iter().find_map(|line| {
+        let code = strip_prompt(line.trim_start());
+        let b = code.as_bytes();
+        let n = function.len();
+        let calls = starts_with_ci(b, 0, function) && b.get(n).is_none_or(u8::is_ascii_whitespace);
+        calls.then(|| code[n..].to_owned())
+    })
+}
+
+/// A line without its `PS>` / `PS C:\>` prompt.
+fn strip_prompt(line: &str) -> &str {
+    let b = line.as_bytes();
+    if starts_with_ci(b, 0, "PS") && matches!(b.get(2), Some(b'>' | b' ')) {
+        if let Some(gt) = line.find('>') {
+            return line[gt + 1..].trim_start();
+        }
+    }
+    line
+}
+
+/// Command-mode tokens: split on whitespace outside quotes and brackets.
+fn arg_tokens(args: &str) -> Vec<String> {
+    let s = args.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = skip_ws(s, 0);
+    while i < s.len() {
+        let start = i;
+        while i < s.len() && !s[i].is_ascii_whitespace() {
+            i = match s[i] {
+                b'\'' | b'"' => skip_opaque(s, i).unwrap_or(s.len()),
+                b'(' | b'[' | b'{' => matching(s, i).map_or(s.len(), |j| j + 1),
+                b'`' => i + 2,
+                _ => i + 1,
+            };
+        }
+        tokens.push(text(s, start, i));
+        i = skip_ws(s, i);
+    }
+    tokens
+}
+
+fn is_param_token(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() > 1 && b[0] == b'-' && b[1].is_ascii_alphabetic()
+}
+
+fn is_switch(p: &Param) -> bool {
+    p.switch
+}
+
+/// The parameter `-name` means: its exact name (any case), else the one it begins.
+fn param_named<'a>(params: &'a [Param], name: &str) -> Option<&'a Param> {
+    let lower = name.to_ascii_lowercase();
+    params
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+        .or_else(|| {
+            let mut prefixed = params
+                .iter()
+                .filter(|p| p.name.to_ascii_lowercase().starts_with(&lower));
+            match (prefixed.next(), prefixed.next()) {
+                (Some(p), None) => Some(p),
+                _ => None,
+            }
+        })
+}
+
+/// Binds a call's tokens to the parameters; `None` when a value is not a literal.
+fn bind(tokens: &[String], params: &[Param]) -> Option<Value> {
+    let mut out = Map::new();
+    let mut positional = Vec::new();
+    let mut k = 0;
+    while k < tokens.len() {
+        let token = &tokens[k];
+        if !is_param_token(token) {
+            positional.push(token);
+            k += 1;
+            continue;
+        }
+        let (name, attached) = match token[1..].split_once(':') {
+            Some((n, v)) => (n, Some(v)),
+            None => (&token[1..], None),
+        };
+        let param = param_named(params, name);
+        let schema = param.map(|p| &p.schema);
+        let takes_value =
+            !param.is_some_and(is_switch) && tokens.get(k + 1).is_some_and(|t| !is_param_token(t));
+        let value = match attached {
+            Some(v) => arg_value(v, schema)?,
+            None if takes_value => {
+                k += 1;
+                arg_value(&tokens[k], schema)?
+            }
+            None => Value::Bool(true),
+        };
+        out.insert(
+            param.map_or_else(|| name.to_owned(), |p| p.name.clone()),
+            value,
+        );
+        k += 1;
+    }
+    let mut free = params
+        .iter()
+        .filter(|p| !is_switch(p) && !out.contains_key(&p.name))
+        .collect::<Vec<_>>()
+        .into_iter();
+    for token in positional {
+        let p = free.next()?;
+        out.insert(p.name.clone(), arg_value(token, Some(&p.schema))?);
+    }
+    Some(Value::Object(out))
+}
+
+/// One argument as JSON, read for the parameter's schema: literals, bare words (strings),
+/// comma lists; `None` for variables and expressions.
+fn arg_value(token: &str, schema: Option<&Value>) -> Option<Value> {
+    let t = token.trim();
+    let kind = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
+    let bare = !t.is_empty() && !t.starts_with(['$', '(', '@', '{', '[', '\'', '"']);
+    let value = match literal(t) {
+        Some(v) => v,
+        None if split_top(t.as_bytes(), b',').len() > 1 => {
+            let item = schema.and_then(|s| s.get("items"));
+            let parts = split_top(t.as_bytes(), b',');
+            let items: Option<Vec<Value>> = parts
+                .into_iter()
+                .map(|(a, b)| arg_value(&text(t.as_bytes(), a, b), item))
+                .collect();
+            return items.map(Value::Array);
+        }
+        None if bare => Value::String(t.to_owned()),
+        None => return None,
+    };
+    Some(match (kind, value) {
+        // Command mode: `-City 42` passes the text 42 to a [string] parameter.
+        (Some("string"), Value::Number(_)) => Value::String(t.to_owned()),
+        (Some("array"), v @ Value::Array(_)) => v,
+        (Some("array"), v) => Value::Array(vec![v]),
+        (_, v) => v,
+    })
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -859,6 +1052,10 @@ pub fn describe(source: &str, path: &str) -> Value {
         tool["permissions"] = permissions;
         if let Some(declared) = declared_return(&f.help.outputs) {
             tool["declaredReturnType"] = declared;
+        }
+        let examples = examples(&f.help, &f.name, &f.params);
+        if !examples.is_empty() {
+            tool["examples"] = Value::Array(examples);
         }
         tools.push(tool);
     }
@@ -1227,6 +1424,95 @@ function Get-Items {
             "function",
         ] {
             let _ = describe(src, "x.ps1");
+        }
+    }
+
+    const EXAMPLES: &str = r#"
+function Get-Forecast {
+    <#
+    .SYNOPSIS
+        The forecast for a city.
+    .EXAMPLE
+        PS C:\> Get-Forecast -City 'New York' -Days 3
+        Three days for New York.
+    .EXAMPLE
+        get-forecast Paris -Da 2 -Metric
+    .EXAMPLE
+        PS> Get-Forecast -City Oslo `
+              -Tags a,b -Metric:$false | Format-Table
+    .EXAMPLE
+        Get-Forecast -City 42; Write-Host done
+    .EXAMPLE
+        Get-Forecast -City $home
+    .EXAMPLE
+        'Rome', 'Kyiv' | Get-Forecast
+    .EXAMPLE
+        Shows the forecast of any city, in prose.
+    .EXAMPLE
+        Get-Forecast -Town Lyon
+    #>
+    param(
+        [Parameter(Mandatory = $true)][string]$City,
+        [int]$Days = 1,
+        [string[]]$Tags,
+        [switch]$Metric
+    )
+}
+"#;
+
+    #[test]
+    fn example_sections_become_example_arguments() {
+        let doc = describe(EXAMPLES, "f.ps1");
+        let tool = &doc["tools"][0];
+        assert_eq!(
+            tool["examples"],
+            json!([
+                {"City": "New York", "Days": 3},
+                {"City": "Paris", "Days": 2, "Metric": true},
+                {"City": "Oslo", "Tags": ["a", "b"], "Metric": false},
+                {"City": "42"},
+                {"Town": "Lyon"}
+            ])
+        );
+        // Examples are not part of the description.
+        assert_eq!(tool["function"]["description"], "The forecast for a city.");
+    }
+
+    #[test]
+    fn example_binding_rules() {
+        let (fs, _, _) = parse_functions(EXAMPLES);
+        let f = &fs[0];
+        let call = |text: &str| {
+            let help = Help {
+                examples: vec![text.to_owned()],
+                ..Help::default()
+            };
+            examples(&help, &f.name, &f.params)
+        };
+        // Positional arguments skip switches and names already bound.
+        assert_eq!(
+            call("Get-Forecast 5 -City X"),
+            vec![json!({"City": "X", "Days": 5})]
+        );
+        // More positional arguments than parameters, ambiguous input: no example.
+        assert!(call("Get-Forecast a 1 x y").is_empty());
+        assert!(call("Get-Forecast -City (Get-Location)").is_empty());
+        assert!(call("Get-Forecast -City @{a=1}").is_empty());
+        // Another command that starts like it is not a call of it.
+        assert!(call("Get-ForecastHistory -City X").is_empty());
+        // A name the function does not have is kept as written: the host's check names the tool.
+        assert_eq!(
+            call("Get-Forecast -City X -Unknown"),
+            vec![json!({"City": "X", "Unknown": true})]
+        );
+        // Unbalanced input never panics.
+        for text in [
+            "Get-Forecast -City 'open",
+            "Get-Forecast (",
+            "Get-Forecast `",
+            "PS>",
+        ] {
+            let _ = call(text);
         }
     }
 }

@@ -1,66 +1,305 @@
-//! Okapi BM25 over the weighted fields of `doc.rs`. Scores accumulate in a per-thread scratch
-//! array indexed by slot (reset only where touched); lengths are read from a dense array, so
-//! a posting costs a few arithmetic operations and no pointer chase.
+//! Okapi BM25 over the weighted fields of `doc.rs`, term at a time. Per posting the exact
+//! formula runs over the posting's own arrays (frequency and length side by side, so a block of
+//! postings is scored in SIMD lanes), then adds into a per-thread score array indexed by slot;
+//! the slots touched are listed as they are first reached, and only those are read back into
+//! the bounded top-k. Nothing is allocated per query once a thread has scored one.
 
 use std::cell::RefCell;
 
-use super::index::{Index, Query};
+use super::index::{Index, Posting, Query};
 use super::tokenize;
+use super::top::Top;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
+/// Postings scored per block (the block's scores sit on the stack, in cache).
+const BLOCK: usize = 256;
+/// With at least one posting per `DENSE` slots, every score is read back in slot order rather
+/// than through a list of the slots touched.
+const DENSE: usize = 8;
+/// Slots read back per block in that case.
+const DENSE_BLOCK: usize = 64; // a `u64` mask per block
 
-thread_local! {
-    static SCRATCH: RefCell<(Vec<f32>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+/// Per-thread scratch: a score per slot (all zero between queries), the slots touched, and
+/// the best score of each block of slots.
+#[derive(Default)]
+struct Scratch {
+    scores: Vec<f32>,
+    touched: Vec<u32>,
+    maxima: Vec<f32>,
 }
 
-/// `(slot, score)` of every tool matching a word of the query and the filters.
-pub(super) fn search(index: &Index, query: &Query) -> Vec<(u32, f32)> {
-    let n = index.len() as f32;
-    if n == 0.0 {
-        return Vec::new();
-    }
-    let avg = (index.total_len / f64::from(n)).max(1e-6) as f32;
-    // Distinct query words: a word typed twice does not count twice.
-    let mut ids: Vec<u32> = Vec::new();
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The query's distinct known words as `(term id, idf)` (a word typed twice counts once),
+/// the longest postings first: the first term's postings are only written, not read back.
+fn terms(index: &Index, query: &Query, n: f32) -> Vec<(u32, f32)> {
+    let mut ids: Vec<(u32, f32)> = Vec::new();
     tokenize::each_word(query.text, |w| {
-        if let Some(id) = index.terms.get(w) {
-            if !ids.contains(id) {
-                ids.push(*id);
+        if let Some(&id) = index.terms.get(w) {
+            if !ids.iter().any(|(i, _)| *i == id) {
+                let df = index.postings[id as usize].slots.len() as f32;
+                ids.push((id, (1.0 + (n - df + 0.5) / (df + 0.5)).ln()));
             }
         }
     });
+    // Rarest last (ties: query order), so the sums are the same for every equal document.
+    ids.sort_by_key(|(id, _)| std::cmp::Reverse(index.postings[*id as usize].slots.len()));
+    ids
+}
+
+/// The per-query constants of BM25: `K1 * (1 - B + B * len / avg)` is `base + per_len * len`.
+#[derive(Clone, Copy)]
+struct Norm {
+    base: f32,
+    per_len: f32,
+}
+
+/// Scores `count` postings of `p` from `start` into `out` (SIMD lanes: no branch, no gather).
+#[inline]
+fn block(p: &Posting, start: usize, out: &mut [f32], scale: f32, norm: Norm) {
+    let end = start + out.len();
+    for ((o, tf), len) in out
+        .iter_mut()
+        .zip(&p.tf[start..end])
+        .zip(&p.len[start..end])
+    {
+        *o = scale * tf / (tf + norm.base + norm.per_len * len);
+    }
+}
+
+/// Fills `top` with the best tools matching a word of the query and the filters.
+pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
+    let n = index.len() as f32;
+    if n == 0.0 {
+        return;
+    }
+    let avg = (index.total_len / f64::from(n)).max(1e-6) as f32;
+    let norm = Norm {
+        base: K1 * (1.0 - B),
+        per_len: K1 * B / avg,
+    };
+    let ids = terms(index, query, n);
+    if ids.is_empty() {
+        return;
+    }
     let filtered = !query.namespaces.is_empty() || !query.annotations.is_empty();
+    let keep = |slot: u32| {
+        !filtered
+            || index.slots[slot as usize]
+                .as_ref()
+                .is_some_and(|s| Index::keeps(s, query))
+    };
+    let postings = |ids: &[(u32, f32)]| -> usize {
+        ids.iter()
+            .map(|(id, _)| index.postings[*id as usize].slots.len())
+            .sum()
+    };
     SCRATCH.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let (scores, touched) = &mut *cell;
-        if scores.len() < index.lens.len() {
-            scores.resize(index.lens.len(), 0.0);
+        let Scratch {
+            scores,
+            touched,
+            maxima,
+        } = &mut *cell;
+        if scores.len() < index.slots.len() {
+            scores.resize(index.slots.len(), 0.0);
         }
-        for id in ids {
-            let p = &index.postings[id as usize];
-            let df = p.slots.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            for (slot, tf) in p.slots.iter().zip(&p.tf) {
-                let len = index.lens[*slot as usize];
-                let score = &mut scores[*slot as usize];
-                if *score == 0.0 {
-                    touched.push(*slot);
+        // Plain slices: the compiler keeps their bounds in registers through the loops.
+        let scores = &mut scores[..index.slots.len()];
+        if postings(&ids) * DENSE >= scores.len() {
+            // Many postings for few slots: read every score back in order, without a list.
+            accumulate(index, &ids, norm, scores, None);
+            collect_dense(scores, maxima, top, !filtered, keep);
+            return;
+        }
+        let most = postings(&ids[1..]);
+        if touched.len() < most {
+            touched.resize(most, 0);
+        }
+        let count = accumulate(index, &ids, norm, scores, Some(&mut touched[..most]));
+        // The first term's slots, then those the others reached first.
+        collect(&index.postings[ids[0].0 as usize].slots, scores, top, keep);
+        collect(&touched[..count], scores, top, keep);
+    });
+}
+
+/// Offers each of `slots` with its score to `top` (when `keep` says it passes the filters),
+/// and sets the score back to zero for the next query.
+#[inline]
+fn collect(slots: &[u32], scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) -> bool) {
+    for &slot in slots {
+        let score = std::mem::take(&mut scores[slot as usize]);
+        if top.could_take(score) && keep(slot) {
+            top.offer(slot, score);
+        }
+    }
+}
+
+/// [`collect`] over every slot, a block at a time: a block whose best score is 0 (nothing
+/// scored) is skipped, one under the floor only cleared. Unless filters apply, the k-th best
+/// of the blocks' maxima starts the floor: k blocks each hold a score at least that high.
+fn collect_dense(
+    scores: &mut [f32],
+    maxima: &mut Vec<f32>,
+    top: &mut Top,
+    seed: bool,
+    keep: impl Fn(u32) -> bool,
+) {
+    maxima.clear();
+    maxima.extend(scores.chunks(DENSE_BLOCK).map(max));
+    if seed && maxima.len() >= top.k() {
+        let mut order = maxima.clone();
+        let k = top.k() - 1;
+        let (_, kth, _) = order.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
+        top.raise_floor(*kth);
+    }
+    for ((b, block), &best) in scores
+        .chunks_mut(DENSE_BLOCK)
+        .enumerate()
+        .zip(maxima.iter())
+    {
+        if best == 0.0 {
+            continue;
+        }
+        if top.could_take(best) {
+            // The slots at or above the floor as a bit mask (compared in SIMD lanes), then
+            // only those visited: copies of one tool put a tie in many blocks.
+            let mut mask = above(block, top.floor());
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let slot = (b * DENSE_BLOCK + i) as u32;
+                if top.could_take(block[i]) && keep(slot) {
+                    top.offer(slot, block[i]);
                 }
-                *score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg));
             }
         }
-        let mut out = Vec::with_capacity(touched.len());
-        for slot in touched.drain(..) {
-            let score = std::mem::take(&mut scores[slot as usize]);
-            let keep = !filtered
-                || index.slots[slot as usize]
-                    .as_ref()
-                    .is_some_and(|s| Index::keeps(s, query));
-            if score > 0.0 && keep {
-                out.push((slot, score));
+        block.fill(0.0);
+    }
+}
+
+/// Bit `i` set when `block[i]` is a score (> 0) at or above `floor`.
+#[inline]
+fn above(block: &[f32], floor: f32) -> u64 {
+    // Scores are > 0: a floor of at least the smallest positive float also drops the zeros.
+    let floor = floor.max(f32::MIN_POSITIVE);
+    let quads = block.chunks_exact(4);
+    let done = block.len() - quads.remainder().len();
+    let mut mask = 0u64;
+    for (j, &x) in quads.remainder().iter().enumerate() {
+        mask |= u64::from(x >= floor) << (done + j);
+    }
+    for (c, q) in quads.enumerate() {
+        mask |= u64::from(above4([q[0], q[1], q[2], q[3]], floor)) << (4 * c);
+    }
+    mask
+}
+
+/// Four comparisons in one SSE instruction (x86-64 always has SSE2).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn above4(q: [f32; 4], floor: f32) -> u8 {
+    use std::arch::x86_64::{_mm_cmpge_ps, _mm_movemask_ps, _mm_set1_ps, _mm_set_ps};
+    // SAFETY: SSE is part of the x86-64 baseline, so these instructions always exist; they
+    // read only their arguments.
+    unsafe {
+        let v = _mm_set_ps(q[3], q[2], q[1], q[0]);
+        _mm_movemask_ps(_mm_cmpge_ps(v, _mm_set1_ps(floor))) as u8
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn above4(q: [f32; 4], floor: f32) -> u8 {
+    q.iter()
+        .enumerate()
+        .fold(0, |m, (j, &x)| m | u8::from(x >= floor) << j)
+}
+
+/// The largest of non-negative scores, in eight SIMD lanes.
+#[inline]
+fn max(scores: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let chunks = scores.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (m, x) in lanes.iter_mut().zip(chunk) {
+            *m = if *x > *m { *x } else { *m };
+        }
+    }
+    lanes
+        .iter()
+        .chain(rest)
+        .fold(0f32, |a, &x| if x > a { x } else { a })
+}
+
+/// Adds every query term's BM25 weight into `scores` (all zero on entry). With `touched`,
+/// lists there the slots that only terms after the first reached, and returns how many.
+fn accumulate(
+    index: &Index,
+    ids: &[(u32, f32)],
+    norm: Norm,
+    scores: &mut [f32],
+    mut touched: Option<&mut [u32]>,
+) -> usize {
+    let mut out = [0f32; BLOCK];
+    let mut count = 0;
+    for (i, &(id, idf)) in ids.iter().enumerate() {
+        let p = &index.postings[id as usize];
+        let scale = idf * (K1 + 1.0);
+        for start in (0..p.slots.len()).step_by(BLOCK) {
+            let out = &mut out[..BLOCK.min(p.slots.len() - start)];
+            block(p, start, out, scale, norm);
+            let slots = &p.slots[start..start + out.len()];
+            match touched.as_deref_mut() {
+                // Every score is still zero, or no list is kept: no read for the list.
+                _ if i == 0 => add(slots, out, scores),
+                None => add(slots, out, scores),
+                Some(touched) => count = add_listing(slots, out, scores, touched, count),
             }
         }
-        out
-    })
+    }
+    count
+}
+
+/// `scores[slot] += w` for a block.
+#[inline]
+fn add(slots: &[u32], weights: &[f32], scores: &mut [f32]) {
+    for (slot, w) in slots.iter().zip(weights) {
+        let slot = *slot as usize;
+        debug_assert!(slot < scores.len());
+        // SAFETY: a posting names a slot of the index (`Index::insert`; `slots` never
+        // shrinks) and `scores` has a score per slot (`search`).
+        unsafe { *scores.get_unchecked_mut(slot) += w };
+    }
+}
+
+/// [`add`], listing in `touched` (from `count`) each slot reached for the first time.
+#[inline]
+fn add_listing(
+    slots: &[u32],
+    weights: &[f32],
+    scores: &mut [f32],
+    touched: &mut [u32],
+    mut count: usize,
+) -> usize {
+    debug_assert!(count + slots.len() <= touched.len());
+    for (slot, w) in slots.iter().zip(weights) {
+        let slot = *slot as usize;
+        debug_assert!(slot < scores.len());
+        // SAFETY: a posting names a slot of the index (`Index::insert`; `slots` never
+        // shrinks) and `scores` has a score per slot (`search`); `count` grows at most once
+        // per posting after the first term's, and `touched` holds that many.
+        unsafe {
+            let score = scores.get_unchecked_mut(slot);
+            // Listed when first reached (weights are > 0), without a branch.
+            *touched.get_unchecked_mut(count) = slot as u32;
+            count += usize::from(*score == 0.0);
+            *score += w;
+        }
+    }
+    count
 }

@@ -1,10 +1,9 @@
 //! What the index reads of a tool, and the weight of each field: a word in the name says more
 //! about a tool than one deep in its description.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 
+use super::bag::Bag;
 use super::tokenize;
 
 /// Field weights (BM25F-style: a word's frequency is the sum of its fields' weights).
@@ -53,7 +52,7 @@ pub struct Prepared {
     pub(super) namespace: Option<String>,
     pub(super) annotations: Vec<String>,
     /// Word → weighted frequency.
-    pub(super) weights: HashMap<String, f32>,
+    pub(super) words: Bag,
     /// Weighted length.
     pub(super) len: f32,
     /// What the regex mode reads.
@@ -69,26 +68,30 @@ impl Prepared {
 impl Doc<'_> {
     /// Reads the tool into words (the costly part of indexing; no index needed).
     pub fn prepare(&self) -> Prepared {
-        let mut weights: HashMap<String, f32> = HashMap::new();
+        // About one distinct word per 8 bytes of text (sized once: no regrowth).
+        let bytes = self.name.len() + self.description.len() + self.title.map_or(0, str::len);
+        let mut words = Bag::with_capacity(bytes / 8 + 16);
         let mut len = 0.0f32;
         let mut add = |text: &str, weight: f32| {
             tokenize::each_word(text, |w| {
                 len += weight;
-                match weights.get_mut(w) {
-                    Some(v) => *v += weight,
-                    None => {
-                        weights.insert(w.to_owned(), weight);
-                    }
-                }
+                words.add(w, weight);
             })
         };
         add(self.name, NAME);
         add(self.title.unwrap_or(""), TITLE);
         add(self.namespace.unwrap_or(""), NAMESPACE);
         add(self.description, DESCRIPTION);
-        let mut params = Vec::new();
+        let mut params = Vec::with_capacity(16);
         collect_params(self.parameters, 0, &mut params);
-        let mut text = String::with_capacity(self.name.len() + self.description.len() + 64);
+        // Sized once: name, title, description and each `param: description` line.
+        let size = params
+            .iter()
+            .map(|(n, d)| n.len() + d.map_or(0, |d| d.len() + 2) + 1)
+            .sum::<usize>()
+            + bytes
+            + 3;
+        let mut text = String::with_capacity(size);
         for part in [self.name, self.title.unwrap_or(""), self.description] {
             text.push_str(part);
             text.push('\n');
@@ -107,7 +110,7 @@ impl Doc<'_> {
             name: self.name.to_owned(),
             namespace: self.namespace.map(str::to_owned),
             annotations: self.annotations.iter().map(|a| annotation_key(a)).collect(),
-            weights,
+            words,
             len,
             text,
         }

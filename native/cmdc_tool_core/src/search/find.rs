@@ -1,52 +1,22 @@
-//! Running a query over the index: the rules a query follows, the mode's candidates
-//! (`bm25.rs`, `regex.rs`), and the best `limit` of them named.
+//! Running a query over the index: the rules a query follows, then the mode (`bm25.rs`,
+//! `regex.rs`) offering its candidates to the bounded top-k (`top.rs`).
 
 use super::index::{Hit, Index, Mode, Query, MAX_LIMIT, MAX_PATTERN, MAX_QUERY};
+use super::top::Top;
 use super::{bm25, regex};
 use crate::error::{Error, Result};
 
 impl Index {
-    /// Runs a query: hits best first (ties by name), at most `limit`.
+    /// Runs a query: hits best first (ties by name), at most `limit`. Only the best `limit`
+    /// are named: a query touching thousands of tools allocates `limit` names, not thousands.
     pub fn search(&self, query: &Query) -> Result<Vec<Hit>> {
         check(query)?;
-        let candidates = match query.mode {
-            Mode::Bm25 => bm25::search(self, query),
-            Mode::Regex => regex::search(self, query)?,
-        };
-        Ok(self.rank(candidates, query.limit.min(MAX_LIMIT)))
-    }
-
-    /// The best `limit` of `(slot, score)` candidates as hits. Only those are named: a query
-    /// touching thousands of tools allocates `limit` names, not thousands.
-    fn rank(&self, mut candidates: Vec<(u32, f32)>, limit: usize) -> Vec<Hit> {
-        let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1);
-        if candidates.len() > limit {
-            candidates.select_nth_unstable_by(limit - 1, by_score);
-            // Keep every tie of the last score: the name decides among them below.
-            let last = candidates[limit - 1].1;
-            let mut keep = limit;
-            let mut i = limit;
-            while i < candidates.len() {
-                if candidates[i].1 == last {
-                    candidates.swap(i, keep);
-                    keep += 1;
-                }
-                i += 1;
-            }
-            candidates.truncate(keep);
+        let mut top = Top::new(self, query.limit.min(MAX_LIMIT));
+        match query.mode {
+            Mode::Bm25 => bm25::search(self, query, &mut top),
+            Mode::Regex => regex::search(self, query, &mut top)?,
         }
-        let mut hits: Vec<Hit> = candidates
-            .into_iter()
-            .filter_map(|(slot, score)| {
-                self.slots[slot as usize].as_ref().map(|s| Hit {
-                    name: s.name.clone(),
-                    score: f64::from(score),
-                })
-            })
-            .collect();
-        hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name)));
-        hits.truncate(limit);
-        hits
+        Ok(top.into_hits())
     }
 }
 

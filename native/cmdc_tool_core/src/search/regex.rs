@@ -5,13 +5,14 @@
 use regex::RegexBuilder;
 
 use super::index::{Index, Query};
+use super::top::Top;
 use crate::error::{Error, Result};
 
 /// Compiled program size allowed (the crate's default is 10 MiB).
 const SIZE_LIMIT: usize = 1 << 20;
 
-/// `(slot, score)` of every tool whose text matches and that passes the filters.
-pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<(u32, f32)>> {
+/// Fills `top` with the tools whose text matches and that pass the filters.
+pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) -> Result<()> {
     let re = RegexBuilder::new(query.text)
         .case_insensitive(true)
         .size_limit(SIZE_LIMIT)
@@ -19,7 +20,6 @@ pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<(u32, f32)>> {
         .nest_limit(32)
         .build()
         .map_err(|e| Error::Invalid(format!("the regex {:?} is not accepted: {e}", query.text)))?;
-    let mut hits = Vec::new();
     for (slot, s) in index.slots.iter().enumerate() {
         let Some(s) = s else { continue };
         if !Index::keeps(s, query) || !re.is_match(&s.text) {
@@ -27,7 +27,7 @@ pub(super) fn search(index: &Index, query: &Query) -> Result<Vec<(u32, f32)>> {
         }
         // A name match says more than a match somewhere in a description.
         let score = if re.is_match(&s.name) { 2.0 } else { 1.0 };
-        hits.push((slot as u32, score));
+        top.offer(slot as u32, score);
     }
-    Ok(hits)
+    Ok(())
 }

@@ -4,43 +4,182 @@
 //! and `create`. The same function reads tools and queries, so both sides always agree.
 
 /// Words that say nothing about what a tool does.
-const STOPWORDS: &[&str] = &[
+const STOPWORDS: [&str; 46] = [
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "given", "has",
     "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or",
     "that", "the", "their", "then", "this", "to", "tool", "use", "using", "want", "was", "what",
     "when", "which", "will", "with", "you", "your",
 ];
 
+/// The longest stop word.
+const STOP_LEN: usize = 5;
+
+/// A word of at most 8 bytes as one integer (0 for longer ones).
+const fn pack(word: &[u8]) -> u64 {
+    let mut key = 0u64;
+    let mut i = 0;
+    while i < word.len() && word.len() <= 8 {
+        key |= (word[i] as u64) << (8 * i);
+        i += 1;
+    }
+    key
+}
+
+/// [`STOPWORDS`] packed and sorted, for a binary search of integers.
+const STOP_KEYS: [u64; 46] = {
+    let mut keys = [0u64; 46];
+    let mut i = 0;
+    while i < keys.len() {
+        keys[i] = pack(STOPWORDS[i].as_bytes());
+        i += 1;
+    }
+    // Insertion sort (a `const` block has no `sort`).
+    let mut i = 1;
+    while i < keys.len() {
+        let mut j = i;
+        while j > 0 && keys[j - 1] > keys[j] {
+            let t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    keys
+};
+
+fn is_stopword(word: &str) -> bool {
+    word.len() <= STOP_LEN && STOP_KEYS.binary_search(&pack(word.as_bytes())).is_ok()
+}
+
+/// What an ASCII byte is to the tokenizer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Lower,
+    Upper,
+    Digit,
+    Other,
+}
+
+const CLASSES: [Class; 128] = {
+    let mut t = [Class::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_lowercase() {
+            Class::Lower
+        } else if c.is_ascii_uppercase() {
+            Class::Upper
+        } else if c.is_ascii_digit() {
+            Class::Digit
+        } else {
+            Class::Other
+        };
+        b += 1;
+    }
+    t
+};
+
 /// At most this many bytes of one word are kept (a 10 kB "word" is not a word).
 const MAX_WORD: usize = 64;
 
-/// Calls `f` with each word of `text`, in order (repeats included).
-pub fn each_word(text: &str, mut f: impl FnMut(&str)) {
-    let mut word = String::with_capacity(16);
-    let mut prev: Option<char> = None;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            // A case change starts a word: `readFile` → `read`, `file`; `HTTPServer` → `httpserver`
-            // stays whole (upper after upper), as models write it.
-            let boundary = matches!(prev, Some(p) if p.is_lowercase() && c.is_uppercase());
-            if boundary {
-                emit(&mut word, &mut f);
-            }
-            word.extend(c.to_lowercase());
-            prev = Some(c);
-        } else {
-            emit(&mut word, &mut f);
-            prev = None;
-        }
-    }
-    emit(&mut word, &mut f);
+/// The word being read: lower-cased bytes in a fixed buffer (no allocation per word); a word
+/// longer than [`MAX_WORD`] is only counted, then dropped.
+struct Word {
+    buf: [u8; MAX_WORD],
+    len: usize,
 }
 
-fn emit(word: &mut String, f: &mut impl FnMut(&str)) {
-    if !word.is_empty() && word.len() <= MAX_WORD && !STOPWORDS.contains(&word.as_str()) {
-        f(stem(word));
+impl Word {
+    #[inline]
+    fn push_byte(&mut self, b: u8) {
+        if let Some(dst) = self.buf.get_mut(self.len) {
+            *dst = b;
+        }
+        self.len += 1;
     }
-    word.clear();
+
+    fn push(&mut self, bytes: &[u8]) {
+        if let Some(dst) = self.buf.get_mut(self.len..self.len + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+        self.len += bytes.len();
+    }
+
+    #[inline]
+    fn emit(&mut self, f: &mut impl FnMut(&str)) {
+        if self.len > 0 && self.len <= MAX_WORD {
+            let bytes = &self.buf[..self.len];
+            // SAFETY: only whole UTF-8 encodings are pushed (ASCII bytes, `encode_utf8`), and
+            // one that did not fit made `len` exceed the buffer, so this word is not read.
+            let w = unsafe { std::str::from_utf8_unchecked(bytes) };
+            debug_assert!(std::str::from_utf8(bytes).is_ok());
+            if !is_stopword(w) {
+                f(stem(w));
+            }
+        }
+        self.len = 0;
+    }
+}
+
+/// Calls `f` with each word of `text`, in order (repeats included). ASCII is read byte by
+/// byte through a class table; other characters through `char`'s Unicode tables, with the
+/// same rules.
+pub fn each_word(text: &str, mut f: impl FnMut(&str)) {
+    let mut word = Word {
+        buf: [0; MAX_WORD],
+        len: 0,
+    };
+    // Whether the previous character was a lower-case letter of the current word.
+    let mut prev_lower = false;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if let Some(&class) = CLASSES.get(b as usize) {
+            i += 1;
+            match class {
+                // Most of a text: take the whole run of lower-case letters at once.
+                Class::Lower => {
+                    let run = bytes[i..]
+                        .iter()
+                        .position(|c| !c.is_ascii_lowercase())
+                        .map_or(bytes.len(), |n| i + n);
+                    word.push(&bytes[i - 1..run]);
+                    i = run;
+                }
+                Class::Digit => word.push_byte(b),
+                // A case change starts a word: `readFile` → `read`, `file`; `HTTPServer` →
+                // `httpserver` stays whole (upper after upper), as models write it.
+                Class::Upper => {
+                    if prev_lower {
+                        word.emit(&mut f);
+                    }
+                    word.push_byte(b.to_ascii_lowercase());
+                }
+                Class::Other => word.emit(&mut f),
+            }
+            prev_lower = class == Class::Lower;
+            continue;
+        }
+        let Some(c) = text[i..].chars().next() else {
+            break;
+        };
+        i += c.len_utf8();
+        if c.is_alphanumeric() {
+            if prev_lower && c.is_uppercase() {
+                word.emit(&mut f);
+            }
+            for l in c.to_lowercase() {
+                word.push(l.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+            prev_lower = c.is_lowercase();
+        } else {
+            word.emit(&mut f);
+            prev_lower = false;
+        }
+    }
+    word.emit(&mut f);
 }
 
 /// Strips a plural, `-ing`, `-ed` and a final `e`, in that order, when enough of the word stays.

@@ -31,7 +31,9 @@ defmodule CMDC.Tool.MCPWatchTest do
 
   # An Elixir tool file whose top-level code appends a line to `count` each time it is compiled.
   defp tool_file(dir, name, count, extra \\ "") do
-    module = "CMDCTest.Watch.T#{System.unique_integer([:positive])}"
+    # Random too: a source seen by an earlier run would come from the compile cache.
+    module =
+      "CMDCTest.Watch.T#{System.unique_integer([:positive])}R#{:rand.uniform(1_000_000_000)}"
 
     File.write!(Path.join(dir, "#{name}.ex"), """
     File.write!(#{inspect(count)}, "compiled\\n", [:append])

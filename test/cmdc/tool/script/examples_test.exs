@@ -1,5 +1,6 @@
 defmodule CMDC.Tool.ScriptExamplesTest do
-  # A Python function's docstring Examples section becomes the tool's examples/0.
+  # A Python function's docstring Examples section, and a PowerShell function's `.EXAMPLE`
+  # sections (read natively: no pwsh needed), become the tool's examples/0.
   use ExUnit.Case, async: true
   import CMDC.Tool.ScriptCase
 
@@ -137,5 +138,75 @@ defmodule CMDC.Tool.ScriptExamplesTest do
     # The others still register.
     assert :ok = Registry.register(reg, tools["fine"])
     assert tools["fine"].examples() == [%{"days" => 2}]
+  end
+
+  @ps1 ~S"""
+  <#
+  .SYNOPSIS
+      Weather tools.
+  #>
+
+  function Get-Forecast {
+      <#
+      .SYNOPSIS
+          The forecast for a city.
+      .PARAMETER City
+          The city.
+      .EXAMPLE
+          PS C:\> Get-Forecast -City 'New York' -Days 3
+          Three days of New York's weather.
+      .EXAMPLE
+          Get-Forecast Paris -Metric
+      .EXAMPLE
+          Get-Forecast -City $env:CITY
+      .EXAMPLE
+          Shows the forecast, in prose.
+      #>
+      param(
+          [Parameter(Mandatory = $true)][string]$City,
+          [ValidateRange(1, 10)][int]$Days = 1,
+          [switch]$Metric
+      )
+      "sunny"
+  }
+
+  function Get-Tide {
+      <#
+      .SYNOPSIS
+          Tides of a port.
+      .EXAMPLE
+          Get-Tide -Port Brest -Days 30
+      #>
+      param([Parameter(Mandatory = $true)][string]$Port, [ValidateRange(1, 7)][int]$Days = 1)
+      "high"
+  }
+  """
+
+  test "PowerShell .EXAMPLE calls give examples/0; one out of range is an error naming the tool" do
+    dir = tmp_dir("ps_examples")
+    {group, tools} = load!(write!(dir, "weather.ps1", @ps1))
+    assert group.kind == :powershell
+
+    forecast = tools["Get-Forecast"]
+
+    assert forecast.examples() == [
+             %{"City" => "New York", "Days" => 3},
+             %{"City" => "Paris", "Metric" => true}
+           ]
+
+    assert forecast.description() == "The forecast for a city."
+
+    reg = Registry.new()
+    assert :ok = Registry.register(reg, forecast)
+    [tool] = CMDC.Tool.to_schema(reg, %{}, format: :anthropic)
+    assert tool["input_examples"] == forecast.examples()
+
+    assert {:error, {:invalid_tool, _, message}} = Registry.register(reg, tools["Get-Tide"])
+    assert message =~ ~s(example 1 of tool "Get-Tide" does not match its parameters: at /Days)
+
+    # The cache written by the first load keeps them.
+    {group, tools} = load!(Path.join(dir, "weather.ps1"))
+    assert group.status == :cached
+    assert tools["Get-Forecast"].examples() == forecast.examples()
   end
 end

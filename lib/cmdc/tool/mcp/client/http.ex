@@ -19,16 +19,26 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   the calls that were waiting, once. A server that cannot be reached closes the transport (the
   client's status leaves `:ready` and it reconnects with backoff).
 
-  Bodies are bounded: a JSON body or one SSE event over `max_response_bytes` fails its request
-  and the stream is closed; a request that times out or whose caller goes away has its stream
-  closed too (`cancel/2`), so nothing keeps reading for it.
+  Every answer is bounded, whatever its status, size or pace: a JSON body or one SSE event over
+  `max_response_bytes` fails its request and its connection is closed; the body of an error
+  status (4xx, 5xx) is read only up to 64 kB, enough for its error text, then the connection is
+  closed; a request that times out or whose caller goes away (`cancel/2`) has its connection
+  closed, and so does the answer to a notification that takes longer than `request_timeout`.
+  Closing the socket frees everything held for the request at once.
 
-  The HTTP client is OTP's `:httpc` (no dependency, TLS through `:ssl`): responses stream into
-  the client process as messages (`stream: {:self, :once}`), one chunk at a time, so a slow
-  SSE stream never blocks anything. A Rust client on the NIF's tokio runtime would have meant
-  a TLS stack and an HTTP crate in the native build (minutes of compile time on this project's
-  machines, a larger attack surface) for no measurable gain: a tool call's cost is the
-  server's work and the network, not the parsing of one response.
+  Each request is an HTTP/1.1 exchange on a connection of its own
+  (`CMDC.Tool.MCP.Client.HTTP.Conn`, over `:gen_tcp` or verified `:ssl`), read in the client
+  process one socket read at a time (`active: :once`): a slow SSE stream never blocks anything,
+  and a fast one waits in the server's socket buffers, not in the VM. `https` servers are
+  verified against the operating system's CA store (`:public_key.cacerts_get/0`), with SNI and
+  a hostname check: a server with a private CA needs that CA added to the system's store.
+  OTP's `:httpc` was used
+  before: it streams only 200/206 answers and buffers any other one whole in its handler (a
+  hostile server's 2 GB `500` body or endless chunked `400` grew the VM without bound) and has
+  no body limit to set. A Rust client on the NIF's tokio runtime would have meant a TLS stack
+  and an HTTP crate in the native build (minutes of compile time, a larger attack surface) for
+  no measurable gain: a tool call's cost is the server's work and the network, not the parsing
+  of one response.
   """
 
   @behaviour CMDC.Tool.MCP.Client.Transport
@@ -36,18 +46,23 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   require Logger
 
   alias CMDC.Tool.JSON
+  alias CMDC.Tool.MCP.Client.HTTP.Conn
   alias CMDC.Tool.MCP.Client.SSE
 
-  @profile :cmdc_mcp
+  # What an error status's body may hold: enough for a JSON-RPC error or a page of text.
+  @error_body 65_536
 
   defstruct [
     :url,
+    :uri,
     :name,
     max_body: 16_777_216,
+    timeout: 30_000,
     headers: [],
     session: nil,
     version: nil,
     requests: %{},
+    sockets: %{},
     get: nil,
     last_event_id: nil,
     closed?: false
@@ -55,49 +70,44 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
 
   @type t :: %__MODULE__{}
 
-  @doc "Prepares the transport for `spec` (`:url`, `:headers` map). Nothing is sent yet."
+  @doc """
+  Prepares the transport for `spec` (`:url`, `:headers` map). Nothing is sent yet; a URL that
+  is not `http(s)://host…` is refused.
+  """
   @impl true
   def connect(spec, name, limits) do
-    with :ok <- start_httpc(spec.url) do
-      headers = Enum.map(Map.get(spec, :headers, %{}), fn {k, v} -> {to_string(k), v} end)
+    uri = URI.parse(spec.url)
+
+    with :ok <- check_uri(uri, spec.url), :ok <- start_ssl(uri) do
+      headers =
+        Enum.map(Map.get(spec, :headers, %{}), fn {k, v} -> {to_string(k), to_string(v)} end)
 
       {:ok,
        %__MODULE__{
          url: spec.url,
+         uri: uri,
          name: name,
          headers: headers,
-         max_body: limits.max_response_bytes
+         max_body: limits.max_response_bytes,
+         timeout: limits.request_timeout
        }}
     end
   end
 
-  defp start_httpc(url) do
-    apps = if String.starts_with?(url, "https:"), do: [:inets, :ssl], else: [:inets]
+  defp check_uri(%URI{scheme: scheme, host: host}, _url)
+       when scheme in ["http", "https"] and is_binary(host) and host != "",
+       do: :ok
 
-    with :ok <- Enum.reduce_while(apps, :ok, &ensure_started/2) do
-      case :inets.start(:httpc, profile: @profile) do
-        {:ok, _} ->
-          # Every pending call holds a connection while its SSE stream is open.
-          :httpc.set_options(
-            [max_sessions: 64, max_keep_alive_length: 0, keep_alive_timeout: 60_000],
-            @profile
-          )
+  defp check_uri(_uri, url), do: {:error, "not an http:// or https:// URL: #{inspect(url)}"}
 
-        {:error, {:already_started, _}} ->
-          :ok
-
-        {:error, reason} ->
-          {:error, "cannot start the HTTP client: #{inspect(reason)}"}
-      end
+  defp start_ssl(%URI{scheme: "https"}) do
+    case Application.ensure_all_started(:ssl) do
+      {:ok, _} -> :ok
+      {:error, reason} -> {:error, "cannot start ssl: #{inspect(reason)}"}
     end
   end
 
-  defp ensure_started(app, :ok) do
-    case Application.ensure_all_started(app) do
-      {:ok, _} -> {:cont, :ok}
-      {:error, reason} -> {:halt, {:error, "cannot start #{app}: #{inspect(reason)}"}}
-    end
-  end
+  defp start_ssl(_uri), do: :ok
 
   @doc """
   Records the era and version; a legacy session also opens the server's event stream (a `GET`).
@@ -106,16 +116,12 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   def ready(t, :legacy, version), do: open_get(%{t | version: version})
   def ready(t, :modern, _version), do: t
 
-  @doc "Closes the stream of request `id` (it timed out or its caller went away)."
+  @doc "Closes the connection of request `id` (it timed out or its caller went away)."
   @impl true
   def cancel(t, id) do
-    case Enum.find(t.requests, fn {_, e} -> e.kind == :post and e[:id] == id end) do
-      {ref, _} ->
-        :httpc.cancel_request(ref, @profile)
-        %{t | requests: Map.delete(t.requests, ref)}
-
-      nil ->
-        t
+    case Enum.find(t.requests, fn {_, e} -> e.kind == :post and e.id == id end) do
+      {ref, _} -> drop(t, ref)
+      nil -> t
     end
   end
 
@@ -124,29 +130,20 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   def send_message(%__MODULE__{} = t, message) do
     with {:ok, json} <- JSON.encode(message) do
       headers =
-        [{~c"accept", ~c"application/json, text/event-stream"} | modern_headers(message)] ++
-          headers(t)
+        [{"accept", "application/json, text/event-stream"}, {"content-type", "application/json"}] ++
+          modern_headers(message) ++ headers(t)
 
-      request = {String.to_charlist(t.url), headers, ~c"application/json", json}
+      {ref, pid} = Conn.open(t.uri, "POST", headers, json)
+      id = message["id"]
 
-      case :httpc.request(
-             :post,
-             request,
-             [timeout: :infinity, connect_timeout: 10_000],
-             opts(),
-             @profile
-           ) do
-        {:ok, ref} ->
-          entry = %{kind: :post, id: message["id"], sse: nil, body: [], answered?: false}
-          {:ok, put_in(t.requests[ref], entry)}
+      # A notification's answer is a bare 202; one that takes longer is cut. A request's
+      # answer is bounded by the client's own time-out (`cancel/2`).
+      if id == nil, do: Process.send_after(self(), {:cmdc_mcp_http, :deadline, ref}, t.timeout)
 
-        {:error, reason} ->
-          {:error, "HTTP request to #{t.url} failed: #{inspect(reason)}"}
-      end
+      entry = %{kind: :post, id: id, pid: pid, conn: nil, sse: nil, answered?: false}
+      {:ok, put_in(t.requests[ref], entry)}
     end
   end
-
-  defp opts, do: [sync: false, stream: {:self, :once}, body_format: :binary]
 
   # A modern request names its version, method and tool in headers (the server may route on
   # them without reading the body); a legacy one has none of them.
@@ -155,102 +152,202 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     version = meta["io.modelcontextprotocol/protocolVersion"]
     name = if method == "tools/call", do: params["name"]
 
-    [{"mcp-protocol-version", version}, {"mcp-method", method}, {"mcp-name", name}]
-    |> Enum.reject(fn {_, v} -> not is_binary(v) end)
-    |> Enum.map(fn {k, v} -> {String.to_charlist(k), String.to_charlist(v)} end)
+    Enum.filter(
+      [{"mcp-protocol-version", version}, {"mcp-method", method}, {"mcp-name", name}],
+      fn {_, v} -> is_binary(v) end
+    )
   end
 
   defp modern_headers(_message), do: []
 
   defp headers(t) do
-    [
-      {"mcp-session-id", t.session},
-      {"mcp-protocol-version", t.version},
-      {"last-event-id", nil}
-      | t.headers
-    ]
-    |> Enum.reject(fn {_, v} -> v == nil end)
-    |> Enum.map(fn {k, v} -> {String.to_charlist(k), String.to_charlist(to_string(v))} end)
+    Enum.reject(
+      [{"mcp-session-id", t.session}, {"mcp-protocol-version", t.version} | t.headers],
+      fn {_, v} -> v == nil end
+    )
   end
 
   defp open_get(%{closed?: true} = t), do: t
 
   defp open_get(t) do
-    headers =
-      [{~c"accept", ~c"text/event-stream"} | headers(t)] ++
-        if(t.last_event_id,
-          do: [{~c"last-event-id", String.to_charlist(t.last_event_id)}],
-          else: []
-        )
+    resume = if t.last_event_id, do: [{"last-event-id", t.last_event_id}], else: []
 
-    case :httpc.request(
-           :get,
-           {String.to_charlist(t.url), headers},
-           [timeout: :infinity],
-           opts(),
-           @profile
-         ) do
-      {:ok, ref} ->
-        %{
-          t
-          | get: ref,
-            requests: Map.put(t.requests, ref, %{kind: :get, sse: SSE.new(), body: []})
-        }
+    {ref, pid} =
+      Conn.open(t.uri, "GET", [{"accept", "text/event-stream"} | headers(t)] ++ resume, "")
 
-      {:error, _} ->
-        t
-    end
+    entry = %{kind: :get, id: nil, pid: pid, conn: nil, sse: SSE.new(), answered?: false}
+    %{t | get: ref, requests: Map.put(t.requests, ref, entry)}
   end
 
   @doc """
   Handles a message the client process received: `{:messages, [decoded], t}`, `{:ok, t}`,
-  `{:failed, id, reason, t}` (a request's answer will never come), `{:closed, reason, t}`
-  (the session is gone), or `:unknown`.
+  `{:failed, id, reason, t}` (a request's answer will never come), `{:lost, reason, t}`,
+  `{:closed, reason, t}` (the session is gone), or `:unknown`.
   """
   @impl true
-  def handle_info({:http, reply}, %__MODULE__{requests: requests} = t)
-      when is_map_key(requests, elem(reply, 0)) do
-    ref = elem(reply, 0)
-
-    event =
-      case reply do
-        {_, :stream_start, headers, pid} -> {:stream_start, headers, pid}
-        {_, :stream, chunk} -> {:stream, chunk}
-        {_, :stream_end, headers} -> {:stream_end, headers}
-        {_, result} -> result
-      end
-
-    event(event, ref, requests[ref], t)
-  end
-
+  def handle_info({:cmdc_mcp_conn, ref, result}, t), do: connected(ref, result, t)
   def handle_info({:cmdc_mcp_http, :reopen}, t), do: {:ok, open_get(t)}
-  def handle_info(_, _), do: :unknown
 
-  defp event({:stream_start, headers, pid}, ref, entry, t) do
-    t = capture_session(t, headers)
-    :httpc.stream_next(pid)
-
-    entry =
-      if sse?(headers),
-        do: Map.merge(entry, %{sse: SSE.new(), pid: pid}),
-        else: Map.put(entry, :pid, pid)
-
-    {:ok, put_in(t.requests[ref], entry)}
+  def handle_info({:cmdc_mcp_http, :deadline, ref}, t) when is_map_key(t.requests, ref) do
+    Logger.warning("mcp #{t.name}: no answer to a notification within #{t.timeout} ms; closed")
+    {:ok, drop(t, ref)}
   end
 
-  defp event({:stream, chunk}, ref, %{sse: nil} = entry, t) do
-    size = Map.get(entry, :size, 0) + byte_size(chunk)
+  def handle_info({:cmdc_mcp_http, :deadline, _ref}, t), do: {:ok, t}
+  def handle_info({:cmdc_mcp_http, :then, ending}, t), do: Tuple.append(ending, t)
 
-    if size > t.max_body do
-      too_big(ref, entry, t)
-    else
-      :httpc.stream_next(entry.pid)
-      entry = entry |> Map.put(:body, [entry.body | chunk]) |> Map.put(:size, size)
-      {:ok, put_in(t.requests[ref], entry)}
+  def handle_info(msg, t) do
+    case Conn.message(msg) do
+      {socket, what} when is_map_key(t.sockets, socket) ->
+        ref = t.sockets[socket]
+        socket_event(what, ref, t.requests[ref], t)
+
+      _ ->
+        :unknown
     end
   end
 
-  defp event({:stream, chunk}, ref, entry, t) do
+  # The request was cancelled while its connection was being made: close what arrives.
+  defp connected(ref, {:ok, conn}, t) when not is_map_key(t.requests, ref) do
+    Conn.close(conn)
+    {:ok, t}
+  end
+
+  defp connected(ref, {:ok, conn}, t) do
+    Conn.next(conn)
+    t = put_in(t.requests[ref].conn, conn)
+    {:ok, put_in(t.sockets[conn.socket], ref)}
+  end
+
+  defp connected(ref, {:error, _}, t) when not is_map_key(t.requests, ref), do: {:ok, t}
+
+  defp connected(ref, {:error, {stage, reason}}, t) do
+    entry = t.requests[ref]
+    t = forget(t, ref)
+
+    case {entry.kind, stage} do
+      {:get, _} -> {:ok, %{t | get: nil}}
+      {:post, :connect} -> {:closed, "cannot reach #{t.url}: #{describe(reason)}", t}
+      {:post, :send} -> failed(entry, "HTTP request to #{t.url} failed: #{describe(reason)}", t)
+    end
+  end
+
+  defp describe(reason) when is_binary(reason), do: reason
+  defp describe(reason), do: inspect(reason)
+
+  defp socket_event({:data, bytes}, ref, entry, t) do
+    case Conn.data(entry.conn, bytes) do
+      {:error, reason} ->
+        t = drop(t, ref)
+        answer_failed(entry, "the answer of #{t.url} is not HTTP/1.1: #{reason}", t)
+
+      {events, conn} ->
+        t = put_in(t.requests[ref].conn, conn)
+        events |> run(ref, {:ok, t}) |> read_on(ref)
+    end
+  end
+
+  defp socket_event(:closed, ref, entry, t), do: ended(Conn.closed(entry.conn), ref, entry, t)
+  # A socket error (a reset) cuts the answer wherever it was, even one framed by the close.
+  defp socket_event({:error, _}, ref, entry, t) do
+    case Conn.closed(entry.conn) do
+      :done -> ended({:cut, :body}, ref, entry, t)
+      cut -> ended(cut, ref, entry, t)
+    end
+  end
+
+  # The response's parts in order, while its request lives. Messages decoded along the way are
+  # gathered; an end (failed, lost) after some of them is delivered as the next event, since
+  # the contract gives one event per call.
+  defp run([], _ref, result), do: result
+
+  defp run([event | rest], ref, result) do
+    t = transport(result)
+
+    case t.requests[ref] do
+      nil -> result
+      entry -> run(rest, ref, merge(result, part(event, ref, entry, t)))
+    end
+  end
+
+  defp merge({:ok, _}, result), do: result
+  defp merge({:messages, ms, _}, {:ok, t}), do: {:messages, ms, t}
+  defp merge({:messages, ms, _}, {:messages, more, t}), do: {:messages, ms ++ more, t}
+
+  defp merge({:messages, ms, _}, ending) do
+    later = ending |> Tuple.delete_at(tuple_size(ending) - 1)
+    send(self(), {:cmdc_mcp_http, :then, later})
+    {:messages, ms, transport(ending)}
+  end
+
+  defp transport(result), do: elem(result, tuple_size(result) - 1)
+
+  # One more socket read for a request still open.
+  defp read_on(result, ref) do
+    case transport(result).requests[ref] do
+      %{conn: conn} when conn != nil -> Conn.next(conn)
+      _ -> :ok
+    end
+
+    result
+  end
+
+  defp ended(:done, ref, entry, t), do: part(:done, ref, entry, t)
+
+  defp ended({:cut, :head}, ref, entry, t) do
+    t = drop(t, ref)
+    answer_failed(entry, "#{t.url} closed the connection before answering", t)
+  end
+
+  # A cut event stream ends like a closed one (it may be resumed); a cut error body still says
+  # what it could; a cut JSON body is lost.
+  defp ended({:cut, :body}, ref, entry, t) do
+    if entry.sse != nil or error_status?(entry) do
+      part(:done, ref, entry, t)
+    else
+      t = drop(t, ref)
+      answer_failed(entry, "#{t.url} closed the connection in the middle of its answer", t)
+    end
+  end
+
+  defp answer_failed(%{kind: :get}, _reason, t), do: {:ok, %{t | get: nil}}
+  defp answer_failed(entry, reason, t), do: failed(entry, reason, t)
+
+  defp error_status?(entry), do: Map.get(entry, :status) not in [nil, 200, 206]
+
+  # --- the parts of a response ---
+
+  defp part({:head, status, headers}, ref, entry, t) do
+    t = capture_session(t, headers)
+
+    entry =
+      cond do
+        status not in [200, 206] -> %{entry | sse: nil}
+        entry.kind == :get -> entry
+        sse?(headers) -> %{entry | sse: SSE.new()}
+        true -> entry
+      end
+
+    {:ok, put_in(t.requests[ref], Map.merge(entry, %{status: status, body: [], size: 0}))}
+  end
+
+  defp part({:data, chunk}, ref, %{sse: nil} = entry, t) do
+    size = entry.size + byte_size(chunk)
+
+    cond do
+      error_status?(entry) and size >= @error_body ->
+        keep = binary_part(chunk, 0, @error_body - entry.size)
+        part(:done, ref, %{entry | body: [entry.body | keep]}, t)
+
+      size > t.max_body ->
+        too_big(ref, entry, t)
+
+      true ->
+        {:ok, put_in(t.requests[ref], %{entry | body: [entry.body | chunk], size: size})}
+    end
+  end
+
+  defp part({:data, chunk}, ref, entry, t) do
     {events, sse} = SSE.parse(entry.sse, chunk)
 
     if SSE.pending_bytes(sse) > t.max_body,
@@ -258,15 +355,15 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
       else: sse_events(events, sse, ref, entry, t)
   end
 
-  defp event({:stream_end, _headers}, ref, %{kind: :get}, t) do
+  defp part(:done, ref, %{kind: :get} = entry, t) when entry.status in [200, 206] do
     # The server closed its event stream: open it again a little later (resuming from the last
     # event id it gave).
     Process.send_after(self(), {:cmdc_mcp_http, :reopen}, 1_000)
-    {:ok, %{t | requests: Map.delete(t.requests, ref), get: nil}}
+    {:ok, %{drop(t, ref) | get: nil}}
   end
 
-  defp event({:stream_end, _headers}, ref, %{sse: nil} = entry, t) do
-    t = %{t | requests: Map.delete(t.requests, ref)}
+  defp part(:done, ref, %{sse: nil} = entry, t) when entry.status in [200, 206] do
+    t = drop(t, ref)
 
     case JSON.decode(IO.iodata_to_binary(entry.body)) do
       {:ok, message} -> {:messages, List.wrap(message), t}
@@ -274,8 +371,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     end
   end
 
-  defp event({:stream_end, _headers}, ref, entry, t) do
-    t = %{t | requests: Map.delete(t.requests, ref)}
+  defp part(:done, ref, %{status: status} = entry, t) when status in [200, 206] do
+    t = drop(t, ref)
 
     cond do
       entry.answered? or entry.id == nil ->
@@ -293,46 +390,51 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     end
   end
 
-  defp event({{_version, status, _reason}, headers, body}, ref, entry, t) do
-    t = %{capture_session(t, headers) | requests: Map.delete(t.requests, ref)}
-    http_status(status, body, entry, t)
-  end
-
-  defp event({:error, reason}, ref, entry, t) do
-    t = %{t | requests: Map.delete(t.requests, ref)}
-
-    case {entry.kind, reason} do
-      {:get, _} ->
-        {:ok, %{t | get: nil}}
-
-      {:post, {:failed_connect, _}} ->
-        {:closed, "cannot reach #{t.url}: #{inspect(reason)}", t}
-
-      {:post, _} ->
-        failed(entry, "HTTP request to #{t.url} failed: #{inspect(reason)}", t)
-    end
-  end
+  defp part(:done, ref, entry, t),
+    do: http_status(entry.status, IO.iodata_to_binary(entry.body), entry, drop(t, ref))
 
   defp sse_events(events, sse, ref, entry, t) do
-    :httpc.stream_next(entry.pid)
-
     last_id = Enum.find_value(Enum.reverse(events), & &1.id) || t.last_event_id
     messages = Enum.flat_map(events, &decode_event/1)
-    answered? = Map.get(entry, :answered?, false) or Enum.any?(messages, &answers?(&1, entry))
-    entry = %{entry | sse: sse} |> Map.put(:answered?, answered?)
-    {:messages, messages, %{put_in(t.requests[ref], entry) | last_event_id: last_id}}
+    answered? = entry.answered? or Enum.any?(messages, &answers?(&1, entry))
+    t = %{t | last_event_id: last_id}
+
+    # Once a request's stream has carried its response nothing more is owed on it (the server
+    # SHOULD close it then): it is closed here, so one that stays open holds nothing.
+    if answered? and entry.kind == :post,
+      do: {:messages, messages, drop(t, ref)},
+      else:
+        {:messages, messages, put_in(t.requests[ref], %{entry | sse: sse, answered?: answered?})}
   end
 
-  # Over max_body: the stream is closed now (httpc drops what it holds) and the request fails.
+  # Over max_body: the connection is closed now (the kernel drops what it holds) and the
+  # request fails.
   defp too_big(ref, entry, t) do
-    :httpc.cancel_request(ref, @profile)
-    t = %{t | requests: Map.delete(t.requests, ref)}
+    t = drop(t, ref)
     reason = "an answer over #{t.max_body} bytes (max_response_bytes); its stream was closed"
 
     case entry.kind do
       :get -> {:ok, %{t | get: nil}}
       :post -> failed(entry, reason, t)
     end
+  end
+
+  # Closes the request's connection (or stops its connecting process) and forgets it.
+  defp drop(t, ref) do
+    case t.requests[ref] do
+      %{conn: conn, pid: pid} ->
+        if conn, do: Conn.close(conn), else: Process.exit(pid, :kill)
+        forget(t, ref)
+
+      nil ->
+        t
+    end
+  end
+
+  defp forget(t, ref) do
+    {entry, requests} = Map.pop(t.requests, ref)
+    sockets = if entry[:conn], do: Map.delete(t.sockets, entry.conn.socket), else: t.sockets
+    %{t | requests: requests, sockets: sockets}
   end
 
   defp http_status(status, _body, _entry, t) when status in [200, 202, 204], do: {:ok, t}
@@ -344,14 +446,12 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     do: {:lost, "the server ended the session (HTTP 404)", %{t | session: nil}}
 
   defp http_status(status, body, entry, t) do
-    text = body |> to_string() |> String.slice(0, 300)
-
-    case {entry.kind, JSON.decode(text)} do
+    case {entry.kind, JSON.decode(body)} do
       {:post, {:ok, %{"jsonrpc" => "2.0", "error" => _} = msg}} when entry.id != nil ->
         {:messages, [Map.put(msg, "id", entry.id)], t}
 
       {:post, _} ->
-        failed(entry, "HTTP #{status} from #{t.url}: #{text}", t)
+        failed(entry, "HTTP #{status} from #{t.url}: #{String.slice(body, 0, 300)}", t)
 
       {:get, _} ->
         {:ok, %{t | get: nil}}
@@ -381,35 +481,49 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
 
   defp sse?(headers) do
     Enum.any?(headers, fn {k, v} ->
-      :string.lowercase(k) == ~c"content-type" and
-        String.starts_with?(to_string(v), "text/event-stream")
+      k == "content-type" and String.starts_with?(String.downcase(v), "text/event-stream")
     end)
   end
 
   defp capture_session(t, headers) do
-    Enum.find_value(headers, t, fn {k, v} ->
-      if :string.lowercase(k) == ~c"mcp-session-id", do: %{t | session: to_string(v)}
-    end)
+    case List.keyfind(headers, "mcp-session-id", 0) do
+      {_, id} -> %{t | session: id}
+      nil -> t
+    end
   end
 
-  @doc "Ends the session (`DELETE`, when there is one) and drops every open request."
+  @doc "Ends the session (`DELETE`, when there is one) and closes every open request."
   @impl true
   def close(t) do
-    Enum.each(Map.keys(t.requests), &:httpc.cancel_request(&1, @profile))
+    t = Enum.reduce(Map.keys(t.requests), t, &drop(&2, &1))
 
+    # The DELETE is sent and its answer awaited (2 s at most) by a process of its own.
     if t.session do
-      request = {String.to_charlist(t.url), headers(t)}
+      uri = t.uri
+      headers = headers(t)
 
-      :httpc.request(
-        :delete,
-        request,
-        [timeout: 2_000],
-        [sync: false, receiver: fn _ -> :ok end],
-        @profile
-      )
+      spawn(fn ->
+        {ref, _pid} = Conn.open(uri, "DELETE", headers, "", connect_timeout: 2_000)
+
+        receive do
+          {:cmdc_mcp_conn, ^ref, {:ok, conn}} -> await_status(conn)
+        after
+          2_000 -> :ok
+        end
+      end)
     end
 
     :ok
+  end
+
+  defp await_status(conn) do
+    Conn.next(conn)
+
+    receive do
+      msg -> if Conn.message(msg) != :unknown, do: Conn.close(conn)
+    after
+      2_000 -> Conn.close(conn)
+    end
   end
 
   @doc "What a time-out message adds about this transport."

@@ -11,7 +11,7 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `max_name_bytes` | 256 | a tool name as the server sends it |
   | `max_schema_bytes` | 1_048_576 | one tool's `inputSchema` (external term size) |
   | `max_schema_depth` | 64 | nesting of one tool's `inputSchema` |
-  | `max_response_bytes` | 16_777_216 | one message: a stdout line, an HTTP body, an SSE event |
+  | `max_response_bytes` | 16_777_216 | one message: a stdout line, an HTTP body, an SSE event (the body of an HTTP error status is read only up to 64 kB, whatever this limit) |
   | `max_pages` | 100 | pages of one `tools/list` (an endless `nextCursor` stops there) |
   | `max_relists_per_minute` | 6 | `tools/list` re-reads on `list_changed` (more are deferred) |
   | `request_timeout` | 30_000 | ms for a request the client makes itself (`tools/list`, the probe) |
@@ -21,8 +21,8 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `max_restarts` / `restart_window` | 10 / 60_000 | failures within the window before the server is marked `:failed` (backoff doubling from 0.2 s keeps an unreachable server under it; a server that crashes right after each start is not) |
 
   A flood costs no limit: stdio output flows under the credit window (the server waits for the
-  client), HTTP bodies and SSE streams are read one chunk at a time (`:httpc`'s `{:self,
-  :once}`), so the client's mailbox stays bounded and a chatty server is never stopped for
+  client), HTTP bodies and SSE streams are read one socket read at a time (`active: :once`;
+  an error status's body only up to 64 kB), so the client's mailbox stays bounded and a chatty server is never stopped for
   talking.
 
   Set them per client (`limits:` option of `CMDC.Tool.MCP.Client.start_link/1`) or for every

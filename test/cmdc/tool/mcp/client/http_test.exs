@@ -73,10 +73,28 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     assert {:ok, _} = add(client)
   end
 
+  test "this library's own server (CMDC.Tool.MCP.HTTP) in both eras" do
+    server =
+      start_supervised!({CMDC.Tool.MCP.HTTP, tools: [CMDC.Tool.Examples.Echo], port: 0},
+        id: :own_server
+      )
+
+    url = CMDC.Tool.MCP.HTTP.url(server)
+
+    for era <- [:modern, :legacy] do
+      client = start_client("own_#{era}", url, era: era)
+      assert :ok = Client.await_ready(client)
+      assert Client.info(client).era == era
+
+      assert {:ok, %{"content" => [%{"text" => "hi"}]}} =
+               Client.call_tool(client, "echo", %{"text" => "hi"})
+    end
+  end
+
   describe "hostile HTTP servers" do
     setup do
       case System.find_executable("python3") do
-        nil -> {:ok, skip: true}
+        nil -> {:ok, skip: "python3 is not installed"}
         python -> {:ok, python: python}
       end
     end
@@ -136,6 +154,167 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       IO.puts("\n300 MB body: failed after #{ms} ms, memory +#{growth} MB after")
       assert ms < 30_000
       assert growth < 100
+    end
+
+    # mode, the call's time-out, what its error says, and whether the answer is cut before
+    # that time-out (a flood's first 64 kB are enough) or by it. Calls follow each other for
+    # 3 s (one call for the modes cut by the time-out).
+    for {mode, timeout, expected, cut?} <- [
+          {"error_flood", 10_000, "MCP server error_flood: HTTP 500 from", true},
+          {"chunked_error", 10_000, "MCP server chunked_error: HTTP 400 from", true},
+          {"silent_sse", 3_000, "timed out after 3000 ms", false},
+          {"trickle", 3_000, "timed out after 3000 ms", false}
+        ] do
+      test "#{mode}: a clear error within the time-out, the connection closed, memory " <>
+             "bounded, a stdio server answering meanwhile",
+           ctx do
+        good = good_stdio(ctx.python)
+        url = hostile(ctx.python, unquote(mode))
+        client = start_client(unquote(mode), url)
+        assert :ok = Client.await_ready(client)
+        assert :ok = Client.await_ready(good)
+        :erlang.garbage_collect()
+        before = :erlang.memory(:total)
+
+        call = fn ->
+          timed(fn -> Client.call_tool(client, "call", %{}, timeout: unquote(timeout)) end)
+        end
+
+        {results, _, watch} =
+          during(
+            fn -> repeat_for(call, 3_000, []) end,
+            fn -> Client.call_tool(good, "echo", %{"text" => "still here"}) end
+          )
+
+        {result, _} = hd(results)
+        ms = results |> Enum.map(&elem(&1, 1)) |> Enum.max()
+
+        growth = Float.round((watch.peak - before) / 1_048_576, 1)
+        {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
+
+        IO.puts(
+          "\n#{unquote(mode)}: #{length(results)} calls, the slowest #{ms} ms, each " <>
+            "#{inspect(result)}; memory growth peak " <>
+            "#{growth} MB; connections the server saw closed: #{closed}; the stdio " <>
+            "server's #{length(watch.calls)} calls meanwhile: #{inspect(Enum.uniq(watch.calls))}"
+        )
+
+        for {result, _} <- results do
+          assert {:error, message} = result
+          assert message =~ unquote(expected)
+        end
+
+        assert ms < unquote(timeout) + 1_000
+        if unquote(cut?), do: assert(ms < unquote(timeout) - 1_000)
+        assert closed >= 1
+        assert growth < 100
+        assert watch.calls != []
+
+        assert Enum.all?(
+                 watch.calls,
+                 &match?({:ok, %{"content" => [%{"text" => "still here"}]}}, &1)
+               )
+
+        assert Client.info(client).status == :ready
+      end
+    end
+
+    for mode <- ["endless_event", "endless_line"] do
+      test "#{mode}: cut at max_response_bytes, in time linear in the bytes", ctx do
+        url = hostile(ctx.python, unquote(mode))
+        client = start_client(unquote(mode), url)
+        assert :ok = Client.await_ready(client)
+        :erlang.garbage_collect()
+        before = :erlang.memory(:total)
+
+        {result, ms, watch} =
+          during(
+            fn -> Client.call_tool(client, "call", %{}, timeout: 60_000) end,
+            fn -> :ok end
+          )
+
+        growth = Float.round((watch.peak - before) / 1_048_576, 1)
+
+        IO.puts(
+          "\n#{unquote(mode)}: #{inspect(result)} after #{ms} ms, memory peak +#{growth} MB"
+        )
+
+        assert {:error, message} = result
+        assert message =~ "over 16777216 bytes (max_response_bytes)"
+        # 2,000,000 lines of 8 bytes (the quadratic parser took minutes); loaded machines ~7 s
+        assert ms < 20_000
+        assert growth < 100
+      end
+    end
+
+    test "a stream kept open after its response: the call is answered, the stream closed",
+         ctx do
+      url = hostile(ctx.python, "answer_linger")
+      client = start_client("linger", url)
+      assert :ok = Client.await_ready(client)
+      {result, ms} = timed(fn -> Client.call_tool(client, "call", %{}, timeout: 5_000) end)
+      assert {:ok, %{"content" => [%{"text" => "answered"}]}} = result
+      assert ms < 2_000
+      assert {:ok, %{"closed" => 1}} = wait_closed(url, 5_000)
+    end
+
+    for {mode, expected} <- [
+          {"list_trickle", "tools/list unanswered after 2000 ms"},
+          {"list_error_flood", "HTTP 500 from"}
+        ] do
+      test "#{mode}: the client's own tools/list fails with its server, its connection closed",
+           ctx do
+        url = hostile(ctx.python, unquote(mode))
+        client = start_client(unquote(mode), url, limits: [request_timeout: 2_000])
+        {result, ms} = timed(fn -> Client.await_ready(client, 10_000) end)
+        assert {:error, message} = result
+        assert message =~ "MCP server #{unquote(mode)}"
+        assert message =~ unquote(expected)
+        assert ms < 3_000
+        assert {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
+        IO.puts("\n#{unquote(mode)}: failed after #{ms} ms, connections closed: #{closed}")
+        assert closed >= 1
+      end
+    end
+  end
+
+  defp good_stdio(python) do
+    start_supervised!(
+      {Client, name: "good", transport: {:stdio, %{command: python, args: [@script, "good"]}}},
+      id: "good"
+    )
+  end
+
+  defp repeat_for(fun, ms, acc) when ms > 0 do
+    {_, took} = result = fun.()
+    repeat_for(fun, ms - took, [result | acc])
+  end
+
+  defp repeat_for(_fun, _ms, acc), do: acc
+
+  # Runs `hostile` in a task; meanwhile samples memory every 50 ms and runs `other` every
+  # 250 ms (at least once).
+  defp during(hostile, other) do
+    task = Task.async(fn -> timed(hostile) end)
+    watch = watch(task, other, %{peak: :erlang.memory(:total), calls: []}, 0)
+    {result, ms} = Task.await(task, :infinity)
+    {result, ms, %{watch | calls: Enum.reverse(watch.calls)}}
+  end
+
+  defp watch(task, other, acc, i) do
+    acc = %{acc | peak: max(acc.peak, :erlang.memory(:total))}
+    acc = if rem(i, 5) == 0, do: %{acc | calls: [other.() | acc.calls]}, else: acc
+
+    case Task.yield(task, 50) do
+      nil -> watch(task, other, acc, i + 1)
+      reply -> send(self(), {task.ref, elem(reply, 1)}) && acc
+    end
+  end
+
+  defp wait_closed(url, ms) do
+    case stats(url) do
+      {:ok, %{"closed" => n}} when n >= 1 or ms <= 0 -> stats(url)
+      _ -> Process.sleep(100) && wait_closed(url, ms - 100)
     end
   end
 
