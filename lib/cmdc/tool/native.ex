@@ -99,10 +99,6 @@ defmodule CMDC.Tool.Native do
   def schema_validate_json_dirty(_schema, _text), do: err()
   def schema_drop_nulls(_schema, _args), do: err()
 
-  # backtrack.rs
-  def schema_validate_queued(_schema, _args, _reference), do: err()
-  def schema_validate_cancel(_ticket), do: err()
-
   # modules.rs
   def module_schema(_module, _kind, _md5), do: err()
   def module_schema_put(_module, _kind, _md5, _compiled), do: err()

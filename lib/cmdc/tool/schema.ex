@@ -39,10 +39,6 @@ defmodule CMDC.Tool.Schema do
   """
 
   alias CMDC.Tool.Native
-
-  # How long a queued backtracking match may wait before the caller runs it itself: a task is
-  # ~0.4 ms of CPU, a full queue (64) ~26 ms on a free core.
-  @queued_ms 250
   require Native
 
   @typedoc "A compiled schema: a reference to the native validator."
@@ -128,49 +124,7 @@ defmodule CMDC.Tool.Schema do
   """
   @spec validate(t(), term()) :: {:ok, term()} | {:error, [error()]}
   def validate(schema, args) when is_list(args), do: validate_slices(schema, args, args, 0)
-  def validate(schema, args), do: validate_whole(schema, args)
-
-  # One native call on the caller's scheduler; over its budget, the dirty twin; a backtracking
-  # pattern match (`{:error, :deferred}`), the native library's low-priority threads.
-  defp validate_whole(schema, args) do
-    case Native.schema_validate(schema, args) do
-      {:error, :yield} -> Native.schema_validate_dirty(schema, args)
-      {:error, :deferred} -> validate_queued(schema, args)
-      result -> result
-    end
-  end
-
-  # The match runs on a thread the OS runs only when nothing else wants the core (native
-  # `backtrack.rs`): on a dirty scheduler it competed with the normal schedulers for the cores
-  # and delayed every process (bench/stall.exs). A full queue takes the dirty call at once; no
-  # answer within @queued_ms (a machine too busy to leave the thread any time) cancels the task
-  # (then no message comes, unless it was already sent) and takes the dirty call.
-  defp validate_queued(schema, args) do
-    ref = make_ref()
-
-    case Native.schema_validate_queued(schema, args, ref) do
-      {:ok, ticket} ->
-        receive do
-          {^ref, result} -> queued_result(result, args)
-        after
-          @queued_ms -> cancel_queued(ticket, ref, schema, args)
-        end
-
-      {:error, :busy} ->
-        Native.schema_validate_dirty(schema, args)
-    end
-  end
-
-  defp cancel_queued(ticket, ref, schema, args) do
-    case Native.schema_validate_cancel(ticket) do
-      :sent -> receive do: ({^ref, result} -> queued_result(result, args))
-      :cancelled -> Native.schema_validate_dirty(schema, args)
-    end
-  end
-
-  # The task validated a copy: a valid term is answered as the caller's own.
-  defp queued_result({:ok, _copy}, args), do: {:ok, args}
-  defp queued_result(result, _args), do: result
+  def validate(schema, args), do: Native.with_dirty(schema_validate(schema, args))
 
   # A list whose elements the schema checks one by one is validated a slice of elements per
   # native call on the caller's scheduler, where the VM runs other processes between slices
@@ -181,7 +135,7 @@ defmodule CMDC.Tool.Schema do
     case Native.schema_validate_slice(schema, rest, index) do
       :done -> {:ok, list}
       {:more, rest, index} -> validate_slices(schema, list, rest, index)
-      :undecided -> validate_whole(schema, list)
+      :undecided -> Native.with_dirty(schema_validate(schema, list))
     end
   end
 

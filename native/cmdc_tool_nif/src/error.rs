@@ -17,11 +17,6 @@ pub enum Error {
     /// The input is over a normal scheduler's ~1 ms budget: the Elixir side calls the `_dirty`
     /// twin with the same arguments (`CMDC.Tool.Native.with_dirty/1`). Reason `:yield`.
     Yield,
-    /// A bounded backtracking match (`Stop::Deferred`) on a term small enough to copy on a
-    /// normal scheduler: the Elixir side hands it to `backtrack.rs`'s low-priority threads
-    /// and waits for their message (`CMDC.Tool.Schema.validate/2`). Reason `:deferred`; only
-    /// `schema_validate` answers it (every other caller gets `Yield` instead).
-    Deferred,
     /// A failure of the core: reason is its message (a binary), except a failed script call:
     /// `%{kind: _, message: _, log: _}` (binaries).
     Core(cmdc_tool_core::error::Error),
@@ -134,7 +129,6 @@ impl Encoder for Error {
     fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
         match self {
             Error::Yield => atoms::r#yield().encode(env),
-            Error::Deferred => atoms::deferred().encode(env),
             Error::Stale => atoms::stale().encode(env),
             Error::Miss => atoms::miss().encode(env),
             Error::NotJson { path, message } => (path, message).encode(env),

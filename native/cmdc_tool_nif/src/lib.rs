@@ -4,7 +4,6 @@
 //! `CMDC.Tool.Native.Testing` adds to `CMDC.Tool.Native` in the same builds.
 
 pub mod atoms;
-pub mod backtrack;
 pub mod beam;
 pub mod compiled;
 pub mod discovery;

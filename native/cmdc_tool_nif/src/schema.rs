@@ -110,7 +110,7 @@ pub(crate) fn validate_term<'a>(
     mut budget: Budget,
 ) -> Result<Term<'a>> {
     let dirty = budget.is_dirty();
-    let (mut invalid, mut deferred) = (false, false);
+    let mut invalid = false;
     if let Some(program) = schema.compiled.as_ref() {
         let checked = if dirty {
             crate::compiled::run(program, args, true)
@@ -122,20 +122,10 @@ pub(crate) fn validate_term<'a>(
             Err(Stop::Yield) => return Err(Error::Yield),
             // Invalid or undecided: the `jsonschema` path decides and names the errors; a
             // deferred pattern is decided by its error pass alone (one match, not two).
-            Err(stop) => {
-                invalid = matches!(stop, Stop::Invalid | Stop::Deferred);
-                deferred = stop == Stop::Deferred;
-            }
+            Err(stop) => invalid = matches!(stop, Stop::Invalid | Stop::Deferred),
         }
     }
-    let built = beam::build(args, &mut budget);
-    if deferred && !dirty && built.is_ok() {
-        // A backtracking match on a term read within a normal call (so cheap to copy): for
-        // `backtrack.rs`'s low-priority threads, not a dirty scheduler.
-        crate::term::report_units(args.get_env(), budget.spent().min(NORMAL_BUDGET));
-        return Err(Error::Deferred);
-    }
-    let built = built.and_then(|tape| {
+    let built = beam::build(args, &mut budget).and_then(|tape| {
         // The validator's regexes run per value read: charged here, before they run.
         if !dirty && schema.pattern_factor > 0 {
             budget.spend(budget.spent().saturating_mul(schema.pattern_factor))?;
@@ -192,8 +182,6 @@ pub(crate) fn validate_call<'a>(
     };
     let failures = match validate_term(schema, args, budget) {
         Err(Error::Invalid(failures)) => failures,
-        // Only `Schema.validate/2` waits for `backtrack.rs`: every other path goes dirty.
-        Err(Error::Deferred) => return Err(Error::Yield),
         Ok(args) => return with_defaults(env, schema, args, dirty),
         other => return other,
     };

@@ -303,18 +303,3 @@ fn memory_malloc() -> (u64, u64, u64) {
     let (arena, mapped, free) = (0, 0, 0);
     (arena, mapped, free)
 }
-
-// ---------------------------------------------------------------------------------------------
-// Deferred pattern matches (issue 26 item 6)
-
-/// `backtrack.rs`'s counters: tasks queued, run, and dropped because their caller had died.
-#[rustler::nif]
-fn backtrack_counts() -> (u64, u64, u64) {
-    use std::sync::atomic::Ordering::Relaxed;
-    let c = crate::backtrack::counts();
-    (
-        c.queued.load(Relaxed),
-        c.ran.load(Relaxed),
-        c.dropped.load(Relaxed),
-    )
-}

@@ -36,9 +36,6 @@ defmodule CMDC.Tool.Native.Testing do
       # Memory after big inputs (issue 16).
       def memory_kept_after(_args), do: err()
       def memory_malloc, do: err()
-
-      # Deferred pattern matches (backtrack.rs): {queued, ran, dropped}.
-      def backtrack_counts, do: err()
     end
   end
 end
