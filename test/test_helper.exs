@@ -1,2 +1,8 @@
 # CI machines are small and busy: give messages time to arrive before failing a test.
 ExUnit.start(assert_receive_timeout: 3_000)
+
+# MCP slot modules freed beyond the warm pool are purged in the background; each purge waits for
+# a code barrier (~2 ms on an idle machine, far more under a test run's load). Purged at once
+# here, so the thousands the MCP tests free are purged while the suite goes on, not left to the
+# tests that wait for a settled pool (slots_test, hostile_test). Tests may set their own.
+Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)

@@ -255,7 +255,6 @@ defmodule CMDC.Tool.MCPHostileTest do
          ctx do
       # Free slots are purged once free for 30 s by default: at once here.
       Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
-      on_exit(fn -> Application.delete_env(:cmdc_tool, :mcp_slot_linger_ms) end)
       assert Slots.settle(300_000) == :ok
       # A first small cycle loads the code every cycle runs and fills the warm pool (64 free
       # slots stay loaded): what follows is the 2,000 tools' alone.
@@ -294,7 +293,8 @@ defmodule CMDC.Tool.MCPHostileTest do
 
       for {before, now} <- [{base, one}, {one, two}] do
         assert Enum.all?(MapSet.difference(now.loaded, before.loaded), slot?)
-        assert Enum.count(now.loaded, slot?) <= warm
+        # Slots other clients still hold (a server started by this module's setup) stay.
+        assert Enum.count(now.loaded, slot?) <= warm + Slots.stats().in_use
 
         assert Map.drop(now, [:loaded, :atoms]) == Map.drop(before, [:loaded, :atoms])
       end

@@ -9,7 +9,7 @@ defmodule CMDC.Tool.MCP.SlotsTest do
 
   setup do
     on_exit(fn ->
-      Application.delete_env(:cmdc_tool, :mcp_slot_linger_ms)
+      Application.put_env(:cmdc_tool, :mcp_slot_linger_ms, 0)
       Application.delete_env(:cmdc_tool, :mcp_warm_slots)
     end)
   end
