@@ -92,7 +92,10 @@ defmodule CMDC.Tool.MCP.Slots do
         }
   def stats, do: GenServer.call(ensure_started(), :stats)
 
-  @doc "Waits until the free slots beyond the warm pool are purged (tests, benchmarks)."
+  @doc """
+  Waits until the free slots beyond the warm pool are purged (tests, benchmarks). A slot whose
+  old code a process still runs (a call hung in it) is retried every second, not waited for.
+  """
   @spec settle(timeout()) :: :ok | :timeout
   def settle(timeout \\ 60_000) do
     deadline = System.monotonic_time(:millisecond) + timeout
@@ -179,7 +182,7 @@ defmodule CMDC.Tool.MCP.Slots do
   end
 
   def handle_call(:settled?, _from, state),
-    do: {:reply, :queue.len(state.free) <= warm() and state.purging == [], state}
+    do: {:reply, :queue.len(state.free) <= warm(), state}
 
   @impl true
   def handle_info({:DOWN, _, :process, pid, _}, state) do
@@ -190,6 +193,7 @@ defmodule CMDC.Tool.MCP.Slots do
   end
 
   def handle_info(:trim, state), do: {:noreply, trim(%{state | trimming: false})}
+  def handle_info(:retry, state), do: {:noreply, retry_purges(state)}
   def handle_info(_msg, state), do: {:noreply, state}
 
   defp hold(state, pid, modules) do
@@ -245,8 +249,7 @@ defmodule CMDC.Tool.MCP.Slots do
   end
 
   defp trim(state) do
-    {state, purged} = retry_purges(state)
-    {doomed, state} = doomed(state, @trim_batch - purged, now() - linger())
+    {doomed, state} = doomed(state, @trim_batch, now() - linger())
     state = Enum.reduce(doomed, state, &unload/2)
     schedule_trim(state)
   end
@@ -276,19 +279,15 @@ defmodule CMDC.Tool.MCP.Slots do
     purged(slot, :code.soft_purge(slot) and not :erlang.module_loaded(slot), state)
   end
 
-  defp retry_purges(%{purging: []} = state), do: {state, 0}
-
-  defp retry_purges(state) do
-    state = Enum.reduce(state.purging, %{state | purging: []}, &unload/2)
-
-    {state, @trim_batch}
-  end
+  # Slots whose old code a process still ran are tried again on their own timer: one that
+  # stays in use (a call hung in it) must not hold up the purge of every other slot.
+  defp retry_purges(state), do: Enum.reduce(state.purging, %{state | purging: []}, &unload/2)
 
   defp purged(slot, true, state),
     do: %{state | unloaded: :gb_sets.add(index(slot), state.unloaded)}
 
   defp purged(slot, false, state) do
-    if state.purging == [], do: Process.send_after(self(), :trim, @retry_ms)
+    if state.purging == [], do: Process.send_after(self(), :retry, @retry_ms)
     %{state | purging: [slot | state.purging]}
   end
 

@@ -299,7 +299,7 @@ defmodule CMDC.Tool.MCPHostileTest do
         assert Map.drop(now, [:loaded, :atoms]) == Map.drop(before, [:loaded, :atoms])
       end
 
-      assert :ets.info(Slots, :size) == 0
+      assert :ets.info(Slots, :size) <= Slots.stats().in_use
       assert one.atoms - base.atoms <= 2_000
       assert Map.drop(two, [:loaded]) == Map.drop(one, [:loaded])
     end
