@@ -130,8 +130,7 @@ defmodule CMDC.Tool.CLI do
       paths: examples ++ paths,
       cwd: opts[:cwd] || File.cwd!(),
       reserved: project.tools,
-      trust_project: opts[:trust],
-      script_loader: &load_script/1
+      trust_project: opts[:trust]
     ]
   end
 
@@ -181,13 +180,6 @@ defmodule CMDC.Tool.CLI do
   defp own_reason(e), do: String.replace_prefix(e.reason, to_string(e.path) <> ": ", "")
 
   defp mcp_source(tool), do: "mcp server #{tool.server}: #{relative(tool.path)}"
-
-  defp load_script(path) do
-    case CMDC.Tool.Script.load(path) do
-      {:ok, %{tools: modules}} -> {:ok, modules}
-      {:error, reason} -> {:error, reason}
-    end
-  end
 
   defp kind(%{kind: :script, path: path}),
     do: if(String.ends_with?(path, ".ps1"), do: :powershell, else: :python)
