@@ -147,6 +147,7 @@ defmodule CMDC.Tool.Native do
 
   # scripts.rs
   def script_load(_paths, _opts), do: err()
+  def script_cache_status(_paths, _cache, _cache_key), do: err()
   def script_call(_path, _function, _args_json, _opts), do: err()
   def script_cancel(_handle), do: err()
   def script_workers, do: err()

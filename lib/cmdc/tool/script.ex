@@ -311,6 +311,42 @@ defmodule CMDC.Tool.Script do
     end)
   end
 
+  @typedoc """
+  What loading a script now would make of its cache: `status` is the one `load/2` would
+  report, `cache` the cache's state, `detail` why an untrusted or corrupt cache is not used.
+  """
+  @type cache_status :: %{
+          status: :cached | :parsed | :stale | :rebuilt,
+          cache: :fresh | :off | :missing | :stale | :untrusted | :corrupt,
+          detail: String.t() | nil
+        }
+
+  @doc """
+  Judges each script's `{name}.tool.json` by the loader's own rule (content hash and the
+  user's HMAC tag, never file times) without reading the script's functions or writing
+  anything. Options: `:cache` (default `true`), `:cache_key` (default the user's key).
+
+      iex> CMDC.Tool.Script.cache_status(["/nonexistent/tools.py"])
+      [{"/nonexistent/tools.py",
+        {:error, "cannot read the script /nonexistent/tools.py: No such file or directory (os error 2)"}}]
+  """
+  @spec cache_status([Path.t()], keyword()) ::
+          [{Path.t(), {:ok, cache_status()} | {:error, String.t()}}]
+  def cache_status(paths, opts \\ []) when is_list(paths) do
+    key = opts[:cache_key] || CacheKey.get()
+
+    statuses =
+      Native.script_cache_status(Enum.map(paths, &Path.expand/1), opts[:cache] != false, key)
+
+    Enum.zip_with(paths, statuses, fn
+      path, {_abs, {:ok, {status, cache, detail}}} ->
+        {path, {:ok, %{status: status(status), cache: cache_state(cache), detail: detail}}}
+
+      path, {_abs, {:error, message}} ->
+        {path, {:error, message}}
+    end)
+  end
+
   # A function removed from a script loses its module.
   defp forget_removed(%{path: path, tools: tools}) do
     key = {__MODULE__, :group, path}
@@ -383,6 +419,16 @@ defmodule CMDC.Tool.Script do
         output
     end
   end
+
+  @cache_states %{
+    "fresh" => :fresh,
+    "off" => :off,
+    "missing" => :missing,
+    "stale" => :stale,
+    "untrusted" => :untrusted,
+    "corrupt" => :corrupt
+  }
+  defp cache_state(name), do: Map.fetch!(@cache_states, name)
 
   defp status("cached"), do: :cached
   defp status("stale"), do: :stale

@@ -262,6 +262,24 @@ fn script_load<'a>(
     Ok(handle)
 }
 
+/// What loading each script now would make of its cache (`load::cache_status`, the loader's
+/// own rule), without describing or writing anything: `[{path, {:ok, {status, why, detail}} |
+/// {:error, message}}]`. File reads and hashing: a dirty I/O scheduler.
+#[rustler::nif(schedule = "DirtyIo")]
+fn script_cache_status(
+    paths: Vec<String>,
+    cache: bool,
+    cache_key: String,
+) -> Vec<(String, Result<(&'static str, &'static str, Option<String>)>)> {
+    paths
+        .into_iter()
+        .map(|path| {
+            let status = load::cache_status(Path::new(&path), cache, cache_key.as_bytes());
+            (path, status.map_err(Error::from))
+        })
+        .collect()
+}
+
 /// Describes a PowerShell script's source natively (no file, no cache): JSON text.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn script_describe_powershell(source: String, path: String) -> String {

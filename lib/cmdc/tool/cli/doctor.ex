@@ -82,32 +82,29 @@ defmodule CMDC.Tool.CLI.Doctor do
         script_loader: false
       )
 
-    for %{type: :script, path: script} <- scan.ignored,
-        problem = cache_problem(to_string(script)),
+    scripts = for %{type: :script, path: script} <- scan.ignored, do: to_string(script)
+
+    for {script, result} <- CMDC.Tool.Script.cache_status(scripts),
+        problem = cache_problem(script, result),
         do: "#{CLI.relative(script)}: #{problem}"
   end
 
-  # The loader's cache is `{name}.tool.json` next to the script.
-  defp cache_problem(script) do
-    cache = Path.rootname(script) <> ".tool.json"
+  # The loader's own verdict (`Script.cache_status/2`: content hash and the user's HMAC tag,
+  # never file times), told as what the next start will do.
+  defp cache_problem(script, {:ok, %{cache: state, detail: detail}}) do
+    cache = Path.basename(Path.rootname(script) <> ".tool.json")
 
-    with {:ok, %{mtime: cached}} <- File.stat(cache, time: :posix),
-         {:ok, %{mtime: changed}} <- File.stat(script, time: :posix),
-         {:ok, text} <- File.read(cache) do
-      cond do
-        not match?({:ok, %{"tools" => _}}, CMDC.Tool.JSON.decode(text)) ->
-          "its cache #{Path.basename(cache)} is corrupt (it will be rebuilt)"
-
-        changed > cached ->
-          "its cache #{Path.basename(cache)} is stale (the script changed; it will be re-read)"
-
-        true ->
-          nil
-      end
-    else
-      _ -> "not cached yet: the first start reads it with the interpreter"
+    case state do
+      :fresh -> nil
+      :off -> nil
+      :missing -> "not cached yet: the first start reads it with the interpreter"
+      :stale -> "its cache #{cache} is stale (the script changed; it will be re-read)"
+      :corrupt -> "its cache #{cache} is corrupt (#{detail}; it will be rebuilt)"
+      :untrusted -> "its cache #{cache} is not this user's (#{detail}; it will be rebuilt)"
     end
   end
+
+  defp cache_problem(_script, {:error, message}), do: message
 
   defp interpreters do
     [

@@ -54,27 +54,50 @@ struct Reading {
     status: &'static str,
     stamp: String,
     untrusted: Option<Value>,
+    /// Why the cache was not used (for `cache_status`).
+    why: &'static str,
+    detail: Option<String>,
 }
 
+/// The one rule deciding what the cache gives a script (the loader's, and `cache_status`'s).
 fn cache_pass(path: &Path, use_cache: bool, key: &[u8]) -> Result<Pass> {
     let stamp = cache::script_stamp(path)?;
-    let read = |status, untrusted| {
+    let read = |status, why, untrusted, detail| {
         Ok(Pass::Read(Reading {
             status,
             stamp: stamp.clone(),
             untrusted,
+            why,
+            detail,
         }))
     };
     if !use_cache || key.is_empty() {
-        return read("parsed", None);
+        return read("parsed", "off", None, None);
     }
     match cache::read_cache(path, &stamp, key)? {
         Cached::Fresh(text) => Ok(Pass::Fresh(text)),
-        Cached::Missing => read("parsed", None),
-        Cached::Stale => read("stale", None),
-        Cached::Untrusted(doc, _) => read("rebuilt", Some(doc)),
-        Cached::Corrupt(_) => read("rebuilt", None),
+        Cached::Missing => read("parsed", "missing", None, None),
+        Cached::Stale => read("stale", "stale", None, None),
+        Cached::Untrusted(doc, why) => read("rebuilt", "untrusted", Some(doc), Some(why)),
+        Cached::Corrupt(why) => read("rebuilt", "corrupt", None, Some(why)),
     }
+}
+
+/// What loading `path` now would make of its cache, without reading the script's functions
+/// or writing anything: `(status, why, detail)` where `status` is the one `load` would report
+/// (`cached | parsed | stale | rebuilt`), `why` the cache's state (`fresh | off | missing |
+/// stale | untrusted | corrupt`) and `detail` the reason an untrusted or corrupt cache is not
+/// used. The same rule as the loader's ([`cache_pass`]): `mix cmdc.tools doctor` asks this.
+pub fn cache_status(
+    path: &Path,
+    use_cache: bool,
+    key: &[u8],
+) -> Result<(&'static str, &'static str, Option<String>)> {
+    languages::of(path)?;
+    Ok(match cache_pass(path, use_cache, key)? {
+        Pass::Fresh(_) => ("cached", "fresh", None),
+        Pass::Read(r) => (r.status, r.why, r.detail),
+    })
 }
 
 /// A description with its permissions normalized (every spelling, fail-safe: see
@@ -325,4 +348,52 @@ pub async fn load(paths: Vec<String>, opts: LoadOpts) -> Vec<(String, Loaded)> {
             (p, r.unwrap_or_else(unread))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    const DOC: &str = r#"{"type":"PythonModule","name":"w","tools":[{"type":"function",
+        "function":{"name":"f","description":"d","parameters":{"type":"object"}}}],"rulePrompt":"r"}"#;
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn cache_status_is_the_loaders_rule() {
+        let dir = crate::scripts::test_dir("cache_status");
+        let script = dir.join("w.py");
+        fs::write(&script, "def f(): pass\n").unwrap();
+        assert_eq!(
+            cache_status(&script, true, KEY).unwrap(),
+            ("parsed", "missing", None)
+        );
+        assert_eq!(
+            cache_status(&script, false, KEY).unwrap(),
+            ("parsed", "off", None)
+        );
+
+        let stamp = cache::script_stamp(&script).unwrap();
+        cache::write_cache(&script, &stamp, DOC.as_bytes(), KEY).unwrap();
+        assert_eq!(
+            cache_status(&script, true, KEY).unwrap(),
+            ("cached", "fresh", None)
+        );
+        // another user's key: not this loader's cache
+        let (status, why, detail) = cache_status(&script, true, b"another key").unwrap();
+        assert_eq!((status, why), ("rebuilt", "untrusted"));
+        assert!(detail.unwrap().contains("not this user's"));
+
+        fs::write(&script, "def f(): return 1\n").unwrap();
+        assert_eq!(
+            cache_status(&script, true, KEY).unwrap(),
+            ("stale", "stale", None)
+        );
+        fs::write(cache::cache_path(&script), "{broken").unwrap();
+        let (status, why, _) = cache_status(&script, true, KEY).unwrap();
+        assert_eq!((status, why), ("rebuilt", "corrupt"));
+
+        assert!(cache_status(&dir.join("gone.py"), true, KEY).is_err());
+        assert!(cache_status(&dir.join("notes.txt"), true, KEY).is_err());
+    }
 }
