@@ -46,7 +46,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   require Logger
 
   alias CMDC.Tool.JSON
-  alias CMDC.Tool.MCP.Client.HTTP.Conn
+  alias CMDC.Tool.MCP.Client.HTTP.{Conn, Pool}
   alias CMDC.Tool.MCP.Client.SSE
 
   # What an error status's body may hold: enough for a JSON-RPC error or a page of text.
@@ -65,14 +65,18 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     sockets: %{},
     get: nil,
     last_event_id: nil,
-    closed?: false
+    closed?: false,
+    keep_alive: true,
+    max_connections: 8,
+    pool: nil,
+    waiting: :queue.new()
   ]
 
   @type t :: %__MODULE__{}
 
   @doc """
-  Prepares the transport for `spec` (`:url`, `:headers` map). Nothing is sent yet; a URL that
-  is not `http(s)://host…` is refused.
+  Prepares the transport for `spec` (`:url`, `:headers` map, `:keep_alive`: `false` for a
+  connection per request). Nothing is sent yet; a URL that is not `http(s)://host…` is refused.
   """
   @impl true
   def connect(spec, name, limits) do
@@ -89,7 +93,10 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
          name: name,
          headers: headers,
          max_body: limits.max_response_bytes,
-         timeout: limits.request_timeout
+         timeout: limits.request_timeout,
+         keep_alive: Map.get(spec, :keep_alive, true) != false,
+         max_connections: limits.http_connections,
+         pool: Pool.new(limits.http_connections, limits.http_idle_ms)
        }}
     end
   end
@@ -133,16 +140,70 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
         [{"accept", "application/json, text/event-stream"}, {"content-type", "application/json"}] ++
           modern_headers(message) ++ headers(t)
 
-      {ref, pid} = Conn.open(t.uri, "POST", headers, json)
+      ref = make_ref()
       id = message["id"]
 
       # A notification's answer is a bare 202; one that takes longer is cut. A request's
       # answer is bounded by the client's own time-out (`cancel/2`).
       if id == nil, do: Process.send_after(self(), {:cmdc_mcp_http, :deadline, ref}, t.timeout)
 
-      entry = %{kind: :post, id: id, pid: pid, conn: nil, sse: nil, answered?: false}
-      {:ok, put_in(t.requests[ref], entry)}
+      {:ok, start(t, ref, entry(:post, id, nil, {"POST", headers, json}))}
     end
+  end
+
+  defp entry(kind, id, sse, request) do
+    %{kind: kind, id: id, pid: nil, conn: nil, sse: sse, answered?: false, request: request}
+    |> Map.merge(%{waiting?: false, reused?: false, retried?: false})
+  end
+
+  # --- connections: at most `max_connections` in use; the rest wait their turn in order ---
+
+  defp start(t, ref, entry) do
+    if busy(t) < t.max_connections and not t.closed? do
+      launch(t, ref, entry, t.keep_alive)
+    else
+      entry = %{entry | waiting?: true}
+      %{t | requests: Map.put(t.requests, ref, entry), waiting: :queue.in(ref, t.waiting)}
+    end
+  end
+
+  defp busy(t), do: map_size(t.requests) - :queue.len(t.waiting)
+
+  # Sends the request on an idle kept-alive connection when `reuse?` and there is one, else on
+  # a new connection.
+  defp launch(t, ref, entry, reuse?) do
+    {method, headers, body} = entry.request
+    {idle, pool} = if reuse?, do: Pool.checkout(t.pool, Pool.key(t.uri)), else: {nil, t.pool}
+    opts = [ref: ref, keep_alive: t.keep_alive, reuse: idle]
+    {^ref, pid} = Conn.open(t.uri, method, headers, body, opts)
+    entry = %{entry | pid: pid, conn: idle, reused?: idle != nil, waiting?: false}
+    sockets = if idle, do: Map.put(t.sockets, idle.socket, ref), else: t.sockets
+    %{t | pool: pool, requests: Map.put(t.requests, ref, entry), sockets: sockets}
+  end
+
+  defp pump(%{closed?: false} = t) do
+    with true <- busy(t) < t.max_connections,
+         {{:value, ref}, waiting} <- :queue.out(t.waiting) do
+      t = %{t | waiting: waiting}
+      pump(launch(t, ref, t.requests[ref], t.keep_alive))
+    else
+      _ -> t
+    end
+  end
+
+  defp pump(t), do: t
+
+  # A kept-alive connection the server closed before one byte of the answer (it had timed
+  # the connection out as the request left): sent again, once, on a new connection.
+  defp retry?(%{reused?: true, retried?: false, conn: conn}),
+    do: conn == nil or Conn.untouched?(conn)
+
+  defp retry?(_entry), do: false
+
+  defp retry(t, ref, entry) do
+    if entry.conn, do: Conn.close(entry.conn)
+    sockets = if entry.conn, do: Map.delete(t.sockets, entry.conn.socket), else: t.sockets
+    {:ok, launch(%{t | sockets: sockets}, ref, %{entry | retried?: true}, false)}
   end
 
   # A modern request names its version, method and tool in headers (the server may route on
@@ -172,11 +233,9 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   defp open_get(t) do
     resume = if t.last_event_id, do: [{"last-event-id", t.last_event_id}], else: []
 
-    {ref, pid} =
-      Conn.open(t.uri, "GET", [{"accept", "text/event-stream"} | headers(t)] ++ resume, "")
-
-    entry = %{kind: :get, id: nil, pid: pid, conn: nil, sse: SSE.new(), answered?: false}
-    %{t | get: ref, requests: Map.put(t.requests, ref, entry)}
+    headers = [{"accept", "text/event-stream"} | headers(t)] ++ resume
+    ref = make_ref()
+    %{start(t, ref, entry(:get, nil, SSE.new(), {"GET", headers, ""})) | get: ref}
   end
 
   @doc """
@@ -196,13 +255,21 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   def handle_info({:cmdc_mcp_http, :deadline, _ref}, t), do: {:ok, t}
   def handle_info({:cmdc_mcp_http, :then, ending}, t), do: Tuple.append(ending, t)
 
+  def handle_info({:cmdc_mcp_http, :idle, socket, stamp}, t),
+    do: {:ok, %{t | pool: Pool.expire(t.pool, socket, stamp)}}
+
   def handle_info(msg, t) do
     case Conn.message(msg) do
       {socket, what} when is_map_key(t.sockets, socket) ->
         ref = t.sockets[socket]
         socket_event(what, ref, t.requests[ref], t)
 
-      _ ->
+      {socket, _what} ->
+        if Pool.idle?(t.pool, socket),
+          do: {:ok, %{t | pool: Pool.idle_message(t.pool, socket)}},
+          else: :unknown
+
+      :unknown ->
         :unknown
     end
   end
@@ -223,6 +290,14 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
 
   defp connected(ref, {:error, {stage, reason}}, t) do
     entry = t.requests[ref]
+
+    if stage == :send and retry?(entry),
+      do: retry(t, ref, entry),
+      else: connected_error(ref, entry, stage, reason, t)
+  end
+
+  defp connected_error(ref, entry, stage, reason, t) do
+    if entry.conn, do: Conn.close(entry.conn)
     t = forget(t, ref)
 
     case {entry.kind, stage} do
@@ -247,12 +322,13 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     end
   end
 
-  defp socket_event(:closed, ref, entry, t), do: ended(Conn.closed(entry.conn), ref, entry, t)
-  # A socket error (a reset) cuts the answer wherever it was, even one framed by the close.
-  defp socket_event({:error, _}, ref, entry, t) do
-    case Conn.closed(entry.conn) do
-      :done -> ended({:cut, :body}, ref, entry, t)
-      cut -> ended(cut, ref, entry, t)
+  defp socket_event(what, ref, entry, t) do
+    cond do
+      retry?(entry) -> retry(t, ref, entry)
+      what == :closed -> ended(Conn.closed(entry.conn), ref, entry, t)
+      # A socket error (a reset) cuts the answer wherever it was, even one framed by the close.
+      Conn.closed(entry.conn) == :done -> ended({:cut, :body}, ref, entry, t)
+      true -> ended(Conn.closed(entry.conn), ref, entry, t)
     end
   end
 
@@ -363,7 +439,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   defp part(:done, ref, %{sse: nil} = entry, t) when entry.status in [200, 206] do
-    t = drop(t, ref)
+    t = release(t, ref)
 
     case JSON.decode(IO.iodata_to_binary(entry.body)) do
       {:ok, message} -> {:messages, List.wrap(message), t}
@@ -391,7 +467,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   defp part(:done, ref, entry, t),
-    do: http_status(entry.status, IO.iodata_to_binary(entry.body), entry, drop(t, ref))
+    do: http_status(entry.status, IO.iodata_to_binary(entry.body), entry, release(t, ref))
 
   defp sse_events(events, sse, ref, entry, t) do
     last_id = Enum.find_value(Enum.reverse(events), & &1.id) || t.last_event_id
@@ -420,10 +496,12 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   end
 
   # Closes the request's connection (or stops its connecting process) and forgets it.
+  # (A connection being made is aborted; one being written to is closed under its writer.)
   defp drop(t, ref) do
     case t.requests[ref] do
       %{conn: conn, pid: pid} ->
-        if conn, do: Conn.close(conn), else: Process.exit(pid, :kill)
+        if conn, do: Conn.close(conn)
+        if pid, do: Process.exit(pid, :kill)
         forget(t, ref)
 
       nil ->
@@ -431,10 +509,30 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     end
   end
 
+  # The request's answer was read: its connection is kept for the next request when it is
+  # fit for one (`Conn.reusable?/1`: read to its end, kept alive by both sides), else closed.
+  # Event streams and answers cut short never come here.
+  defp release(t, ref) do
+    case t.requests[ref] do
+      %{conn: conn} when conn != nil and t.keep_alive and not t.closed? ->
+        if Conn.reusable?(conn) do
+          pool = Pool.checkin(t.pool, Pool.key(t.uri), conn)
+          forget(%{t | pool: pool}, ref)
+        else
+          drop(t, ref)
+        end
+
+      _ ->
+        drop(t, ref)
+    end
+  end
+
+  # Forgets a request; a connection it held frees a turn for the next waiting one.
   defp forget(t, ref) do
     {entry, requests} = Map.pop(t.requests, ref)
     sockets = if entry[:conn], do: Map.delete(t.sockets, entry.conn.socket), else: t.sockets
-    %{t | requests: requests, sockets: sockets}
+    waiting = if entry[:waiting?], do: :queue.delete(ref, t.waiting), else: t.waiting
+    pump(%{t | requests: requests, sockets: sockets, waiting: waiting})
   end
 
   defp http_status(status, _body, _entry, t) when status in [200, 202, 204], do: {:ok, t}
@@ -495,7 +593,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   @doc "Ends the session (`DELETE`, when there is one) and closes every open request."
   @impl true
   def close(t) do
-    t = Enum.reduce(Map.keys(t.requests), t, &drop(&2, &1))
+    t = Enum.reduce(Map.keys(t.requests), %{t | closed?: true}, &drop(&2, &1))
+    Pool.close_all(t.pool)
 
     # The DELETE is sent and its answer awaited (2 s at most) by a process of its own.
     if t.session do

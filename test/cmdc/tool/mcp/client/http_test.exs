@@ -49,11 +49,13 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
 
     CMDC.Tool.Exec.cancel(exec)
     wait_down(port)
-    {_url, _exec} = sdk_server("http", port)
+    {_url, exec} = sdk_server("http", port)
 
     # The new server has never heard of the session: 404, then initialize again, re-send.
     assert {:ok, %{"content" => [%{"text" => "5"}]}} = add(client)
     assert Client.info(client).status == :ready
+    # Held to the end: a program's handle, garbage collected, stops the program.
+    CMDC.Tool.Exec.cancel(exec)
   end
 
   test "an unreachable server: the status leaves :ready, and comes back with the server" do
@@ -68,9 +70,11 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     assert message =~ "cannot reach"
     assert Client.info(client).status in [:down, :connecting]
 
-    {_url, _exec} = sdk_server("http-stateless", port)
+    # Held to the end: a program's handle, garbage collected, stops the program.
+    {_url, exec} = sdk_server("http-stateless", port)
     assert :ok = wait_ready(client, 60_000)
     assert {:ok, _} = add(client)
+    CMDC.Tool.Exec.cancel(exec)
   end
 
   test "this library's own server (CMDC.Tool.MCP.HTTP) in both eras" do

@@ -1,7 +1,8 @@
 defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
   @moduledoc """
-  One HTTP/1.1 exchange of `CMDC.Tool.MCP.Client.HTTP`: a request on a connection of its own,
-  whose response its owner reads one socket read at a time.
+  One HTTP/1.1 exchange of `CMDC.Tool.MCP.Client.HTTP`: a request on a new connection or on
+  an idle kept-alive one (`CMDC.Tool.MCP.Client.HTTP.Pool`), whose response its owner reads one
+  socket read at a time.
 
   `open/5` connects (TCP, or TLS verified against the system's CA certificates with SNI and a
   hostname check) and sends the request in a short-lived process, so the owner never waits for
@@ -12,6 +13,10 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
   the owner asks again. So whatever a server sends (a body of any size, at any speed, with any
   status), the owner holds at most one read of it beyond what it chose to keep, and closing the
   socket (`close/1`) frees everything at once.
+
+  With `keep_alive: true` the request leaves the connection open; `reusable?/1` tells whether
+  the answer left it fit for another request: read to its end (framed by length or chunks, not
+  by the connection's end), HTTP/1.1, no `Connection: close`, and no byte beyond the answer.
 
   The status line and headers are read by OTP's own parser (`:erlang.decode_packet/3` with
   `:http_bin` / `:httph_bin`), bounded to #{div(65_536, 1024)} kB; bodies are framed by
@@ -31,6 +36,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     :mod,
     :method,
     phase: :status,
+    keep_alive: false,
     buffer: "",
     status: nil,
     headers: [],
@@ -51,13 +57,16 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
   Sends `method` to `uri` with `headers` and `body` from a new process; the answer to the
   owner (the caller) is the message `{:cmdc_mcp_conn, ref, result}`. Returns `{ref, pid}`;
   killing `pid` before that message aborts the attempt. Options: `:connect_timeout` (ms,
-  default 10 s), `:cacerts` (DER certificates trusted instead of the system's).
+  default 10 s), `:cacerts` (DER certificates trusted instead of the system's), `:keep_alive`
+  (default `false`: the request says `Connection: close`), `:reuse` (an idle connection the
+  caller owns, passive, to send on instead of connecting: the caller keeps owning it), `:ref`
+  (the reference to answer with, default a new one).
   """
   @spec open(URI.t(), String.t(), [{String.t(), String.t()}], iodata(), keyword()) ::
           {reference(), pid()}
   def open(%URI{} = uri, method, headers, body, opts \\ []) do
     owner = self()
-    ref = make_ref()
+    ref = Keyword.get_lazy(opts, :ref, &make_ref/0)
 
     pid =
       spawn(fn ->
@@ -71,14 +80,31 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
   end
 
   defp connect_and_send(owner, uri, method, headers, body, opts) do
-    with {:ok, request} <- request(uri, method, headers, body),
-         {:ok, mod, socket} <- connect(uri, opts) do
+    keep_alive = Keyword.get(opts, :keep_alive, false)
+
+    with {:ok, request} <- request(uri, method, headers, body, keep_alive) do
+      case opts[:reuse] do
+        nil -> send_new(owner, uri, method, request, keep_alive, opts)
+        conn -> send_again(conn, method, request, keep_alive)
+      end
+    end
+  end
+
+  defp send_new(owner, uri, method, request, keep_alive, opts) do
+    with {:ok, mod, socket} <- connect(uri, opts) do
       with :ok <- tag(mod.send(socket, request), :send),
            :ok <- tag(mod.controlling_process(socket, owner), :send) do
-        {:ok, %__MODULE__{socket: socket, mod: mod, method: method}}
+        {:ok, %__MODULE__{socket: socket, mod: mod, method: method, keep_alive: keep_alive}}
       else
         error -> mod.close(socket) && error
       end
+    end
+  end
+
+  # Any process may write to a socket; its owner (the caller) keeps it and closes it on failure.
+  defp send_again(%__MODULE__{mod: mod, socket: socket}, method, request, keep_alive) do
+    with :ok <- tag(mod.send(socket, request), :send) do
+      {:ok, %__MODULE__{socket: socket, mod: mod, method: method, keep_alive: keep_alive}}
     end
   end
 
@@ -136,7 +162,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     error -> {:error, {:no_ca_certificates, Exception.message(error)}}
   end
 
-  defp request(uri, method, headers, body) do
+  defp request(uri, method, headers, body, keep_alive) do
     target = (uri.path || "/") <> if(uri.query, do: "?" <> uri.query, else: "")
     host = if String.contains?(uri.host, ":"), do: "[#{uri.host}]", else: uri.host
 
@@ -145,7 +171,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
         do: [{"content-length", "#{IO.iodata_length(body)}"}],
         else: []
 
-    all = [{"host", "#{host}:#{uri.port}"} | headers] ++ length ++ [{"connection", "close"}]
+    close = if keep_alive, do: [], else: [{"connection", "close"}]
+    all = [{"host", "#{host}:#{uri.port}"} | headers] ++ length ++ close
 
     case Enum.find(all, fn {k, v} -> unsafe?(k) or unsafe?(v) end) do
       nil ->
@@ -163,6 +190,34 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
   @spec next(t()) :: :ok | {:error, term()}
   def next(%__MODULE__{mod: :gen_tcp, socket: s}), do: :inet.setopts(s, active: :once)
   def next(%__MODULE__{mod: :ssl, socket: s}), do: :ssl.setopts(s, active: :once)
+
+  @doc "Stops socket reads arriving as messages (an idle connection taken for a request)."
+  @spec passive(t()) :: :ok | {:error, term()}
+  def passive(%__MODULE__{mod: :gen_tcp, socket: s}), do: :inet.setopts(s, active: false)
+  def passive(%__MODULE__{mod: :ssl, socket: s}), do: :ssl.setopts(s, active: false)
+
+  @doc """
+  Whether the answer read so far leaves the connection fit for another request: read to its
+  end, kept alive by both sides, nothing beyond it.
+
+      iex> alias CMDC.Tool.MCP.Client.HTTP.Conn
+      iex> answer = "HTTP/1.1 200 OK\\r\\ncontent-length: 2\\r\\n\\r\\nok"
+      iex> {_, done} = Conn.data(%{Conn.parser("POST") | keep_alive: true}, answer)
+      iex> Conn.reusable?(done)
+      true
+      iex> {_, closing} = Conn.data(%{Conn.parser("POST") | keep_alive: true},
+      ...>   "HTTP/1.1 200 OK\\r\\nconnection: close\\r\\ncontent-length: 2\\r\\n\\r\\nok")
+      iex> Conn.reusable?(closing)
+      false
+  """
+  @spec reusable?(t()) :: boolean()
+  def reusable?(%__MODULE__{phase: :done, keep_alive: keep_alive}), do: keep_alive
+  def reusable?(%__MODULE__{}), do: false
+
+  @doc "Whether not one byte of the answer has arrived (a request that may be sent again)."
+  @spec untouched?(t()) :: boolean()
+  def untouched?(%__MODULE__{phase: :status, buffer: ""}), do: true
+  def untouched?(%__MODULE__{}), do: false
 
   @doc "Closes the connection (whatever was unread is dropped by the kernel)."
   @spec close(t()) :: :ok
@@ -209,7 +264,9 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
 
   defp step(%{phase: :status} = c, acc) do
     case :erlang.decode_packet(:http_bin, c.buffer, packet_size: @max_line) do
-      {:ok, {:http_response, _version, status, _reason}, rest} ->
+      {:ok, {:http_response, version, status, _reason}, rest} ->
+        # An HTTP/1.0 answer ends its connection (its keep-alive is not honoured here).
+        c = %{c | keep_alive: c.keep_alive and version >= {1, 1}}
         step(%{c | phase: :headers, buffer: rest, status: status, headers: []}, acc)
 
       {:ok, {:http_error, line}, _} ->
@@ -241,7 +298,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     end
   end
 
-  defp step(%{phase: :done} = c, acc), do: {:ok, acc, %{c | buffer: ""}}
+  defp step(%{phase: :done} = c, acc), do: {:ok, acc, finish(c, c.buffer)}
   defp step(%{buffer: ""} = c, acc), do: {:ok, acc, c}
   defp step(%{phase: :close} = c, acc), do: {:ok, [{:data, c.buffer} | acc], %{c | buffer: ""}}
 
@@ -251,7 +308,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     acc = [{:data, part} | acc]
 
     if take == n,
-      do: {:ok, [:done | acc], %{c | phase: :done, buffer: ""}},
+      do: {:ok, [:done | acc], finish(c, binary_part(buffer, take, byte_size(buffer) - take))},
       else: {:ok, acc, %{c | phase: {:length, n - take}, buffer: ""}}
   end
 
@@ -280,12 +337,16 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
 
   defp step(%{phase: :trailers} = c, acc) do
     case line(c.buffer) do
-      {:ok, "", _rest} -> {:ok, [:done | acc], %{c | phase: :done, buffer: ""}}
+      {:ok, "", rest} -> {:ok, [:done | acc], finish(c, rest)}
       {:ok, _trailer, rest} -> step(%{c | buffer: rest}, acc)
       :more -> {:ok, acc, c}
       error -> error
     end
   end
+
+  # The answer is complete; bytes beyond it (a server writing ahead) spoil the connection.
+  defp finish(c, rest),
+    do: %{c | phase: :done, buffer: "", keep_alive: c.keep_alive and rest == ""}
 
   defp crlf(%{buffer: "\r\n" <> rest} = c, acc, next),
     do: step(%{c | phase: next, buffer: rest}, acc)
@@ -316,13 +377,21 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
 
   defp head_done(c, acc) do
     acc = [{:head, c.status, c.headers} | acc]
+    c = %{c | keep_alive: c.keep_alive and not closing?(c.headers)}
 
     case framing(c) do
-      {:ok, :done} -> {:ok, [:done | acc], %{c | phase: :done, buffer: ""}}
-      {:ok, {:length, 0}} -> {:ok, [:done | acc], %{c | phase: :done, buffer: ""}}
+      {:ok, :done} -> {:ok, [:done | acc], finish(c, c.buffer)}
+      {:ok, {:length, 0}} -> {:ok, [:done | acc], finish(c, c.buffer)}
+      {:ok, :close} -> step(%{c | phase: :close, keep_alive: false}, acc)
       {:ok, phase} -> step(%{c | phase: phase}, acc)
       error -> error
     end
+  end
+
+  defp closing?(headers) do
+    Enum.any?(headers, fn {k, v} ->
+      k == "connection" and "close" in (v |> String.downcase() |> String.split([",", " "]))
+    end)
   end
 
   defp framing(%{method: "HEAD"}), do: {:ok, :done}
