@@ -6,14 +6,23 @@
 # :gen_tcp; loopback only). Prints calls/s, p50/p99 latency, and our server's memory before and
 # after. Targets: ≥ 5x the reference's rate, our p99 ≤ its p50.
 #
+# Then the client side: CMDC.Tool.MCP.Client's HTTP transport calling that server (loopback,
+# plain HTTP: this bench has no TLS server), with kept-alive connections (the default) and with
+# a connection per request (`keep_alive: false`, the transport before keep-alive: the
+# reference), sequential and 8 callers at once. Prints calls/s and p50 of each. Target: reuse
+# at least 1.5x the rate of a connection per request (loopback: the saving is the TCP
+# handshake and a process; against a remote TLS server it is a round trip or two more).
+#
 # Run: MIX_ENV=bench mix run bench/mcp_http.exs [CLIENTS] [CALLS]
+#      MIX_ENV=bench mix run bench/mcp_http.exs client [CALLS]   (the client figures only)
 alias CMDC.Tool.JSON
 alias CMDC.Tool.MCP.HTTP
 
-[clients, calls] =
+{only_client?, client_calls, [clients, calls]} =
   case System.argv() do
-    [c, n] -> [String.to_integer(c), String.to_integer(n)]
-    _ -> [200, 50]
+    ["client" | rest] -> {true, String.to_integer(List.first(rest) || "2000"), [0, 0]}
+    [c, n] -> {false, 2000, [String.to_integer(c), String.to_integer(n)]}
+    _ -> {false, 2000, [200, 50]}
   end
 
 defmodule Load do
@@ -120,6 +129,77 @@ defmodule Bare do
   end
 end
 
+# Our client against our server: kept-alive connections vs one per request.
+defmodule Reuse do
+  @moduledoc false
+  alias CMDC.Tool.MCP.Client
+
+  def run(url, calls) do
+    for keep_alive <- [true, false], into: %{} do
+      name = "bench_#{keep_alive}"
+      spec = %{url: url, keep_alive: keep_alive}
+      {:ok, client} = Client.start_link(name: name, transport: {:http, spec})
+      :ok = Client.await_ready(client)
+      call = fn -> {:ok, _} = Client.call_tool(client, "echo", %{"text" => "hi"}) end
+      for _ <- 1..50, do: call.()
+      sequential = measure(fn -> [timed(call, calls)] end, calls)
+      per = div(calls, 8)
+      tasks = fn -> Enum.map(1..8, fn _ -> Task.async(fn -> timed(call, per) end) end) end
+      concurrent = measure(fn -> Enum.map(tasks.(), &Task.await(&1, :infinity)) end, per * 8)
+      GenServer.stop(client)
+      {keep_alive, %{sequential: sequential, concurrent: concurrent}}
+    end
+  end
+
+  defp timed(call, n) do
+    for _ <- 1..n do
+      started = System.monotonic_time(:microsecond)
+      call.()
+      System.monotonic_time(:microsecond) - started
+    end
+  end
+
+  defp measure(fun, n) do
+    started = System.monotonic_time(:microsecond)
+    latencies = fun.() |> List.flatten() |> Enum.sort()
+    seconds = (System.monotonic_time(:microsecond) - started) / 1_000_000
+    %{rate: n / seconds, p50: Enum.at(latencies, div(length(latencies), 2)) / 1000}
+  end
+
+  def report(r, calls) do
+    row = fn %{rate: rate, p50: p50} ->
+      "#{round(rate)} calls/s, p50 #{Float.round(p50, 3)} ms"
+    end
+
+    on = r[true]
+    off = r[false]
+
+    ratio = fn what ->
+      Float.round(Map.fetch!(on, what).rate / Map.fetch!(off, what).rate, 2)
+    end
+
+    IO.puts("""
+    CMDC.Tool.MCP.Client over HTTP -> CMDC.Tool.MCP.HTTP (loopback, plain HTTP), #{calls} echo calls:
+      sequential, kept alive:               #{row.(on.sequential)}
+      sequential, a connection per request: #{row.(off.sequential)}  (reference)
+      8 callers, kept alive:                #{row.(on.concurrent)}
+      8 callers, a connection per request:  #{row.(off.concurrent)}  (reference)
+      ratio:                                #{ratio.(:sequential)}x sequential, #{ratio.(:concurrent)}x with 8 callers (target >= 1.5x)
+      machine:                              #{System.schedulers_online()} schedulers, load average #{File.read!("/proc/loadavg") |> String.split() |> Enum.take(3) |> Enum.join(" ")}
+    """)
+  end
+end
+
+{:ok, own} = HTTP.start_link(tools: [CMDC.Tool.Examples.Echo], port: 0, max_clients: 200)
+
+client_figures = Reuse.run(HTTP.url(own), client_calls)
+HTTP.stop(own)
+
+if only_client? do
+  Reuse.report(client_figures, client_calls)
+  System.halt(0)
+end
+
 memory = fn -> :erlang.memory(:total) end
 mb = fn bytes -> Float.round(bytes / 1_048_576, 1) end
 
@@ -186,3 +266,5 @@ MCP tools/call over Streamable HTTP, #{clients} concurrent clients x #{calls} ca
   our VM memory:                 #{mb.(before)} MB before, #{mb.(after_run)} MB after the run
   machine:                       #{System.schedulers_online()} schedulers, load average #{File.read!("/proc/loadavg") |> String.split() |> Enum.take(3) |> Enum.join(" ")}
 """)
+
+Reuse.report(client_figures, client_calls)

@@ -25,6 +25,14 @@ defmodule Mix.Tasks.Cmdc.Tools do
   projects) and your user MCP configs, named `server__tool` (`--no-mcp` skips them). The
   library's example tools come only with `--examples`.
 
+  ## Doctor
+
+  `doctor` lists what would surprise a user: names providers rewrite or refuse, schemas OpenAI
+  strict mode or Gemini change, missing interpreters, and script caches the next start will not
+  use, judged by the loader's own rule (`CMDC.Tool.Script.cache_status/2`: the script's content
+  hash and this user's HMAC tag, never file times), so an edit that kept the old mtime or a
+  `.tool.json` edited by hand or shipped in a repository is reported.
+
   ## Trust
 
   A project's tool folders and `.mcp.json` hold code that runs on your machine, so they load

@@ -116,7 +116,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
     active: false,
     packet: :raw,
     send_timeout: 10_000,
-    send_timeout_close: true
+    send_timeout_close: true,
+    nodelay: true
   ]
 
   defp connect(%URI{scheme: "http", host: host, port: port}, opts) do
@@ -186,9 +187,20 @@ defmodule CMDC.Tool.MCP.Client.HTTP.Conn do
 
   defp unsafe?(text), do: String.contains?(text, ["\r", "\n", <<0>>])
 
+  # Linux's TCP_QUICKACK, set again before each read (the kernel clears it): a server that
+  # writes an answer's head and body apart without TCP_NODELAY (Nagle) waits for the ACK of the
+  # head before it sends the body, and a delayed ACK costs ~40 ms per request on a kept-alive
+  # connection (measured: 47 ms a call against such a server, 2.4 ms with this).
+  @quickack (case :os.type() do
+               {:unix, :linux} -> [{:raw, 6, 12, <<1::native-32>>}]
+               _ -> []
+             end)
+
   @doc "Lets one more read of the socket arrive as a message."
   @spec next(t()) :: :ok | {:error, term()}
-  def next(%__MODULE__{mod: :gen_tcp, socket: s}), do: :inet.setopts(s, active: :once)
+  def next(%__MODULE__{mod: :gen_tcp, socket: s}),
+    do: :inet.setopts(s, @quickack ++ [active: :once])
+
   def next(%__MODULE__{mod: :ssl, socket: s}), do: :ssl.setopts(s, active: :once)
 
   @doc "Stops socket reads arriving as messages (an idle connection taken for a request)."
