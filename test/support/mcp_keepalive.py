@@ -8,7 +8,8 @@ Usage: python mcp_keepalive.py MODE PORT [IDLE_SECONDS]
   drop_reused  the second request on a connection is read, then the connection closed without
              a byte of answer (a server timing an idle connection out as the request arrives)
   cut_reused   the third request on a connection gets half a status line, then the close
-GET /stats: {"connections", "open", "max_open", "requests", "dropped"} (MCP connections only).
+GET /stats: {"connections", "open", "max_open", "requests", "dropped"} (MCP connections only),
+and "echoed": the texts echo was called with, in order.
 Tools: echo(text), sleep(seconds).
 """
 import json
@@ -20,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODE, PORT = sys.argv[1], int(sys.argv[2])
 IDLE = float(sys.argv[3]) if len(sys.argv) > 3 else 30.0
 LOCK = threading.Lock()
-STATS = {"connections": 0, "open": 0, "max_open": 0, "requests": 0, "dropped": 0}
+STATS = {"connections": 0, "open": 0, "max_open": 0, "requests": 0, "dropped": 0, "echoed": []}
 
 TOOLS = [
     {"name": "echo", "description": "Echo text.",
@@ -68,7 +69,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/stats":
             with LOCK:
-                return self.answer(dict(STATS))
+                return self.answer(json.loads(json.dumps(STATS)))
         self.send_response(405)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -107,6 +108,8 @@ class Handler(BaseHTTPRequestHandler):
                 text = "slept"
             else:
                 text = args.get("text", "")
+                with LOCK:
+                    STATS["echoed"].append(text)
             result = {"content": [{"type": "text", "text": text}], "isError": False}
         else:
             return self.answer({"jsonrpc": "2.0", "id": id_,

@@ -133,6 +133,21 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
     assert connections <= 4
   end
 
+  test "a call that times out while waiting for a connection is never sent", ctx do
+    url = server(ctx.python, "keepalive")
+    client = start_client("queued", url, limits: [http_connections: 1])
+    slow = Task.async(fn -> Client.call_tool(client, "sleep", %{"seconds" => 0.6}) end)
+    Process.sleep(100)
+
+    assert {:error, message} =
+             Client.call_tool(client, "echo", %{"text" => "never"}, timeout: 200)
+
+    assert message =~ "timed out"
+    assert {:ok, _} = Task.await(slow, 5_000)
+    assert {:ok, _} = echo(client, "after")
+    assert %{"echoed" => ["after"], "max_open" => 1, "connections" => 1} = stats(url)
+  end
+
   test "a timed-out call's connection is closed, never reused", ctx do
     url = server(ctx.python, "keepalive")
     client = start_client("timeout", url)
