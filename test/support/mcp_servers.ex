@@ -70,9 +70,10 @@ defmodule CMDC.Tool.MCPServers do
     port
   end
 
-  defp wait_port(_port, 0), do: false
+  @doc "Whether something listens on loopback `port` within `tries` × ~150 ms."
+  def wait_port(_port, 0), do: false
 
-  defp wait_port(port, tries) do
+  def wait_port(port, tries) do
     case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
       {:ok, socket} ->
         :gen_tcp.close(socket)
@@ -82,5 +83,12 @@ defmodule CMDC.Tool.MCPServers do
         Process.sleep(50)
         wait_port(port, tries - 1)
     end
+  end
+
+  @doc "The `/stats` JSON a test server beside `url` (`…/mcp`) keeps: `{:ok, map}`."
+  def stats(url) do
+    stats_url = String.to_charlist(String.replace(url, "/mcp", "/stats"))
+    {:ok, {{_, 200, _}, _, body}} = :httpc.request(:get, {stats_url, []}, [], [])
+    CMDC.Tool.JSON.decode(to_string(body))
   end
 end

@@ -262,6 +262,9 @@ fn script_load<'a>(
     Ok(handle)
 }
 
+/// `(status, why, detail)` of `load::cache_status`.
+type CacheStatus = (&'static str, &'static str, Option<String>);
+
 /// What loading each script now would make of its cache (`load::cache_status`, the loader's
 /// own rule), without describing or writing anything: `[{path, {:ok, {status, why, detail}} |
 /// {:error, message}}]`. File reads and hashing: a dirty I/O scheduler.
@@ -270,7 +273,7 @@ fn script_cache_status(
     paths: Vec<String>,
     cache: bool,
     cache_key: String,
-) -> Vec<(String, Result<(&'static str, &'static str, Option<String>)>)> {
+) -> Vec<(String, Result<CacheStatus>)> {
     paths
         .into_iter()
         .map(|path| {

@@ -120,8 +120,6 @@ defmodule CMDC.Tool.MCP.HTTP do
     config = [
       port: Keyword.get(opts, :port, 0),
       bind_address: ip,
-      # Kept-alive clients would otherwise wait on Nagle + their delayed ACK (~40 ms a request).
-      socket_type: {:ip_comm, [nodelay: true]},
       server_name: ~c"cmdc-mcp",
       server_root: root,
       document_root: root,

@@ -21,6 +21,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
   @doc "httpd's module callback: answers one request."
   @spec unquote(:do)(tuple()) :: {:proceed, list()}
   def unquote(:do)(mod) do
+    nodelay(mod)
     table = :httpd_util.lookup(mod(mod, :config_db), :cmdc_mcp)
     [{:config, config}] = :ets.lookup(table, :config)
 
@@ -28,6 +29,17 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
       {:ok, body} -> {:proceed, [{:response, send_response(answer(mod, table, config, body))}]}
       {:continue, state} -> {:continue, state}
       {:sent, status} -> {:proceed, [{:response, {:already_sent, status, 0}}]}
+    end
+  end
+
+  # An answer's head and body leave in separate writes: with Nagle on, a kept-alive client
+  # waited for its own delayed ACK (~40 ms a request, measured). (httpd's `{ip_comm, opts}`
+  # socket type would set it once, but OTP 25's `http_transport:listen/4` has no clause for it.)
+  defp nodelay(mod) do
+    case mod(mod, :socket_type) do
+      :ip_comm -> :inet.setopts(mod(mod, :socket), nodelay: true)
+      {type, _} when type in [:essl, :ssl] -> :ssl.setopts(mod(mod, :socket), nodelay: true)
+      _ -> :ok
     end
   end
 

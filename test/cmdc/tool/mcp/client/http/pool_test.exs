@@ -25,7 +25,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
     port = MCPServers.free_port()
     {:ok, exec} = CMDC.Tool.Exec.start(python, [@script, mode, "#{port}", "#{idle}"])
     on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
-    wait_up(port, 100)
+    true = MCPServers.wait_port(port, 100)
     "http://127.0.0.1:#{port}/mcp"
   end
 
@@ -220,15 +220,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
   end
 
   defp stats(url) do
-    {:ok, {{_, 200, _}, _, body}} =
-      :httpc.request(
-        :get,
-        {String.to_charlist(String.replace(url, "/mcp", "/stats")), []},
-        [],
-        []
-      )
-
-    {:ok, stats} = CMDC.Tool.JSON.decode(to_string(body))
+    {:ok, stats} = MCPServers.stats(url)
     stats
   end
 
@@ -237,17 +229,6 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
       stats(url)[key] == value -> true
       ms <= 0 -> false
       true -> Process.sleep(100) && wait_stat(url, key, value, ms - 100)
-    end
-  end
-
-  defp wait_up(port, tries) do
-    case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
-      {:ok, s} ->
-        :gen_tcp.close(s)
-
-      _ when tries > 0 ->
-        Process.sleep(50)
-        wait_up(port, tries - 1)
     end
   end
 end
