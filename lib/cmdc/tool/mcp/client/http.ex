@@ -69,7 +69,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     keep_alive: true,
     max_connections: 8,
     pool: nil,
-    waiting: :queue.new()
+    waiting: :queue.new(),
+    streams: 0
   ]
 
   @type t :: %__MODULE__{}
@@ -147,19 +148,22 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
       # answer is bounded by the client's own time-out (`cancel/2`).
       if id == nil, do: Process.send_after(self(), {:cmdc_mcp_http, :deadline, ref}, t.timeout)
 
-      {:ok, start(t, ref, entry(:post, id, nil, {"POST", headers, json}))}
+      entry = entry(:post, id, nil, {"POST", headers, json})
+      {:ok, start(t, ref, %{entry | stream?: message["method"] == "subscriptions/listen"})}
     end
   end
 
   defp entry(kind, id, sse, request) do
     %{kind: kind, id: id, pid: nil, conn: nil, sse: sse, answered?: false, request: request}
-    |> Map.merge(%{waiting?: false, reused?: false, retried?: false})
+    |> Map.merge(%{waiting?: false, reused?: false, retried?: false, stream?: kind == :get})
   end
 
   # --- connections: at most `max_connections` in use; the rest wait their turn in order ---
+  # The session's long-lived streams (a legacy `GET`, `subscriptions/listen`: one each at
+  # most) never wait: held for the session, they would starve every request behind them.
 
   defp start(t, ref, entry) do
-    if busy(t) < t.max_connections and not t.closed? do
+    if entry.stream? or (busy(t) < t.max_connections and not t.closed?) do
       launch(t, ref, entry, t.keep_alive)
     else
       entry = %{entry | waiting?: true}
@@ -167,7 +171,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     end
   end
 
-  defp busy(t), do: map_size(t.requests) - :queue.len(t.waiting)
+  defp busy(t), do: map_size(t.requests) - :queue.len(t.waiting) - t.streams
 
   # Sends the request on an idle kept-alive connection when `reuse?` and there is one, else on
   # a new connection.
@@ -178,7 +182,10 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     {^ref, pid} = Conn.open(t.uri, method, headers, body, opts)
     entry = %{entry | pid: pid, conn: idle, reused?: idle != nil, waiting?: false}
     sockets = if idle, do: Map.put(t.sockets, idle.socket, ref), else: t.sockets
-    %{t | pool: pool, requests: Map.put(t.requests, ref, entry), sockets: sockets}
+    # (a retried stream is launched again while still counted)
+    streams = if entry.stream? and not is_map_key(t.requests, ref), do: 1, else: 0
+    requests = Map.put(t.requests, ref, entry)
+    %{t | pool: pool, requests: requests, sockets: sockets, streams: t.streams + streams}
   end
 
   defp pump(%{closed?: false} = t) do
@@ -532,7 +539,8 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
     {entry, requests} = Map.pop(t.requests, ref)
     sockets = if entry[:conn], do: Map.delete(t.sockets, entry.conn.socket), else: t.sockets
     waiting = if entry[:waiting?], do: :queue.delete(ref, t.waiting), else: t.waiting
-    pump(%{t | requests: requests, sockets: sockets, waiting: waiting})
+    streams = if entry[:stream?], do: t.streams - 1, else: t.streams
+    pump(%{t | requests: requests, sockets: sockets, waiting: waiting, streams: streams})
   end
 
   defp http_status(status, _body, _entry, t) when status in [200, 202, 204], do: {:ok, t}

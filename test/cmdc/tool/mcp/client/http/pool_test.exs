@@ -189,6 +189,17 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
     assert Agent.get(count, & &1) == 2
   end
 
+  test "the session's long-lived streams do not count: http_connections: 1 still calls" do
+    for {mode, era} <- [{"http", :legacy}, {"http-stateless", :modern}] do
+      {:ok, url, exec} = MCPServers.python_http(mode)
+      client = start_client("one_#{mode}", url, era: era, limits: [http_connections: 1])
+      # a legacy session's GET stream, or subscriptions/listen, holds a connection throughout
+      for _ <- 1..3, do: assert({:ok, %{"content" => [%{"text" => "5"}]}} = add(client))
+      stop_supervised!("one_#{mode}")
+      CMDC.Tool.Exec.cancel(exec)
+    end
+  end
+
   defp add(client), do: Client.call_tool(client, "add", %{"a" => 2, "b" => 3})
 
   # A TCP relay to `port` on loopback that counts the connections it accepts.
