@@ -15,7 +15,7 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `max_pages` | 100 | pages of one `tools/list` (an endless `nextCursor` stops there) |
   | `max_relists_per_minute` | 6 | `tools/list` re-reads on `list_changed` (more are deferred) |
   | `request_timeout` | 30_000 | ms for a request the client makes itself (`tools/list`, the probe) |
-  | `http_connections` | 8 | HTTP connections to the server at once, in use or kept alive (more requests wait their turn; a legacy session's event stream holds one) |
+  | `http_connections` | 8 | HTTP requests holding a connection to the server at once, and kept-alive idle connections (more requests wait their turn; the session's one long-lived stream, a legacy `GET` or `subscriptions/listen`, is not counted) |
   | `http_idle_ms` | 30_000 | how long a kept-alive HTTP connection waits idle for the next request before it is closed |
   | `stdio_window` | 64 | a stdio server's lines (stdout and stderr) waiting for the client: past it the server blocks on its full stdout pipe, stderr lines are dropped and counted |
   | `stdio_window_bytes` | 8_388_608 | the bytes of those lines (one longer line passes alone) |

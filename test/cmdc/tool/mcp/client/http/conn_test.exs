@@ -204,6 +204,68 @@ defmodule CMDC.Tool.MCP.Client.HTTP.ConnTest do
 
       assert alert == :handshake_failure
     end
+
+    test "keep-alive over TLS: a second request on the same verified connection" do
+      {:ok, _} = Application.ensure_all_started(:ssl)
+      curve = [key: {:namedCurve, :secp256r1}, digest: :sha256]
+      san = {:Extension, {2, 5, 29, 17}, false, [dNSName: ~c"localhost"]}
+
+      data =
+        :public_key.pkix_test_data(%{
+          server_chain: %{root: curve, intermediates: [], peer: curve ++ [extensions: [san]]},
+          client_chain: %{root: curve, intermediates: [], peer: curve}
+        })
+
+      tls = Keyword.take(data.server_config, [:cert, :key])
+      {:ok, listen} = :ssl.listen(0, [:binary, active: false, reuseaddr: true] ++ tls)
+      {:ok, {_, port}} = :ssl.sockname(listen)
+      test = self()
+      spawn(fn -> serve_two(listen, test) end)
+      uri = URI.parse("https://localhost:#{port}/mcp")
+      opts = [cacerts: data.client_config[:cacerts], keep_alive: true]
+
+      {ref, _} = Conn.open(uri, "POST", [], "one", opts)
+      assert_receive {:cmdc_mcp_conn, ^ref, {:ok, conn}}, 10_000
+      assert {[{:head, 200, _}, {:data, "one"}, :done], done} = read_all(conn, [])
+      assert Conn.reusable?(done)
+      :ok = Conn.passive(done)
+
+      {ref, _} = Conn.open(uri, "POST", [], "two", [reuse: done] ++ opts)
+      assert_receive {:cmdc_mcp_conn, ^ref, {:ok, again}}, 10_000
+      assert again.socket == conn.socket
+      assert {[{:head, 200, _}, {:data, "two"}, :done], _} = read_all(again, [])
+      # one TLS connection carried both, and the requests left it open
+      assert_receive {:served, 2, requests}, 5_000
+      refute Enum.any?(requests, &(&1 =~ "connection: close"))
+      Conn.close(again)
+    end
+  end
+
+  # Reads until the answer is complete: its events and the final state.
+  defp read_all(conn, acc) do
+    :ok = Conn.next(conn)
+    assert_receive {:ssl, _, _} = msg, 10_000
+    {_socket, {:data, bytes}} = Conn.message(msg)
+    {events, conn} = Conn.data(conn, bytes)
+    acc = acc ++ events
+    if List.last(acc) == :done, do: {acc, conn}, else: read_all(conn, acc)
+  end
+
+  # Answers two requests on one TLS connection, echoing each body.
+  defp serve_two(listen, test) do
+    {:ok, socket} = :ssl.transport_accept(listen, 10_000)
+    {:ok, socket} = :ssl.handshake(socket, 10_000)
+
+    requests =
+      for _ <- 1..2 do
+        {:ok, request} = :ssl.recv(socket, 0, 10_000)
+        [_, body] = String.split(request, "\r\n\r\n", parts: 2)
+        :ssl.send(socket, "HTTP/1.1 200 OK\r\ncontent-length: #{byte_size(body)}\r\n\r\n" <> body)
+        request
+      end
+
+    send(test, {:served, 2, requests})
+    Process.sleep(1_000)
   end
 
   defp accept_once(listen) do
