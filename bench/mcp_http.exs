@@ -134,7 +134,7 @@ defmodule Reuse do
   @moduledoc false
   alias CMDC.Tool.MCP.Client
 
-  def run(url, calls) do
+  def run(url, calls, concurrent? \\ true) do
     for keep_alive <- [true, false], into: %{} do
       name = "bench_#{keep_alive}"
       spec = %{url: url, keep_alive: keep_alive}
@@ -145,7 +145,11 @@ defmodule Reuse do
       sequential = measure(fn -> [timed(call, calls)] end, calls)
       per = div(calls, 8)
       tasks = fn -> Enum.map(1..8, fn _ -> Task.async(fn -> timed(call, per) end) end) end
-      concurrent = measure(fn -> Enum.map(tasks.(), &Task.await(&1, :infinity)) end, per * 8)
+
+      concurrent =
+        if concurrent?,
+          do: measure(fn -> Enum.map(tasks.(), &Task.await(&1, :infinity)) end, per * 8)
+
       GenServer.stop(client)
       {keep_alive, %{sequential: sequential, concurrent: concurrent}}
     end
@@ -166,7 +170,24 @@ defmodule Reuse do
     %{rate: n / seconds, p50: Enum.at(latencies, div(length(latencies), 2)) / 1000}
   end
 
-  def report(r, calls) do
+  # A server without TCP_NODELAY that writes an answer's head and body apart (Python's
+  # http.server, test/support/mcp_keepalive.py): what the client's TCP_QUICKACK is for.
+  def nagle(calls) do
+    script = Path.expand("../test/support/mcp_keepalive.py", __DIR__)
+    {:ok, probe} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
+    {:ok, port} = :inet.port(probe)
+    :gen_tcp.close(probe)
+
+    {:ok, exec} =
+      CMDC.Tool.Exec.start(System.find_executable("python3"), [script, "keepalive", "#{port}"])
+
+    Load.wait_port(port)
+    figures = run("http://127.0.0.1:#{port}/mcp", calls, false)
+    CMDC.Tool.Exec.cancel(exec)
+    figures
+  end
+
+  def report(r, nagle, calls) do
     row = fn %{rate: rate, p50: p50} ->
       "#{round(rate)} calls/s, p50 #{Float.round(p50, 3)} ms"
     end
@@ -185,6 +206,9 @@ defmodule Reuse do
       8 callers, kept alive:                #{row.(on.concurrent)}
       8 callers, a connection per request:  #{row.(off.concurrent)}  (reference)
       ratio:                                #{ratio.(:sequential)}x sequential, #{ratio.(:concurrent)}x with 8 callers (target >= 1.5x)
+    against Python's http.server (no TCP_NODELAY), #{div(calls, 4)} sequential calls:
+      kept alive:                           #{row.(nagle[true].sequential)}  (~40 ms each without the client's TCP_QUICKACK)
+      a connection per request:             #{row.(nagle[false].sequential)}  (reference)
       machine:                              #{System.schedulers_online()} schedulers, load average #{File.read!("/proc/loadavg") |> String.split() |> Enum.take(3) |> Enum.join(" ")}
     """)
   end
@@ -194,9 +218,10 @@ end
 
 client_figures = Reuse.run(HTTP.url(own), client_calls)
 HTTP.stop(own)
+nagle_figures = Reuse.nagle(div(client_calls, 4))
 
 if only_client? do
-  Reuse.report(client_figures, client_calls)
+  Reuse.report(client_figures, nagle_figures, client_calls)
   System.halt(0)
 end
 
@@ -267,4 +292,4 @@ MCP tools/call over Streamable HTTP, #{clients} concurrent clients x #{calls} ca
   machine:                       #{System.schedulers_online()} schedulers, load average #{File.read!("/proc/loadavg") |> String.split() |> Enum.take(3) |> Enum.join(" ")}
 """)
 
-Reuse.report(client_figures, client_calls)
+Reuse.report(client_figures, nagle_figures, client_calls)
