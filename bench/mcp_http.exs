@@ -12,6 +12,8 @@
 # reference), sequential and 8 callers at once. Prints calls/s and p50 of each. Target: reuse
 # at least 1.5x the rate of a connection per request (loopback: the saving is the TCP
 # handshake and a process; against a remote TLS server it is a round trip or two more).
+# And against Python's http.server (no TCP_NODELAY, head and body written apart), where the
+# client's TCP_QUICKACK keeps a kept-alive call from waiting ~40 ms on its own delayed ACK.
 #
 # Run: MIX_ENV=bench mix run bench/mcp_http.exs [CLIENTS] [CALLS]
 #      MIX_ENV=bench mix run bench/mcp_http.exs client [CALLS]   (the client figures only)
