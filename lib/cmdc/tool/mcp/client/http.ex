@@ -26,10 +26,17 @@ defmodule CMDC.Tool.MCP.Client.HTTP do
   closed, and so does the answer to a notification that takes longer than `request_timeout`.
   Closing the socket frees everything held for the request at once.
 
-  Each request is an HTTP/1.1 exchange on a connection of its own
-  (`CMDC.Tool.MCP.Client.HTTP.Conn`, over `:gen_tcp` or verified `:ssl`), read in the client
-  process one socket read at a time (`active: :once`): a slow SSE stream never blocks anything,
-  and a fast one waits in the server's socket buffers, not in the VM. `https` servers are
+  Each request is an HTTP/1.1 exchange (`CMDC.Tool.MCP.Client.HTTP.Conn`, over `:gen_tcp` or
+  verified `:ssl`) on a kept-alive connection when one is idle (`CMDC.Tool.MCP.Client.HTTP.Pool`,
+  per scheme, host and port; `keep_alive: false` in the spec opens one per request), else on a
+  new one. A connection is kept only after an answer read to its end that both sides left
+  open: an event stream, an answer cut short, `Connection: close`, HTTP/1.0, a timed-out or
+  cancelled request closes it. A request whose kept-alive connection the server closed before
+  one byte of the answer is sent again, once, on a new connection. At most `http_connections`
+  (`CMDC.Tool.MCP.Client.Limits`) requests hold a connection at once; the others wait their
+  turn, in order (the session's one long-lived stream is not counted). Each answer is read in
+  the client process one socket read at a time (`active: :once`): a slow SSE stream never
+  blocks anything, and a fast one waits in the server's socket buffers, not in the VM. `https` servers are
   verified against the operating system's CA store (`:public_key.cacerts_get/0`), with SNI and
   a hostname check: a server with a private CA needs that CA added to the system's store.
   OTP's `:httpc` was used
