@@ -165,21 +165,9 @@ defmodule CMDC.Tool.MCP.Client.HTTP.ConnTest do
 
     test "TLS is verified: a trusted certificate for the name passes; an unknown CA or " <>
            "another name is refused" do
-      {:ok, _} = Application.ensure_all_started(:ssl)
-      curve = [key: {:namedCurve, :secp256r1}, digest: :sha256]
-      san = {:Extension, {2, 5, 29, 17}, false, [dNSName: ~c"localhost"]}
-
-      data =
-        :public_key.pkix_test_data(%{
-          server_chain: %{root: curve, intermediates: [], peer: curve ++ [extensions: [san]]},
-          client_chain: %{root: curve, intermediates: [], peer: curve}
-        })
-
-      tls = Keyword.take(data.server_config, [:cert, :key])
-      {:ok, listen} = :ssl.listen(0, [:binary, active: false, reuseaddr: true] ++ tls)
-      {:ok, {_, port}} = :ssl.sockname(listen)
+      {listen, port, cacerts} = tls_listen()
       serve = fn -> spawn(fn -> accept_once(listen) end) end
-      trusted = [cacerts: data.client_config[:cacerts]]
+      trusted = [cacerts: cacerts]
 
       serve.()
       {ref, _} = Conn.open(URI.parse("https://localhost:#{port}/"), "GET", [], "", trusted)
@@ -206,23 +194,11 @@ defmodule CMDC.Tool.MCP.Client.HTTP.ConnTest do
     end
 
     test "keep-alive over TLS: a second request on the same verified connection" do
-      {:ok, _} = Application.ensure_all_started(:ssl)
-      curve = [key: {:namedCurve, :secp256r1}, digest: :sha256]
-      san = {:Extension, {2, 5, 29, 17}, false, [dNSName: ~c"localhost"]}
-
-      data =
-        :public_key.pkix_test_data(%{
-          server_chain: %{root: curve, intermediates: [], peer: curve ++ [extensions: [san]]},
-          client_chain: %{root: curve, intermediates: [], peer: curve}
-        })
-
-      tls = Keyword.take(data.server_config, [:cert, :key])
-      {:ok, listen} = :ssl.listen(0, [:binary, active: false, reuseaddr: true] ++ tls)
-      {:ok, {_, port}} = :ssl.sockname(listen)
+      {listen, port, cacerts} = tls_listen()
       test = self()
       spawn(fn -> serve_two(listen, test) end)
       uri = URI.parse("https://localhost:#{port}/mcp")
-      opts = [cacerts: data.client_config[:cacerts], keep_alive: true]
+      opts = [cacerts: cacerts, keep_alive: true]
 
       {ref, _} = Conn.open(uri, "POST", [], "one", opts)
       assert_receive {:cmdc_mcp_conn, ^ref, {:ok, conn}}, 10_000
@@ -239,6 +215,25 @@ defmodule CMDC.Tool.MCP.Client.HTTP.ConnTest do
       refute Enum.any?(requests, &(&1 =~ "connection: close"))
       Conn.close(again)
     end
+  end
+
+  # A TLS listener on loopback with a certificate for `localhost` from a test CA: `{listen,
+  # port, the CA's certificates}`.
+  defp tls_listen do
+    {:ok, _} = Application.ensure_all_started(:ssl)
+    curve = [key: {:namedCurve, :secp256r1}, digest: :sha256]
+    san = {:Extension, {2, 5, 29, 17}, false, [dNSName: ~c"localhost"]}
+
+    data =
+      :public_key.pkix_test_data(%{
+        server_chain: %{root: curve, intermediates: [], peer: curve ++ [extensions: [san]]},
+        client_chain: %{root: curve, intermediates: [], peer: curve}
+      })
+
+    tls = Keyword.take(data.server_config, [:cert, :key])
+    {:ok, listen} = :ssl.listen(0, [:binary, active: false, reuseaddr: true] ++ tls)
+    {:ok, {_, port}} = :ssl.sockname(listen)
+    {listen, port, data.client_config[:cacerts]}
   end
 
   # Reads until the answer is complete: its events and the final state.
