@@ -14,6 +14,7 @@ use jsonschema::{
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::pattern::keyword;
 
 /// Errors reported per call at most: enough for a model to fix its call, cheap to build.
 pub const MAX_ERRORS: usize = 32;
@@ -87,6 +88,14 @@ impl MatchCost {
         }
     }
 
+    /// A backtracking pattern's superset (`crate::pattern::superset`), `source_len` bytes of
+    /// source: a linear match, charged as any other.
+    pub fn superset(source_len: usize) -> MatchCost {
+        MatchCost {
+            fixed: 4 + (source_len >> 6) as i64,
+        }
+    }
+
     /// Whether the match can backtrack (its fixed cost is the whole limit).
     pub fn backtracks(self) -> bool {
         self.fixed == BACKTRACK_UNITS
@@ -102,27 +111,35 @@ impl MatchCost {
 /// costs of every `pattern` and `patternProperties` key in it, 0 without any. The caller
 /// multiplies the units of reading an instance by it before validating, so a schema whose
 /// patterns backtrack or are large moves to a dirty scheduler before the work, not after.
+/// A schema that takes this crate's `pattern` keyword (`keyword::overrides`) never runs a
+/// backtracking `pattern` inside `keyword::without_backtracking`, where a normal scheduler
+/// runs it: such a pattern costs its linear part there (`patternProperties` keys still do not).
 pub fn pattern_factor(schema: &Value) -> i64 {
-    fn walk(v: &Value, sum: &mut i64) {
+    let guarded = keyword::overrides(schema);
+    let pattern = move |p: &str| match MatchCost::of(p) {
+        cost if guarded && cost.backtracks() => MatchCost::superset(p.len() * 4).fixed,
+        cost => cost.fixed,
+    };
+    fn walk(v: &Value, sum: &mut i64, pattern: &dyn Fn(&str) -> i64) {
         match v {
             Value::Object(map) => {
                 for (key, value) in map {
                     match (key.as_str(), value) {
-                        ("pattern", Value::String(p)) => *sum += MatchCost::of(p).fixed,
+                        ("pattern", Value::String(p)) => *sum += pattern(p),
                         ("patternProperties", Value::Object(props)) => {
                             *sum += props.keys().map(|p| MatchCost::of(p).fixed).sum::<i64>()
                         }
                         _ => {}
                     }
-                    walk(value, sum);
+                    walk(value, sum, pattern);
                 }
             }
-            Value::Array(items) => items.iter().for_each(|item| walk(item, sum)),
+            Value::Array(items) => items.iter().for_each(|item| walk(item, sum, pattern)),
             _ => {}
         }
     }
     let mut sum = 0;
-    walk(schema, &mut sum);
+    walk(schema, &mut sum, &pattern);
     sum
 }
 
@@ -188,7 +205,9 @@ pub fn compile(schema: &Value, docs: Documents, default_draft: Option<Draft>) ->
 }
 
 /// Compiles a schema for instances in the representation `F` (e.g. BEAM terms read in place).
-pub fn compile_for<F: Json>(
+/// A schema with a `pattern` that can backtrack takes this crate's `pattern` keyword
+/// (`crate::pattern::keyword`): a linear superset first, the bounded match only when needed.
+pub fn compile_for<F: Json + 'static>(
     schema: &Value,
     docs: Documents,
     default_draft: Option<Draft>,
@@ -200,6 +219,9 @@ pub fn compile_for<F: Json>(
         )));
     }
     let mut options = options_for::<F>(None).with_retriever(docs);
+    if keyword::overrides(schema) {
+        options = options.with_keyword("pattern", keyword::factory::<F>);
+    }
     let custom_meta_schema = schema.get("$schema").is_some() && draft_for(schema) == Draft::Unknown;
     // A `$schema` naming a custom meta-schema is resolved by the validator (through `docs`), so
     // its vocabularies apply; otherwise the draft is fixed here, Draft 7 by default.
@@ -514,16 +536,18 @@ mod tests {
 
     #[test]
     fn a_backtracking_pattern_ends_in_a_clear_error() {
-        let s = json!({"type": "string", "pattern": "^(a*)*\\1b$"});
+        // A string the pattern's superset accepts (`crate::pattern`): the bounded match runs.
+        let s = json!({"type": "string", "pattern": "^(a*)*b\\1$"});
         let v = compile(&s, Documents::default(), None).unwrap();
-        let errs = check(&v, &json!("a".repeat(30))).unwrap_err();
+        let over = format!("{}b{}", "a".repeat(28), "a".repeat(29));
+        let errs = check(&v, &json!(over)).unwrap_err();
         assert_eq!(errs.len(), 1, "{errs:?}");
         let first = errs.get(0).unwrap();
         assert_eq!(first.keyword, "pattern");
         assert_eq!(first.schema_path, "/pattern");
         assert!(first.message.contains("backtracking steps"), "{errs:?}");
         // Short strings still match or fail as the pattern says.
-        assert!(check(&v, &json!("aab")).is_ok());
+        assert!(check(&v, &json!("aabaa")).is_ok());
         assert_eq!(
             check(&v, &json!("ac")).unwrap_err().get(0).unwrap().keyword,
             "pattern"
