@@ -183,7 +183,7 @@ fn plain_assertion(a: &Assertion) -> Option<Assertion> {
         | LeftWordBoundary
         | RightWordBoundary
         | LeftWordHalfBoundary
-        | RightWordHalfBoundary => Some(a.clone()),
+        | RightWordHalfBoundary => Some(*a),
         _ => None,
     }
 }
