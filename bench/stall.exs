@@ -40,6 +40,17 @@
 # queued p99 1.07-1.32, dirty (main) 1.19-1.66, control 1.10-1.16 ms; worst 1.1-3.0, 1.7-36,
 # 1.1-5.3 ms. Better than the dirty call, not within the control. Two threads were worse
 # than one (p99 1.8-2.3 vs 1.1-1.2 ms, load ~4); `nice 19` instead of SCHED_IDLE no better.
+# Now (h31a): no match at all for this row. A pattern that can backtrack has a linear
+# superset (core/src/pattern/superset.rs: `\1` → a copy of group 1, look-arounds dropped;
+# here ^(a*)*(?:a*)?b$), which refuses these 30 a's: the compiled program says invalid on the
+# normal scheduler, and the validator's `pattern` keyword (core/src/pattern/keyword.rs)
+# names the error from the superset too, reading as the crate's own pattern error (it said
+# "more than 10,000 backtracking steps" for this string before; now the true "does not
+# match"). `work`: a call 2.0-3.2 µs on the normal scheduler (was 384-396 µs dirty).
+# Strings the superset accepts still take one bounded match on a dirty scheduler: the row
+# `^(a*)*b\1$ on 58 chars (accepted)` (28 a, b, 29 a: the superset a*ba* accepts, the
+# pattern backtracks past its limit) is the old row's cost, kept as the hostile case left.
+# FIGURES
 
 defmodule Bench.Stall do
   alias CMDC.Tool.{JSON, Native, Registry, Schema}

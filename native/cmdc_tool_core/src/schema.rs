@@ -4,13 +4,10 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::json::{Json, SerdeJson};
-use jsonschema::{
-    Draft, FancyRegex, PatternOptions, Retrieve, Uri, ValidationError, ValidationOptions, Validator,
-};
+use jsonschema::{Draft, Retrieve, Uri, ValidationError, Validator};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -19,44 +16,12 @@ use crate::pattern::keyword;
 /// Errors reported per call at most: enough for a model to fix its call, cheap to build.
 pub const MAX_ERRORS: usize = 32;
 
-/// Backtracking steps one match of a `pattern` (or `patternProperties` key) may take. Only
-/// patterns with back-references, look-around or atomic groups backtrack (others run in time
-/// linear in the string); past this a match ends in an error naming the pattern, so a pattern
-/// like `^(a*)*\1b$` costs ~0.3 ms per string (measured) instead of 100 ms.
-pub const BACKTRACK_LIMIT: usize = 10_000;
-
 /// Work units a match that can backtrack is charged before it runs: its whole limit, ~0.3 ms,
 /// a normal scheduler's whole allowance in either unit the NIF uses, so such a match always
 /// runs on a dirty scheduler.
 pub const BACKTRACK_UNITS: i64 = 12_000;
 
-/// The options every validator of this crate is built with (one place for the regex limits).
-pub fn options_for<F: Json>(
-    draft: Option<Draft>,
-) -> ValidationOptions<'static, Arc<dyn Retrieve>, F> {
-    let options = jsonschema::options_for::<F>().with_pattern_options(pattern_options());
-    match draft {
-        Some(draft) => options.with_draft(draft),
-        None => options,
-    }
-}
-
-fn pattern_options() -> PatternOptions<FancyRegex> {
-    PatternOptions::fancy_regex().backtrack_limit(BACKTRACK_LIMIT)
-}
-
-/// Whether `pattern` may run in `fancy-regex`'s backtracking engine: it has a back-reference,
-/// look-around, an atomic group or a possessive quantifier. Conservative (an escaped `\\1`
-/// counts too): it only moves work to a dirty scheduler.
-pub fn can_backtrack(pattern: &str) -> bool {
-    let b = pattern.as_bytes();
-    b.windows(2).any(|w| {
-        (w[0] == b'\\' && (w[1].is_ascii_digit() && w[1] != b'0' || w[1] == b'k'))
-            || (matches!(w[0], b'*' | b'+' | b'?' | b'}') && w[1] == b'+')
-    }) || ["(?=", "(?!", "(?<=", "(?<!", "(?>"]
-        .iter()
-        .any(|open| pattern.contains(open))
-}
+pub use crate::pattern::engine::{can_backtrack, options_for, BACKTRACK_LIMIT};
 
 /// What one match of a regex against a string costs, in work units charged before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,8 +15,8 @@ use jsonschema::{Keyword, ValidationError, Validator};
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
+use super::engine::{can_backtrack, options_for};
 use super::superset::superset;
-use crate::schema::{can_backtrack, options_for};
 
 /// Strings tried, shortest first, for one the pattern refuses at once: its error is the
 /// model of a refusal by the superset (the crate makes `pattern` errors only itself).

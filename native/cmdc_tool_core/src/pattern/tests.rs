@@ -1,9 +1,10 @@
 use jsonschema::error::ValidationErrorKind;
 use serde_json::{json, Value};
 
+use super::engine::options_for;
 use super::keyword::without_backtracking;
 use super::superset::{superset, superset_source};
-use crate::schema::{check, compile, options_for, Documents};
+use crate::schema::{check, compile, Documents};
 
 /// Patterns with back-references and look-around (ECMA-262 has no atomic groups or possessive
 /// quantifiers: the crate refuses those patterns, so they never reach the superset).
