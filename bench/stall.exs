@@ -50,7 +50,16 @@
 # Strings the superset accepts still take one bounded match on a dirty scheduler: the row
 # `^(a*)*b\1$ on 58 chars (accepted)` (28 a, b, 29 a: the superset a*ba* accepts, the
 # pattern backtracks past its limit) is the old row's cost, kept as the hostile case left.
-# FIGURES
+# Where the call runs mattered next: on the normal scheduler, a worker looping over 3 µs calls
+# held it 0.57 ms per slice (p50; control 0.13 ms), as the NIF reported its work against a
+# nominal 1 ms slice while the VM charges its own BIFs ~40,000 reductions per ms of CPU;
+# sleeper p99 2.3 vs 1.1 ms (one quiet round, 14:43; + `bump_reductions(40 | 100)` a call:
+# 1.16-1.18 | 1.07-1.13 ms). `report_units` now counts 10 units (~1 µs) as 1% of a slice (the
+# VM's pace): slices p50 87-150 µs vs control 74-143 µs, charged 26,500-38,400 vs
+# 40,000-53,400 reductions per ms of CPU (`work`, load 3-5). Every normal-scheduler NIF is
+# charged at that pace now (2M-element list 44,000-50,000, 2,000 strings 20,400-23,300).
+# Lateness could not be measured quietly in this session (load 3-10 from other builds, the
+# control itself at 5-20 ms p99): re-measure `back` and the rows above on a quiet machine.
 
 defmodule Bench.Stall do
   alias CMDC.Tool.{JSON, Native, Registry, Schema}
