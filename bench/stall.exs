@@ -49,7 +49,9 @@
 # match"). `work`: a call 2.0-3.2 µs on the normal scheduler (was 384-396 µs dirty).
 # Strings the superset accepts still take one bounded match on a dirty scheduler: the row
 # `^(a*)*b\1$ on 58 chars (accepted)` (28 a, b, 29 a: the superset a*ba* accepts, the
-# pattern backtracks past its limit) is the old row's cost, kept as the hostile case left.
+# pattern backtracks past its limit) is the old row's cost, kept as the hostile case left:
+# a dirty call 676-689 µs, one bounded match alone (is_valid on serde values) 511-543 µs, two
+# (is_valid, then the errors) 1,068-1,120 µs (load ~4.4): one match a call, as before.
 # Where the call runs mattered next: on the normal scheduler, a worker looping over 3 µs calls
 # held it 0.57 ms per slice (p50; control 0.13 ms), as the NIF reported its work against a
 # nominal 1 ms slice while the VM charges its own BIFs ~40,000 reductions per ms of CPU;
