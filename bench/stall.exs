@@ -40,6 +40,28 @@
 # queued p99 1.07-1.32, dirty (main) 1.19-1.66, control 1.10-1.16 ms; worst 1.1-3.0, 1.7-36,
 # 1.1-5.3 ms. Better than the dirty call, not within the control. Two threads were worse
 # than one (p99 1.8-2.3 vs 1.1-1.2 ms, load ~4); `nice 19` instead of SCHED_IDLE no better.
+# Now (h31a): no match at all for this row. A pattern that can backtrack has a linear
+# superset (core/src/pattern/superset.rs: `\1` → a copy of group 1, look-arounds dropped;
+# here ^(a*)*(?:a*)?b$), which refuses these 30 a's: the compiled program says invalid on the
+# normal scheduler, and the validator's `pattern` keyword (core/src/pattern/keyword.rs)
+# names the error from the superset too, reading as the crate's own pattern error (it said
+# "more than 10,000 backtracking steps" for this string before; now the true "does not
+# match"). `work`: a call 2.0-3.2 µs on the normal scheduler (was 384-396 µs dirty).
+# Strings the superset accepts still take one bounded match on a dirty scheduler: the row
+# `^(a*)*b\1$ on 58 chars (accepted)` (28 a, b, 29 a: the superset a*ba* accepts, the
+# pattern backtracks past its limit) is the old row's cost, kept as the hostile case left:
+# a dirty call 676-689 µs, one bounded match alone (is_valid on serde values) 511-543 µs, two
+# (is_valid, then the errors) 1,068-1,120 µs (load ~4.4): one match a call, as before.
+# Where the call runs mattered next: on the normal scheduler, a worker looping over 3 µs calls
+# held it 0.57 ms per slice (p50; control 0.13 ms), as the NIF reported its work against a
+# nominal 1 ms slice while the VM charges its own BIFs ~40,000 reductions per ms of CPU;
+# sleeper p99 2.3 vs 1.1 ms (one quiet round, 14:43; + `bump_reductions(40 | 100)` a call:
+# 1.16-1.18 | 1.07-1.13 ms). `report_units` now counts 10 units (~1 µs) as 1% of a slice (the
+# VM's pace): slices p50 87-150 µs vs control 74-143 µs, charged 26,500-38,400 vs
+# 40,000-53,400 reductions per ms of CPU (`work`, load 3-5). Every normal-scheduler NIF is
+# charged at that pace now (2M-element list 44,000-50,000, 2,000 strings 20,400-23,300).
+# Lateness could not be measured quietly in this session (load 3-10 from other builds, the
+# control itself at 5-20 ms p99): re-measure `back` and the rows above on a quiet machine.
 
 defmodule Bench.Stall do
   alias CMDC.Tool.{JSON, Native, Registry, Schema}
@@ -135,9 +157,17 @@ defmodule Bench.Stall do
     row("pattern over 2,000 strings", strings, fn -> Schema.validate(alt, strings) end)
     back = Schema.compile!(%{"pattern" => "^(a*)*\\1b$"})
     a30 = String.duplicate("a", 30)
-    row("^(a*)*\\1b$ on 30 characters", a30, fn -> Schema.validate(back, a30) end)
+    row("back-ref ^(a*)*\\1b$ on 30 chars (refused)", a30, fn -> Schema.validate(back, a30) end)
+    # A hostile string the superset accepts: the one bounded match, on a dirty scheduler.
+    accepts = Schema.compile!(%{"pattern" => "^(a*)*b\\1$"})
+    a58 = String.duplicate("a", 28) <> "b" <> String.duplicate("a", 29)
+
+    row("back-ref ^(a*)*b\\1$ on 58 chars (accepted)", a58, fn ->
+      Schema.validate(accepts, a58)
+    end)
 
     if wanted?("work"), do: work(any, tuple, alt, strings)
+    if wanted?("work"), do: work_back(back, a30)
     if wanted?("work"), do: work_slices(any, list, alt, strings, back, a30)
 
     map = Map.new(1..20_000, &{"key#{&1}", String.duplicate("v", 40)})
@@ -177,6 +207,19 @@ defmodule Bench.Stall do
     )
   end
 
+  # The back-reference row's calls run on the worker's own scheduler now: how long a worker
+  # looping over them holds it before it is switched out, next to the control's loop.
+  def work_back(back, a30) do
+    control = fn -> :erlang.binary_to_term(:erlang.term_to_binary(a30)) end
+    {cp50, cp99} = slices(control)
+    {op50, op99} = slices(fn -> Schema.validate(back, a30) end)
+
+    IO.puts(
+      "work: ^(a*)*\\1b$ on 30 characters in a loop, a worker's time slice p50/p99 ours " <>
+        "#{op50}/#{op99} µs, control #{cp50}/#{cp99} µs"
+    )
+  end
+
   # How the rows' work is split: a long list's slices (each one normal-scheduler call), and the
   # back-reference row's dirty call next to one bounded match alone (`is_valid` on serde_json).
   def work_slices(any, list, alt, strings, back, a30) do
@@ -196,7 +239,8 @@ defmodule Bench.Stall do
 
     for {name, schema, term, n} <- [
           {"2M-element list", any, list, 20},
-          {"2,000 strings", alt, strings, 500}
+          {"2,000 strings", alt, strings, 500},
+          {"back-ref refused by the superset", back, a30, 20_000}
         ] do
       ours = charged(fn -> Schema.validate(schema, term) end, n)
       control = charged(fn -> :erlang.binary_to_term(:erlang.term_to_binary(term)) end, n)
@@ -220,10 +264,19 @@ defmodule Bench.Stall do
 
     {:ok, {two_ns, one_ns}} = Native.bench_rust_validate(back, ~s("#{a30}"), 40)
 
+    normal =
+      Enum.min(
+        for _ <- 1..7 do
+          {us, _} = :timer.tc(fn -> for _ <- 1..400, do: Native.schema_validate(back, a30) end)
+          us / 400
+        end
+      )
+
     IO.puts(
-      "work: ^(a*)*\\1b$ on 30 characters, a call (dirty) #{round(us)} µs; jsonschema alone: " <>
-        "one bounded match (is_valid) #{round(one_ns / 1000)} µs, two (is_valid, then the " <>
-        "errors) #{round(two_ns / 1000)} µs"
+      "work: ^(a*)*\\1b$ on 30 characters, a call (normal scheduler, refused by the superset) " <>
+        "#{Float.round(normal, 1)} µs, (dirty) #{round(us)} µs; the validator alone (serde " <>
+        "values, the superset first): is_valid #{Float.round(one_ns / 1000, 1)} µs, is_valid " <>
+        "then the errors #{Float.round(two_ns / 1000, 1)} µs"
     )
   end
 

@@ -10,6 +10,7 @@ pub mod etf;
 pub mod exec;
 pub mod fs;
 pub mod names;
+pub mod pattern;
 pub mod permissions;
 pub mod providers;
 pub mod registry;

@@ -4,58 +4,24 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::json::{Json, SerdeJson};
-use jsonschema::{
-    Draft, FancyRegex, PatternOptions, Retrieve, Uri, ValidationError, ValidationOptions, Validator,
-};
+use jsonschema::{Draft, Retrieve, Uri, ValidationError, Validator};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::pattern::keyword;
 
 /// Errors reported per call at most: enough for a model to fix its call, cheap to build.
 pub const MAX_ERRORS: usize = 32;
-
-/// Backtracking steps one match of a `pattern` (or `patternProperties` key) may take. Only
-/// patterns with back-references, look-around or atomic groups backtrack (others run in time
-/// linear in the string); past this a match ends in an error naming the pattern, so a pattern
-/// like `^(a*)*\1b$` costs ~0.3 ms per string (measured) instead of 100 ms.
-pub const BACKTRACK_LIMIT: usize = 10_000;
 
 /// Work units a match that can backtrack is charged before it runs: its whole limit, ~0.3 ms,
 /// a normal scheduler's whole allowance in either unit the NIF uses, so such a match always
 /// runs on a dirty scheduler.
 pub const BACKTRACK_UNITS: i64 = 12_000;
 
-/// The options every validator of this crate is built with (one place for the regex limits).
-pub fn options_for<F: Json>(
-    draft: Option<Draft>,
-) -> ValidationOptions<'static, Arc<dyn Retrieve>, F> {
-    let options = jsonschema::options_for::<F>().with_pattern_options(pattern_options());
-    match draft {
-        Some(draft) => options.with_draft(draft),
-        None => options,
-    }
-}
-
-fn pattern_options() -> PatternOptions<FancyRegex> {
-    PatternOptions::fancy_regex().backtrack_limit(BACKTRACK_LIMIT)
-}
-
-/// Whether `pattern` may run in `fancy-regex`'s backtracking engine: it has a back-reference,
-/// look-around, an atomic group or a possessive quantifier. Conservative (an escaped `\\1`
-/// counts too): it only moves work to a dirty scheduler.
-pub fn can_backtrack(pattern: &str) -> bool {
-    let b = pattern.as_bytes();
-    b.windows(2).any(|w| {
-        (w[0] == b'\\' && (w[1].is_ascii_digit() && w[1] != b'0' || w[1] == b'k'))
-            || (matches!(w[0], b'*' | b'+' | b'?' | b'}') && w[1] == b'+')
-    }) || ["(?=", "(?!", "(?<=", "(?<!", "(?>"]
-        .iter()
-        .any(|open| pattern.contains(open))
-}
+pub use crate::pattern::engine::{can_backtrack, options_for, BACKTRACK_LIMIT};
 
 /// What one match of a regex against a string costs, in work units charged before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +53,14 @@ impl MatchCost {
         }
     }
 
+    /// A backtracking pattern's superset (`crate::pattern::superset`), `source_len` bytes of
+    /// source: a linear match, charged as any other.
+    pub fn superset(source_len: usize) -> MatchCost {
+        MatchCost {
+            fixed: 4 + (source_len >> 6) as i64,
+        }
+    }
+
     /// Whether the match can backtrack (its fixed cost is the whole limit).
     pub fn backtracks(self) -> bool {
         self.fixed == BACKTRACK_UNITS
@@ -102,27 +76,35 @@ impl MatchCost {
 /// costs of every `pattern` and `patternProperties` key in it, 0 without any. The caller
 /// multiplies the units of reading an instance by it before validating, so a schema whose
 /// patterns backtrack or are large moves to a dirty scheduler before the work, not after.
+/// A schema that takes this crate's `pattern` keyword (`keyword::overrides`) never runs a
+/// backtracking `pattern` inside `keyword::without_backtracking`, where a normal scheduler
+/// runs it: such a pattern costs its linear part there (`patternProperties` keys still do not).
 pub fn pattern_factor(schema: &Value) -> i64 {
-    fn walk(v: &Value, sum: &mut i64) {
+    let guarded = keyword::overrides(schema);
+    let pattern = move |p: &str| match MatchCost::of(p) {
+        cost if guarded && cost.backtracks() => MatchCost::superset(p.len() * 4).fixed,
+        cost => cost.fixed,
+    };
+    fn walk(v: &Value, sum: &mut i64, pattern: &dyn Fn(&str) -> i64) {
         match v {
             Value::Object(map) => {
                 for (key, value) in map {
                     match (key.as_str(), value) {
-                        ("pattern", Value::String(p)) => *sum += MatchCost::of(p).fixed,
+                        ("pattern", Value::String(p)) => *sum += pattern(p),
                         ("patternProperties", Value::Object(props)) => {
                             *sum += props.keys().map(|p| MatchCost::of(p).fixed).sum::<i64>()
                         }
                         _ => {}
                     }
-                    walk(value, sum);
+                    walk(value, sum, pattern);
                 }
             }
-            Value::Array(items) => items.iter().for_each(|item| walk(item, sum)),
+            Value::Array(items) => items.iter().for_each(|item| walk(item, sum, pattern)),
             _ => {}
         }
     }
     let mut sum = 0;
-    walk(schema, &mut sum);
+    walk(schema, &mut sum, &pattern);
     sum
 }
 
@@ -188,7 +170,9 @@ pub fn compile(schema: &Value, docs: Documents, default_draft: Option<Draft>) ->
 }
 
 /// Compiles a schema for instances in the representation `F` (e.g. BEAM terms read in place).
-pub fn compile_for<F: Json>(
+/// A schema with a `pattern` that can backtrack takes this crate's `pattern` keyword
+/// (`crate::pattern::keyword`): a linear superset first, the bounded match only when needed.
+pub fn compile_for<F: Json + 'static>(
     schema: &Value,
     docs: Documents,
     default_draft: Option<Draft>,
@@ -200,6 +184,9 @@ pub fn compile_for<F: Json>(
         )));
     }
     let mut options = options_for::<F>(None).with_retriever(docs);
+    if keyword::overrides(schema) {
+        options = options.with_keyword("pattern", keyword::factory::<F>);
+    }
     let custom_meta_schema = schema.get("$schema").is_some() && draft_for(schema) == Draft::Unknown;
     // A `$schema` naming a custom meta-schema is resolved by the validator (through `docs`), so
     // its vocabularies apply; otherwise the draft is fixed here, Draft 7 by default.
@@ -514,16 +501,18 @@ mod tests {
 
     #[test]
     fn a_backtracking_pattern_ends_in_a_clear_error() {
-        let s = json!({"type": "string", "pattern": "^(a*)*\\1b$"});
+        // A string the pattern's superset accepts (`crate::pattern`): the bounded match runs.
+        let s = json!({"type": "string", "pattern": "^(a*)*b\\1$"});
         let v = compile(&s, Documents::default(), None).unwrap();
-        let errs = check(&v, &json!("a".repeat(30))).unwrap_err();
+        let over = format!("{}b{}", "a".repeat(28), "a".repeat(29));
+        let errs = check(&v, &json!(over)).unwrap_err();
         assert_eq!(errs.len(), 1, "{errs:?}");
         let first = errs.get(0).unwrap();
         assert_eq!(first.keyword, "pattern");
         assert_eq!(first.schema_path, "/pattern");
         assert!(first.message.contains("backtracking steps"), "{errs:?}");
         // Short strings still match or fail as the pattern says.
-        assert!(check(&v, &json!("aab")).is_ok());
+        assert!(check(&v, &json!("aabaa")).is_ok());
         assert_eq!(
             check(&v, &json!("ac")).unwrap_err().get(0).unwrap().keyword,
             "pattern"

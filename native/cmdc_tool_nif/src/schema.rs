@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cmdc_tool_core::compiled::{resolved_draft, Program, Stop};
 use cmdc_tool_core::dialect;
+use cmdc_tool_core::pattern::keyword::without_backtracking;
 use cmdc_tool_core::providers::null_plan;
 use cmdc_tool_core::providers::round_trip::NullPlan;
 use cmdc_tool_core::providers::{convert_parameters, Converted, Format};
@@ -120,6 +121,9 @@ pub(crate) fn validate_term<'a>(
         match checked {
             Ok(()) => return Ok(args),
             Err(Stop::Yield) => return Err(Error::Yield),
+            // A backtracking match is needed (its superset, if any, accepted the string):
+            // a dirty scheduler's work, before anything else is built.
+            Err(Stop::Deferred) if !dirty => return Err(Error::Yield),
             // Invalid or undecided: the `jsonschema` path decides and names the errors; a
             // deferred pattern is decided by its error pass alone (one match, not two).
             Err(stop) => invalid = matches!(stop, Stop::Invalid | Stop::Deferred),
@@ -134,7 +138,7 @@ pub(crate) fn validate_term<'a>(
     });
     let result = built
         .map_err(|e| Error::not_json(&e))
-        .and_then(|tape| decide(schema, &tape, invalid).map(|()| args));
+        .and_then(|tape| decide_here(schema, &tape, invalid, dirty).map(|()| args));
     if !dirty {
         // The error list is work too (a failure's texts and maps, ~1.6 µs measured).
         let failures = match &result {
@@ -149,6 +153,16 @@ pub(crate) fn validate_term<'a>(
 
 /// Work units reported for one failure in an error list.
 const FAILURE_UNITS: i64 = 16;
+
+/// `decide` on the scheduler the call runs on: on a normal one no `pattern` match that can
+/// backtrack runs (their supersets decide what they can, `cmdc_tool_core::pattern`); one
+/// that is needed makes the call `:yield`, so no string is matched twice.
+fn decide_here(schema: &Schema, tape: &Tape, invalid: bool, dirty: bool) -> Result<()> {
+    if dirty {
+        return decide(schema, tape, invalid);
+    }
+    without_backtracking(|| decide(schema, tape, invalid)).unwrap_or(Err(Error::Yield))
+}
 
 /// The validator's verdict on a built index; `invalid`: the compiled program found it invalid.
 fn decide(schema: &Schema, tape: &Tape, invalid: bool) -> Result<()> {

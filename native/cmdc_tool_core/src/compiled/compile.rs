@@ -8,6 +8,7 @@ use jsonschema_regex::{analyze_pattern, PatternAnalysis};
 use serde_json::{Map, Value};
 
 use super::program::*;
+use crate::pattern::superset::superset;
 use crate::schema::{draft_for, options_for, MatchCost};
 use crate::tape::Beam;
 
@@ -125,12 +126,20 @@ impl Compiler<'_> {
                 return Some((Leaf::OneOf(words.into()), cost));
             }
         }
-        let mut one = Map::new();
-        one.insert(keyword.into(), value.clone());
         let cost = match (keyword, value) {
             ("pattern", Value::String(pattern)) => MatchCost::of(pattern),
             _ => MatchCost::LEAF,
         };
+        if let ("pattern", Value::String(pattern)) = (keyword, value) {
+            // A backtracking pattern's linear superset refuses here what it can; the rest is
+            // deferred to the validator's one bounded match.
+            if let Some(superset) = cost.backtracks().then(|| superset(pattern)).flatten() {
+                let cost = MatchCost::superset(superset.as_str().len());
+                return Some((Leaf::Superset(superset), cost));
+            }
+        }
+        let mut one = Map::new();
+        one.insert(keyword.into(), value.clone());
         let validator = options_for::<Beam>(Some(self.draft))
             .build(&Value::Object(one))
             .ok()?;

@@ -290,6 +290,7 @@ pub(super) fn string(checks: &StringChecks, s: &str, budget: &mut Budget) -> Che
         let len = char_count(s);
         require(checks.min.is_none_or(|m| len >= m) && checks.max.is_none_or(|m| len <= m))?;
     }
+    let mut deferred = false;
     for (leaf, cost) in &checks.leaves {
         if cost.backtracks() {
             return Err(Stop::Deferred);
@@ -297,6 +298,11 @@ pub(super) fn string(checks: &StringChecks, s: &str, budget: &mut Budget) -> Che
         // Regular expressions and formats cost more per byte than reading the value.
         budget.spend(cost.units(s.len()))?;
         require(leaf.is_valid(s))?;
+        // Passing a superset decides nothing; the other leaves may still refuse the string.
+        deferred |= matches!(leaf, Leaf::Superset(_));
+    }
+    if deferred {
+        return Err(Stop::Deferred);
     }
     Ok(())
 }

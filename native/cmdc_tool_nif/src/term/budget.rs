@@ -75,20 +75,28 @@ thread_local! {
     static UNREPORTED: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
 }
 
-/// Tells the VM how much of a 1 ms time slice a call used, in work units (~100 ns each), so it
-/// schedules other processes sooner after a long call. Only on normal schedulers. Calls under
-/// 1% each add up per thread, so a process looping over cheap calls (an error of a few µs
-/// each) is charged what it uses: without that, 500 calls of 1.6 µs ran as one 0.8 ms slice
-/// where the VM's own term_to_binary loop ran 0.25 ms slices.
+/// Work units (~100 ns each) reported as 1% of a time slice: the VM's own pace, not the
+/// nominal 1 ms slice. The VM charges its BIFs ~40,000 reductions per ms of CPU (measured:
+/// `binary_to_term(term_to_binary(s))` on a short string), so its 4,000-reduction slice is
+/// ~0.1 ms of such work. At 100 units per percent (a 1 ms slice) a loop of 3 µs validations
+/// held its scheduler 0.57 ms per slice against the VM's 0.08-0.13 ms, and a sleeper woke
+/// 2.3 ms late (p99) against 1.1 ms (`bench/stall.exs`, issue 26 item 6).
+const UNITS_PER_PERCENT: i64 = 10;
+
+/// Tells the VM how much of a time slice a call used, in work units, so it schedules other
+/// processes sooner after a long call. Only on normal schedulers. Calls under 1% each add up
+/// per thread, so a process looping over cheap calls (an error of a few µs each) is charged
+/// what it uses: without that, 500 calls of 1.6 µs ran as one 0.8 ms slice where the VM's own
+/// term_to_binary loop ran 0.25 ms slices.
 pub fn report_units(env: Env, units: i64) {
     let total = UNREPORTED.get().saturating_add(units.max(0));
-    if total < 100 {
+    if total < UNITS_PER_PERCENT {
         UNREPORTED.set(total);
         return;
     }
-    UNREPORTED.set(total % 100);
+    UNREPORTED.set(total % UNITS_PER_PERCENT);
     if on_normal_scheduler() {
-        let percent = (total / 100).clamp(1, 100) as i32;
+        let percent = (total / UNITS_PER_PERCENT).clamp(1, 100) as i32;
         unsafe { rustler::sys::enif_consume_timeslice(env.as_c_arg(), percent) };
     }
 }

@@ -73,15 +73,45 @@ defmodule CMDC.Tool.StallTest do
     assert later - before > 10_000
   end
 
-  test "a pattern that can backtrack runs dirty and ends in a clear error past its limit" do
+  test "a pattern that can backtrack: its superset refuses on a normal scheduler, the match runs dirty" do
     schema = Schema.compile!(%{"type" => "string", "pattern" => "^(a*)*\\1b$"})
-    hostile = String.duplicate("a", 30)
-    # Charged its whole backtracking limit before it runs: never on a normal scheduler.
+    # A string the pattern's linear superset (^(a*)*(?:a*)?b$) accepts needs the bounded
+    # match: never on a normal scheduler.
     assert Native.schema_validate(schema, "aab") == {:error, :yield}
-    assert Native.schema_validate(schema, hostile) == {:error, :yield}
     assert {:ok, "aab"} = Schema.validate(schema, "aab")
-    assert {:error, [failure]} = Schema.validate(schema, hostile)
+
+    # A string it refuses is invalid, answered on the normal scheduler with no match at all,
+    # and the error reads as the pattern's own (what the crate's match reported before).
+    expected = %{
+      path: "",
+      keyword: "pattern",
+      message: ~S["ac" does not match "^(a*)*\1b$"],
+      schema_path: "/pattern"
+    }
+
+    assert Native.schema_validate(schema, "ac") == {:error, [expected]}
+    assert Schema.validate(schema, "ac") == {:error, [expected]}
+
+    nested = Schema.compile!(%{"properties" => %{"w" => %{"pattern" => "^(a*)*\\1b$"}}})
+
+    assert {:error, [%{path: "/w", schema_path: "/properties/w/pattern", message: message}]} =
+             Native.schema_validate(nested, %{"w" => "ac"})
+
+    assert message == expected.message
+
+    # The 30 a's the bounded match gave up on (over its limit) are refused outright now.
+    hostile = String.duplicate("a", 30)
+    assert {:error, [failure]} = Native.schema_validate(schema, hostile)
+    assert failure.message == ~s["#{hostile}" does not match "^(a*)*\\1b$"]
+
+    # A hostile string the superset accepts still takes the one bounded match, dirty, and
+    # ends in the clear error past its limit.
+    accepts = Schema.compile!(%{"type" => "string", "pattern" => "^(a*)*b\\1$"})
+    over = String.duplicate("a", 28) <> "b" <> String.duplicate("a", 29)
+    assert Native.schema_validate(accepts, over) == {:error, :yield}
+    assert {:error, [failure]} = Schema.validate(accepts, over)
     assert failure.keyword == "pattern"
+    assert failure.schema_path == "/pattern"
     assert failure.message =~ "backtracking steps"
   end
 
