@@ -36,6 +36,8 @@ defmodule CMDC.Tool.Cluster do
 
   use GenServer
 
+  alias CMDC.Tool.Deferred.Namespaces
+
   @pg :cmdc_tool_cluster
 
   # Every view takes the same options; a call takes the runner's too.
@@ -161,15 +163,8 @@ defmodule CMDC.Tool.Cluster do
   @spec find(String.t(), keyword()) :: {:ok, entry()} | {:error, :not_found}
   def find(name, opts \\ []) do
     check!(opts, [:node | @view], "find/2")
-    scope = Keyword.get(opts, :scope, :default)
 
-    candidates =
-      case Keyword.fetch(opts, :node) do
-        {:ok, wanted} -> Enum.filter(all(scope, opts), &(&1.node == wanted))
-        :error -> list(Keyword.take(opts, @view))
-      end
-
-    case Enum.find(candidates, &(&1.name == name)) do
+    case Enum.find(candidates(opts), &(&1.name == name)) do
       nil -> {:error, :not_found}
       entry -> {:ok, entry}
     end
@@ -257,17 +252,24 @@ defmodule CMDC.Tool.Cluster do
     call |> async(context, opts) |> await(Keyword.take(opts, [:on_update, :await_timeout]))
   end
 
-  @doc "Starts a call (see `run/3`); `await/2` or `cancel/1` the returned handle."
+  @doc """
+  Starts a call (see `run/3`); `await/2` or `cancel/1` the returned handle. A call with a
+  `:namespace` (an OpenAI Responses `function_call` of a function inside a namespace, as
+  `CMDC.Tool.Deferred.Namespaces.call/1` gives it) names the published tool it resolves to by
+  the runner's rule (`CMDC.Tool.Deferred.Namespaces.resolve_name/3` over the view), so it runs
+  as it would through `CMDC.Tool.Runner`, and its result carries the published name.
+  """
   def async(call, context, opts \\ []) do
     check!(opts, @call, "run/3")
     {id, name, arguments} = CMDC.Tool.Runner.call_parts(call)
+    namespace = Map.get(call, :namespace, call["namespace"])
     caller = self()
     ref = make_ref()
 
     pid =
       spawn(fn ->
         Process.monitor(caller)
-        result = start(id, name, arguments, context, opts, caller, ref)
+        {name, result} = start({id, name, namespace, arguments}, context, opts, caller, ref)
         send(caller, {__MODULE__, ref, {:done, %{result | id: id, name: name}}})
       end)
 
@@ -283,23 +285,43 @@ defmodule CMDC.Tool.Cluster do
   @doc "Cancels a cluster call: the remote execution is killed."
   defdelegate cancel(handle), to: CMDC.Tool.Runner
 
-  defp start(id, name, arguments, context, opts, caller, ref) do
-    case locate(name, opts) do
-      {:ok, entry} ->
+  # `{name the call ran under, result}`: the view is asked once, for the namespace and the tool.
+  defp start({id, name, namespace, arguments}, context, opts, caller, ref) do
+    entries = candidates(opts)
+    name = resolved(entries, namespace, name)
+
+    case Enum.find(entries, &(is_binary(name) and &1.name == name)) do
+      %{} = entry ->
         call = %{id: id, name: name, arguments: arguments}
         runner_opts = Keyword.drop(opts, [:scope, :node, :on_update])
-        remote(entry, call, context, runner_opts, caller, ref)
+        {name, remote(entry, call, context, runner_opts, caller, ref)}
 
-      {:error, :not_found} ->
+      nil ->
         names = opts |> Keyword.take(@view) |> list() |> Enum.map(& &1.name)
-        CMDC.Tool.Result.error(CMDC.Tool.unknown_tool_message(names, name), :unknown_tool)
+        message = CMDC.Tool.unknown_tool_message(names, name)
+        {name, CMDC.Tool.Result.error(message, :unknown_tool)}
     end
   end
 
-  defp locate(name, opts) when is_binary(name),
-    do: find(name, Keyword.take(opts, [:node | @view]))
+  # The entries a call may run on: the view, or the named node's own.
+  defp candidates(opts) do
+    case Keyword.fetch(opts, :node) do
+      {:ok, wanted} ->
+        opts |> Keyword.get(:scope, :default) |> all(opts) |> Enum.filter(&(&1.node == wanted))
 
-  defp locate(_name, _opts), do: {:error, :not_found}
+      :error ->
+        list(Keyword.take(opts, @view))
+    end
+  end
+
+  defp resolved(entries, ns, name) when is_binary(ns) and ns != "" and is_binary(name) do
+    case Namespaces.resolve_name(Enum.map(entries, & &1.name), ns, name) do
+      {:ok, registered} -> registered
+      :error -> name
+    end
+  end
+
+  defp resolved(_entries, _ns, name), do: name
 
   defp remote(entry, call, context, opts, caller, ref) do
     {pid, mon} =

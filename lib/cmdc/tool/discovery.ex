@@ -75,11 +75,12 @@ defmodule CMDC.Tool.Discovery do
         "tools": {"tool_name": {"name": "…", "disabled": false, "timeout": 5000}}
       }
 
-  `tool.md`'s front matter can give the title and hints too (the `.json`'s win):
+  `tool.md`'s front matter can give the title, hints and namespace too (the `.json`'s win):
 
       ---
       title: Read a file
       readOnlyHint: true
+      namespace: files
       ---
       Reads a file and returns its text.
 

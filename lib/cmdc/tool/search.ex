@@ -89,8 +89,8 @@ defmodule CMDC.Tool.Search do
     {if(is_binary(title), do: title), namespace(module, name), hints}
   end
 
-  # The namespace its `tool_options/0` names (as OpenAI Responses namespaces group it), an MCP
-  # tool's server; else the name's prefix before `__` or `.`.
+  # The namespace its `tool_options/0` or metadata names (as OpenAI Responses namespaces group
+  # it), an MCP tool's server; else the name's prefix before `__` or `.`.
   defp namespace(module, name) do
     settings =
       if function_exported?(module, :__tool_settings__, 0),
@@ -106,6 +106,10 @@ defmodule CMDC.Tool.Search do
 
       {%{namespace: ns}, _} when is_atom(ns) and ns not in [nil, true, false] ->
         Atom.to_string(ns)
+
+      # A discovered tool's metadata `"namespace"` (its wrapper's settings).
+      {_, %{namespace: ns}} when is_binary(ns) and ns != "" ->
+        ns
 
       {_, %{server: server}} when is_binary(server) ->
         server

@@ -251,4 +251,69 @@ defmodule CMDC.Tool.ClusterTest do
       assert text =~ "report"
     end
   end
+
+  describe "namespaced calls (OpenAI Responses function_call items)" do
+    setup do
+      {peer, node} = Peers.start!(:ns)
+      scope = :"ns_#{System.unique_integer([:positive])}"
+      names = ["github__create_issue", "fs.read", "echo_text"]
+
+      # The tools are made on the peer: their modules exist only there.
+      modules =
+        for n <- names,
+            do: :erpc.call(node, CMDC.Tool.Test.Factory, :tool, [n, "Does #{n}."])
+
+      {:ok, _} = :erpc.call(node, Peers, :publish_registry, [modules, %{}, [scope: scope]])
+      eventually(fn -> length(Cluster.list(scope)) == 3 end)
+      on_exit(fn -> catch_exit(:peer.stop(peer)) end)
+      # The same names in a local registry: what CMDC.Tool.Runner answers for the same items.
+      local = CMDC.Tool.Registry.new()
+      :ok = CMDC.Tool.Registry.register(local, Enum.map(names, &CMDC.Tool.Test.Factory.tool/1))
+      %{node: node, scope: scope, local: local}
+    end
+
+    defp item(id, name, ns) do
+      {:ok, call} =
+        CMDC.Tool.Deferred.Namespaces.call(%{
+          "type" => "function_call",
+          "call_id" => id,
+          "name" => name,
+          "namespace" => ns,
+          "arguments" => "{}"
+        })
+
+      call
+    end
+
+    defp seen(result), do: Map.take(result, [:id, :name, :content, :is_error, :reason])
+
+    test "run on the owner's node as through the runner", %{scope: scope, local: local} do
+      for {name, ns, registered} <- [
+            {"create_issue", "github", "github__create_issue"},
+            {"read", "fs", "fs.read"},
+            {"echo_text", "util", "echo_text"}
+          ] do
+        call = item("c_" <> name, name, ns)
+        result = Cluster.run(call, CMDC.Context.new(), scope: scope)
+        assert %{is_error: false, content: ^registered, name: ^registered} = result
+        assert seen(result) == seen(CMDC.Tool.Runner.run(local, call, CMDC.Context.new()))
+      end
+
+      # Asking for the owner's node resolves over that node's tools the same way.
+      node = Cluster.find("fs.read", scope: scope) |> elem(1) |> Map.fetch!(:node)
+
+      assert %{content: "fs.read"} =
+               Cluster.run(item("c_n", "read", "fs"), CMDC.Context.new(), scope: scope, node: node)
+    end
+
+    test "a function the namespace lacks is the runner's unknown-tool error", %{
+      scope: scope,
+      local: local
+    } do
+      call = item("c_x", "close_issue", "github")
+      result = Cluster.run(call, CMDC.Context.new(), scope: scope)
+      assert %{is_error: true, reason: :unknown_tool, name: "close_issue"} = result
+      assert seen(result) == seen(CMDC.Tool.Runner.run(local, call, CMDC.Context.new()))
+    end
+  end
 end

@@ -163,8 +163,10 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   @doc """
   A tool's own namespace (before any `namespaces:` map): its registry settings' `"namespace"`
-  (metadata, a plugin's name), its `tool_options/0` `:namespace`, an MCP tool's server (the
-  prefix of its `server__tool` name), else `nil`.
+  (metadata, a plugin's name), its `tool_options/0` `:namespace`, its metadata's
+  `"namespace"` as a discovered tool's wrapper carries it (`__tool_settings__/0`, so a plain
+  module list groups it too), an MCP tool's server (the prefix of its `server__tool` name),
+  else `nil`.
   """
   @spec own_namespace(CMDC.Tool.Providers.source(), module(), String.t()) :: String.t() | nil
   def own_namespace(source, module, name) do
@@ -174,7 +176,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
     ns =
       settings["namespace"] || settings[:namespace] || option(options, :namespace) ||
-        server_prefix(mcp, name)
+        option(mcp, :namespace) || server_prefix(mcp, name)
 
     case ns do
       ns when is_binary(ns) and ns != "" -> given(ns)
@@ -354,6 +356,32 @@ defmodule CMDC.Tool.Deferred.Namespaces do
         _ -> []
       end
 
+    mapped_names(names, candidates)
+  end
+
+  @doc """
+  `resolve/3` over a list of names rather than a tool list (the names a
+  `CMDC.Tool.Cluster` view publishes, whose modules may live on other nodes): the same rule,
+  the same answer.
+
+      iex> names = ["github__create_issue", "fs.read", "echo"]
+      iex> ns = CMDC.Tool.Deferred.Namespaces
+      iex> {ns.resolve_name(names, "github", "create_issue"), ns.resolve_name(names, "fs", "read")}
+      {{:ok, "github__create_issue"}, {:ok, "fs.read"}}
+      iex> {ns.resolve_name(names, "util", "echo"), ns.resolve_name(names, "util", "nope")}
+      {{:ok, "echo"}, :error}
+  """
+  @spec resolve_name([String.t()], String.t(), String.t()) :: {:ok, String.t()} | :error
+  def resolve_name(names, ns, name) when is_binary(ns) and is_binary(name) do
+    candidates = candidates(ns, name)
+
+    case Enum.find(candidates, &(&1 in names)) do
+      nil -> mapped_names(names, candidates)
+      found -> {:ok, found}
+    end
+  end
+
+  defp mapped_names(names, candidates) do
     Enum.find_value(candidates, :error, fn c ->
       case RoundTrip.original_name(names, c) do
         {:ok, found} -> {:ok, found}

@@ -46,6 +46,10 @@ defmodule CMDC.Tool.Runner.Settings do
       {"exclusive", v}, acc ->
         Map.put(acc, :exclusive, v == true)
 
+      # Metadata's OpenAI Responses namespace: kept, so it travels with a wrapper.
+      {"namespace", v}, acc when is_binary(v) and v != "" ->
+        Map.put(acc, :namespace, v)
+
       {k, v}, acc when is_atom(k) ->
         Map.put(acc, k, v)
 

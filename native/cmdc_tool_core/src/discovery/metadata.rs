@@ -32,7 +32,8 @@ pub fn markdown_body(text: &str) -> Option<String> {
     (!body.is_empty()).then(|| body.to_string())
 }
 
-/// What a `.md` file's front matter says about the tool, as metadata settings: `title: …`, the
+/// What a `.md` file's front matter says about the tool, as metadata settings: `title: …`,
+/// `namespace: …` (its OpenAI Responses namespace), the
 /// annotation hints (`readOnlyHint: true`, `read_only_hint: false`, any key ending in
 /// `Hint`/`_hint`, collected under `annotations`) and `examples` (see [`front_examples`]); the
 /// Elixir side checks names and values as it does a `.json` file's. Other keys are left alone:
@@ -53,7 +54,7 @@ pub fn markdown_display(text: &str) -> Map<String, Value> {
             continue;
         };
         let (key, value) = (key.trim(), scalar(raw.trim()));
-        if key == "title" {
+        if key == "title" || key == "namespace" {
             display.insert(key.to_string(), value);
         } else if key == "examples" {
             display.insert(key.to_string(), front_examples(raw.trim(), &lines[i + 1..]));

@@ -354,12 +354,13 @@ fn metadata_is_validated() {
 #[test]
 fn markdown_front_matter_gives_title_and_hints() {
     let text = "---\ntitle: \"Read a file\"\nreadOnlyHint: true\nopen_world_hint: false\n\
-                layout: post\n---\nReads a file.\n";
+                layout: post\nnamespace: files\n---\nReads a file.\n";
     let display = markdown_display(text);
     assert_eq!(
         serde_json::Value::Object(display),
         serde_json::json!({
             "title": "Read a file",
+            "namespace": "files",
             "annotations": {"readOnlyHint": true, "open_world_hint": false}
         })
     );

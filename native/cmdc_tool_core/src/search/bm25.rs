@@ -1,8 +1,11 @@
 //! Okapi BM25 over the weighted fields of `doc.rs`, term at a time. Per posting the exact
 //! formula runs over the posting's own arrays (frequency and length side by side, so a block of
-//! postings is scored in SIMD lanes), then adds into a per-thread score array indexed by slot;
-//! the slots touched are listed as they are first reached, and only those are read back into
-//! the bounded top-k. Nothing is allocated per query once a thread has scored one.
+//! postings is scored in SIMD lanes), then adds into a per-thread score array indexed by slot
+//! (the first term stores: every score is still zero). Sparse queries list the slots touched
+//! as they are first reached and read back only those; dense ones read every score back in
+//! slot order in one pass, a block at a time, each block's best against the top-k's floor
+//! first. Either way the scores are the exact sums in term order ([`exhaustive`] in the tests
+//! sorts every tool's). Nothing is allocated per query once a thread has scored one.
 
 use std::cell::RefCell;
 
@@ -20,13 +23,11 @@ const DENSE: usize = 8;
 /// Slots read back per block in that case.
 const DENSE_BLOCK: usize = 64; // a `u64` mask per block
 
-/// Per-thread scratch: a score per slot (all zero between queries), the slots touched, and
-/// the best score of each block of slots.
+/// Per-thread scratch: a score per slot (all zero between queries) and the slots touched.
 #[derive(Default)]
 struct Scratch {
     scores: Vec<f32>,
     touched: Vec<u32>,
-    maxima: Vec<f32>,
 }
 
 thread_local! {
@@ -99,11 +100,7 @@ pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
     };
     SCRATCH.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let Scratch {
-            scores,
-            touched,
-            maxima,
-        } = &mut *cell;
+        let Scratch { scores, touched } = &mut *cell;
         if scores.len() < index.slots.len() {
             scores.resize(index.slots.len(), 0.0);
         }
@@ -112,7 +109,7 @@ pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
         if postings(&ids) * DENSE >= scores.len() {
             // Many postings for few slots: read every score back in order, without a list.
             accumulate(index, &ids, norm, scores, None);
-            collect_dense(scores, maxima, top, !filtered, keep);
+            collect_dense(scores, top, keep);
             return;
         }
         let most = postings(&ids[1..]);
@@ -138,35 +135,18 @@ fn collect(slots: &[u32], scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) 
     }
 }
 
-/// [`collect`] over every slot, a block at a time: a block whose best score is 0 (nothing
-/// scored) is skipped, one under the floor only cleared. Unless filters apply, the k-th best
-/// of the blocks' maxima starts the floor: k blocks each hold a score at least that high.
-fn collect_dense(
-    scores: &mut [f32],
-    maxima: &mut Vec<f32>,
-    top: &mut Top,
-    seed: bool,
-    keep: impl Fn(u32) -> bool,
-) {
-    maxima.clear();
-    maxima.extend(scores.chunks(DENSE_BLOCK).map(max));
-    if seed && maxima.len() >= top.k() {
-        let mut order = maxima.clone();
-        let k = top.k() - 1;
-        let (_, kth, _) = order.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
-        top.raise_floor(*kth);
-    }
-    for ((b, block), &best) in scores
-        .chunks_mut(DENSE_BLOCK)
-        .enumerate()
-        .zip(maxima.iter())
-    {
+/// [`collect`] over every slot in one pass, a block at a time: the slots at or above the
+/// current floor as a bit mask (compared in SIMD lanes), only those offered, then the block
+/// cleared while it is in cache. Once the top holds `k`, the floor turns most blocks away
+/// whole; copies of one tool put a tie in many blocks, and only those ties are visited.
+fn collect_dense(scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) -> bool) {
+    for (b, block) in scores.chunks_mut(DENSE_BLOCK).enumerate() {
+        // The block's best first (eight lanes, no mask work): most blocks stop there.
+        let best = max(block);
         if best == 0.0 {
             continue;
         }
         if top.could_take(best) {
-            // The slots at or above the floor as a bit mask (compared in SIMD lanes), then
-            // only those visited: copies of one tool put a tie in many blocks.
             let mut mask = above(block, top.floor());
             while mask != 0 {
                 let i = mask.trailing_zeros() as usize;
@@ -179,6 +159,23 @@ fn collect_dense(
         }
         block.fill(0.0);
     }
+}
+
+/// The largest of non-negative scores, in eight SIMD lanes.
+#[inline]
+fn max(scores: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let chunks = scores.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (m, x) in lanes.iter_mut().zip(chunk) {
+            *m = if *x > *m { *x } else { *m };
+        }
+    }
+    lanes
+        .iter()
+        .chain(rest)
+        .fold(0f32, |a, &x| if x > a { x } else { a })
 }
 
 /// Bit `i` set when `block[i]` is a score (> 0) at or above `floor`.
@@ -219,23 +216,6 @@ fn above4(q: [f32; 4], floor: f32) -> u8 {
         .fold(0, |m, (j, &x)| m | u8::from(x >= floor) << j)
 }
 
-/// The largest of non-negative scores, in eight SIMD lanes.
-#[inline]
-fn max(scores: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let chunks = scores.chunks_exact(8);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for (m, x) in lanes.iter_mut().zip(chunk) {
-            *m = if *x > *m { *x } else { *m };
-        }
-    }
-    lanes
-        .iter()
-        .chain(rest)
-        .fold(0f32, |a, &x| if x > a { x } else { a })
-}
-
 /// Adds every query term's BM25 weight into `scores` (all zero on entry). With `touched`,
 /// lists there the slots that only terms after the first reached, and returns how many.
 fn accumulate(
@@ -255,14 +235,25 @@ fn accumulate(
             block(p, start, out, scale, norm);
             let slots = &p.slots[start..start + out.len()];
             match touched.as_deref_mut() {
-                // Every score is still zero, or no list is kept: no read for the list.
-                _ if i == 0 => add(slots, out, scores),
+                // Every score is still zero (0 + w is w, bit for bit): a store, no read.
+                _ if i == 0 => set(slots, out, scores),
                 None => add(slots, out, scores),
                 Some(touched) => count = add_listing(slots, out, scores, touched, count),
             }
         }
     }
     count
+}
+
+/// `scores[slot] = w` for a block (each slot once: a posting list names a slot once).
+#[inline]
+fn set(slots: &[u32], weights: &[f32], scores: &mut [f32]) {
+    for (slot, w) in slots.iter().zip(weights) {
+        let slot = *slot as usize;
+        debug_assert!(slot < scores.len());
+        // SAFETY: as in `add`.
+        unsafe { *scores.get_unchecked_mut(slot) = *w };
+    }
 }
 
 /// `scores[slot] += w` for a block.
@@ -302,4 +293,46 @@ fn add_listing(
         }
     }
     count
+}
+
+/// Every live tool scored one by one (its postings found through its own terms), sorted
+/// whole: what [`search`] must return, for the tests.
+#[cfg(test)]
+pub(super) fn exhaustive(index: &Index, query: &Query) -> Vec<super::index::Hit> {
+    let n = index.len() as f32;
+    if n == 0.0 {
+        return Vec::new();
+    }
+    let avg = (index.total_len / f64::from(n)).max(1e-6) as f32;
+    let norm = Norm {
+        base: K1 * (1.0 - B),
+        per_len: K1 * B / avg,
+    };
+    let ids = terms(index, query, n);
+    let mut hits: Vec<(f32, &str)> = Vec::new();
+    for s in index.slots.iter().flatten() {
+        if !Index::keeps(s, query) {
+            continue;
+        }
+        let mut score = 0f32;
+        for &(id, idf) in &ids {
+            if let Some(j) = s.terms.iter().position(|t| *t == id) {
+                let p = &index.postings[id as usize];
+                let at = s.pos[j] as usize;
+                let (tf, len) = (p.tf[at], p.len[at]);
+                score += idf * (K1 + 1.0) * tf / (tf + norm.base + norm.per_len * len);
+            }
+        }
+        if score > 0.0 {
+            hits.push((score, s.name.as_str()));
+        }
+    }
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    hits.truncate(query.limit.min(super::index::MAX_LIMIT));
+    hits.into_iter()
+        .map(|(score, name)| super::index::Hit {
+            name: name.to_owned(),
+            score: f64::from(score),
+        })
+        .collect()
 }

@@ -14,6 +14,8 @@ mod bm25;
 mod doc;
 #[cfg(test)]
 mod eval_tests;
+#[cfg(test)]
+mod exact_tests;
 mod find;
 mod hash;
 mod index;

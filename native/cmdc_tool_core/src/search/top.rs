@@ -2,7 +2,8 @@
 //! best *scores* (plain integers, no names) gives the floor below which nothing can enter, so
 //! most candidates are turned away by one comparison; those at or above the floor when they
 //! came are kept aside, and only at the end are names read to order them (score, then name,
-//! so ties are stable).
+//! so ties are stable). The floor's ties, hundreds when a catalog holds copies of a tool, go
+//! through a bounded heap of names (one comparison each, their cache lines fetched together).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -43,18 +44,6 @@ impl<'i> Top<'i> {
         }
     }
 
-    /// How many are kept.
-    pub(super) fn k(&self) -> usize {
-        self.k
-    }
-
-    /// Raises the floor to `floor`, known to be at most the k-th best score to come.
-    pub(super) fn raise_floor(&mut self, floor: f32) {
-        if floor > self.floor {
-            self.floor = floor;
-        }
-    }
-
     /// The current floor (−∞ until `k` were offered or a floor was raised).
     pub(super) fn floor(&self) -> f32 {
         self.floor
@@ -88,32 +77,68 @@ impl<'i> Top<'i> {
         }
     }
 
-    /// The best `k` as hits, best first, ties by name.
+    /// The best `k` as hits, best first, ties by name. Those above the floor are fewer than
+    /// `k`; the floor's ties (copies of one tool: hundreds) fill the rest, by name, through a
+    /// bounded heap: one name comparison per tie for most of them.
     pub(super) fn into_hits(self) -> Vec<Hit> {
-        let floor = self.floor;
-        let mut hits: Vec<(f32, &str)> = self
-            .kept
-            .into_iter()
-            .filter(|(score, _)| *score >= floor)
-            .filter_map(|(score, slot)| {
-                let s = self.index.slots[slot as usize].as_ref()?;
-                Some((score, s.name.as_str()))
-            })
-            .collect();
-        let order = |a: &(f32, &str), b: &(f32, &str)| b.0.total_cmp(&a.0).then(a.1.cmp(b.1));
-        if hits.len() > self.k {
-            // Many ties at the floor (copies of one tool): pick the k first, sort only those.
-            hits.select_nth_unstable_by(self.k - 1, order);
-            hits.truncate(self.k);
+        let (floor, index, k) = (self.floor, self.index, self.k);
+        let slot_of = |slot: u32| index.slots[slot as usize].as_ref();
+        let mut hits: Vec<(f32, &str)> = Vec::with_capacity(k);
+        let mut tied: Vec<u32> = Vec::new();
+        for (score, slot) in self.kept {
+            if score > floor {
+                hits.extend(slot_of(slot).map(|s| (score, s.name.as_str())));
+            } else if score == floor {
+                tied.push(slot);
+            }
         }
-        hits.sort_unstable_by(order);
+        if tied.len() > k {
+            // Names of scattered tools: ask for all of them before reading one, so the cache
+            // misses overlap rather than follow each other.
+            tied.iter()
+                .for_each(|&s| prefetch(&index.slots[s as usize]));
+            tied.iter()
+                .filter_map(|&s| slot_of(s))
+                .for_each(|s| prefetch(s.name.as_ptr()));
+        }
+        let mut ties: BinaryHeap<&str> = BinaryHeap::with_capacity(k);
+        for n in tied
+            .into_iter()
+            .filter_map(|s| slot_of(s).map(|s| s.name.as_str()))
+        {
+            if ties.len() < k {
+                ties.push(n);
+            } else if let Some(mut last) = ties.peek_mut() {
+                if n < *last {
+                    *last = n;
+                }
+            }
+        }
+        hits.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        hits.truncate(k);
+        let mut ties = ties.into_sorted_vec();
+        ties.truncate(k - hits.len());
         hits.into_iter()
+            .chain(ties.into_iter().map(|n| (floor, n)))
             .map(|(score, name)| Hit {
                 name: name.to_owned(),
                 score: f64::from(score),
             })
             .collect()
     }
+}
+
+/// Asks the CPU to bring `p`'s cache line in (a hint: no effect on what the program computes).
+#[inline]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and reads nothing the program sees, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// The inverse of [`key`].
