@@ -5,29 +5,39 @@ defmodule Mix.Tasks.Compile.CmdcNative do
 
   hex.pm is unreachable where this library is built, so there is no `rustler` mix package: this
   small compiler is defined here, in `mix.exs`, so Mix sees it before compiling anything. It
-  rebuilds only when a file of the crate (`*.rs`, `Cargo.toml`, `Cargo.lock`) is newer than the
-  installed library. It works the same when `:cmdc_tool` is a `path:` dependency.
+  works the same when `:cmdc_tool` is a `path:` dependency.
+
+  It rebuilds when the installed library does not match its manifest (`<library>.so.sources`,
+  next to it): the crate's files (`native/**/*.{rs,toml}`, `Cargo.toml`, `Cargo.lock`) as they
+  were when that build started (path, size, mtime, and a digest read only when size or mtime
+  moved), and the library's own size and mtime. So a file added, removed, edited during a
+  build or restored with an old mtime, or a library replaced by another build, all rebuild; a
+  copied or re-checked-out tree with the same contents does not. Without a manifest (a library
+  installed by an older version of this compiler) it rebuilds once; cargo decides what that
+  costs.
 
   The crate's `testing` feature (the test and benchmark NIFs, `CMDC.Tool.Native.Testing`) is
   built for `MIX_ENV=test` and `MIX_ENV=bench`, or with `CMDC_NIF_TESTING=1`; never otherwise.
-  That build is installed under its own name (`library/1`), so the two builds never replace
-  each other in the shared `priv/`, and `CMDC.Tool.Native` loads the one whose NIF table its
-  stubs match.
+  That build is installed under its own name (`library/1`): a library is a function of the
+  sources and the features, so the environments that want the same features share it, and
+  the stubs that must match its table are compiled per environment (`CMDC.Tool.Native.Build`).
   """
   use Mix.Task.Compiler
 
   @crate "cmdc_tool_nif"
+  @manifest_vsn 1
 
   @impl true
   def run(_args) do
     root = Path.expand(__DIR__)
-    features = features()
-    target = Path.join([Mix.Project.app_path(), "priv", "native", library(features) <> ".so"])
+    # `priv/` is linked into the build by `mix compile`; also when this task runs alone.
+    Mix.Project.build_structure()
+    target = target(features())
 
-    if stale?(sources(root), target) do
-      build(root, target, features)
-    else
+    if up_to_date?(root, target) do
       {:noop, []}
+    else
+      build(root, target, features())
     end
   end
 
@@ -45,38 +55,91 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   def library([]), do: "lib#{@crate}"
   def library(features), do: Enum.join(["lib#{@crate}" | features], "_")
 
+  @doc "The installed library's path for a set of `features/0`."
+  def target(features),
+    do: Path.join([Mix.Project.app_path(), "priv", "native", library(features) <> ".so"])
+
+  @doc "The manifest of an installed library: what it was built from."
+  def manifest(target), do: target <> ".sources"
+
+  # None that Mix should compare times with: the library's manifest is checked by `run/1`.
   @impl true
   def manifests, do: []
 
   @impl true
   def clean do
     for features <- [[], ["testing"]],
-        do:
-          File.rm(
-            Path.join([Mix.Project.app_path(), "priv", "native", library(features) <> ".so"])
-          )
+        path <- [target(features), manifest(target(features))],
+        do: File.rm(path)
 
     :ok
   end
 
-  defp sources(root) do
-    Path.wildcard(Path.join(root, "native/**/*.{rs,toml}")) ++
-      Enum.filter([Path.join(root, "Cargo.toml"), Path.join(root, "Cargo.lock")], &File.exists?/1)
+  defp up_to_date?(root, target) do
+    with {:ok, binary} <- File.read(manifest(target)),
+         %{vsn: @manifest_vsn, library: library, sources: sources} <- decode(binary),
+         {:ok, %{size: size, mtime: mtime}} <- File.stat(target, time: :posix),
+         true <- library == {size, mtime} do
+      same_sources?(root, sources)
+    else
+      _ -> false
+    end
   end
 
-  defp stale?(sources, target) do
-    case File.stat(target, time: :posix) do
-      {:ok, %{mtime: built}} ->
-        Enum.any?(sources, fn src -> File.stat!(src, time: :posix).mtime > built end)
+  defp decode(binary) do
+    :erlang.binary_to_term(binary, [:safe])
+  rescue
+    ArgumentError -> :unreadable
+  end
 
-      {:error, _} ->
-        true
+  # Size and mtime equal: unchanged (a stat per file, the usual case). Otherwise the digest
+  # decides, so a copy or a fresh checkout of the same files is not a rebuild.
+  defp same_sources?(root, recorded) do
+    paths = sources(root)
+
+    Enum.sort(paths) == Enum.sort(Map.keys(recorded)) and
+      Enum.all?(paths, fn rel ->
+        {size, mtime, digest} = Map.fetch!(recorded, rel)
+
+        case File.stat(Path.join(root, rel), time: :posix) do
+          {:ok, %{size: ^size, mtime: ^mtime}} -> true
+          {:ok, %{size: ^size}} -> digest(Path.join(root, rel)) == digest
+          _ -> false
+        end
+      end)
+  end
+
+  # Paths relative to the crate's root, so a manifest holds for a copy of the tree.
+  defp sources(root) do
+    (Path.wildcard(Path.join(root, "native/**/*.{rs,toml}")) ++
+       Enum.filter(
+         [Path.join(root, "Cargo.toml"), Path.join(root, "Cargo.lock")],
+         &File.exists?/1
+       ))
+    |> Enum.map(&Path.relative_to(&1, root))
+  end
+
+  # Taken before cargo starts: a file edited while it builds no longer matches, so the next
+  # command rebuilds.
+  defp snapshot(root) do
+    Map.new(sources(root), fn rel ->
+      path = Path.join(root, rel)
+      %{size: size, mtime: mtime} = File.stat!(path, time: :posix)
+      {rel, {size, mtime, digest(path)}}
+    end)
+  end
+
+  defp digest(path) do
+    case File.read(path) do
+      {:ok, data} -> :erlang.md5(data)
+      {:error, _} -> nil
     end
   end
 
   defp build(root, target, features) do
     cargo = find_cargo(System.get_env("CARGO"))
     feature_args = if features == [], do: [], else: ["--features", Enum.join(features, ",")]
+    sources = snapshot(root)
 
     # Build output goes to stderr: stdout may be a protocol channel (`mix cmdc.mcp`).
     IO.puts(
@@ -94,7 +157,7 @@ defmodule Mix.Tasks.Compile.CmdcNative do
            stderr_to_stdout: true
          ) do
       {_, 0} ->
-        install(root, target)
+        install(root, target, sources)
 
       {_, status} ->
         Mix.raise("""
@@ -120,15 +183,21 @@ defmodule Mix.Tasks.Compile.CmdcNative do
       """)
   end
 
-  defp install(root, target) do
+  defp install(root, target, sources) do
     target_dir = System.get_env("CARGO_TARGET_DIR") || Path.join(root, "target")
     ext = if match?({:unix, :darwin}, :os.type()), do: "dylib", else: "so"
     built = Path.join([target_dir, "release", "lib#{@crate}.#{ext}"])
     File.mkdir_p!(Path.dirname(target))
-    # Copy to a temporary name and rename: a loaded library is never overwritten in place.
-    tmp = target <> ".tmp"
+    # Copied to a temporary name and renamed: a loaded library is never overwritten in place.
+    # The name is this OS process's own, as two projects (or environments) sharing this
+    # checkout's priv/ may install the same library at once.
+    tmp = "#{target}.#{System.pid()}.tmp"
     File.cp!(built, tmp)
     File.rename!(tmp, target)
+    %{size: size, mtime: mtime} = File.stat!(target, time: :posix)
+    manifest = %{vsn: @manifest_vsn, library: {size, mtime}, sources: sources}
+    File.write!("#{manifest(target)}.#{System.pid()}.tmp", :erlang.term_to_binary(manifest))
+    File.rename!("#{manifest(target)}.#{System.pid()}.tmp", manifest(target))
     {:ok, []}
   end
 end

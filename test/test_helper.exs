@@ -1,5 +1,6 @@
 # CI machines are small and busy: give messages time to arrive before failing a test.
-ExUnit.start(assert_receive_timeout: 3_000)
+# CMDC_TEST_TIMES=1 adds CMDC.Tool.TestTimes: the slowest modules and tests, printed at the end.
+ExUnit.start(assert_receive_timeout: 3_000, formatters: CMDC.Tool.TestTimes.formatters())
 
 # MCP slot modules freed beyond the warm pool are purged in the background; each purge waits for
 # a code barrier (~2 ms on an idle machine, far more under a test run's load). Purged at once

@@ -7,7 +7,7 @@ defmodule CMDC.Tool.ProjectApp do
   # Its first compile reuses this checkout's built native library: with CMDC_NIF_TESTING=1 the
   # dependency's native compiler wants `libcmdc_tool_nif_testing.so`, which `MIX_ENV=test mix
   # compile` of this checkout installed in the shared priv/native (a path dependency's priv is
-  # a symlink to the checkout's), newer than the crate's sources: cargo does not run. HOME and
+  # a symlink to the checkout's), matching its manifest: cargo does not run. HOME and
   # CMDC_HOME point into the temp dir, so the user's own tool folders, MCP configs and trust
   # list stay out of it (cargo and rustup keep theirs).
 

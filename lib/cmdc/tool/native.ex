@@ -12,13 +12,11 @@ defmodule CMDC.Tool.Native do
 
   # The library the native compiler (mix.exs) builds for this Mix environment, and with its
   # `testing` feature the test and benchmark NIFs' stubs: the stubs match its table exactly.
-  @features Mix.Tasks.Compile.CmdcNative.features()
-  @lib Mix.Tasks.Compile.CmdcNative.library(@features)
+  # (Read from `CMDC.Tool.Native.Build`, which says when to recompile: this module must never be
+  # loaded just to ask that, see there.)
+  @features CMDC.Tool.Native.Build.features()
+  @lib CMDC.Tool.Native.Build.library()
   if "testing" in @features, do: use(CMDC.Tool.Native.Testing)
-
-  @doc false
-  # Recompiled when CMDC_NIF_TESTING changes what the native compiler builds.
-  def __mix_recompile__?, do: Mix.Tasks.Compile.CmdcNative.features() != @features
 
   @doc false
   def load_nif do

@@ -130,7 +130,7 @@ defmodule CMDC.Tool.RegistryTest do
 
   test "fetch/2 and validate/3 on a large registry (suggestions move to a dirty scheduler)" do
     reg = Registry.new()
-    modules = for i <- 1..1_100, do: tool("tool_#{i}")
+    modules = CMDC.Tool.Test.Factory.tools(for i <- 1..1_100, do: "tool_#{i}")
     :ok = Registry.register(reg, modules)
     assert Registry.size(reg) == 1_100
     assert {:ok, _} = Registry.fetch(reg, "tool_1100")
@@ -232,9 +232,9 @@ defmodule CMDC.Tool.RegistryTest do
     per_process = 10
 
     modules =
-      for p <- 1..100 do
-        for i <- 1..per_process, do: tool("p#{p}_t#{i}")
-      end
+      for(p <- 1..100, i <- 1..per_process, do: "p#{p}_t#{i}")
+      |> CMDC.Tool.Test.Factory.tools()
+      |> Enum.chunk_every(per_process)
 
     modules
     |> Enum.with_index(1)

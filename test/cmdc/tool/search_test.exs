@@ -119,8 +119,9 @@ defmodule CMDC.Tool.SearchTest do
     reg = Registry.new()
 
     tools =
-      for i <- 1..2_500,
-          do: Factory.tool("tool_#{i}", "Reads record #{i} from the file store.")
+      Factory.tools(
+        for i <- 1..2_500, do: {"tool_#{i}", "Reads record #{i} from the file store."}
+      )
 
     :ok = Registry.register(reg, tools)
     # A regex reads every tool's text: over a normal scheduler's budget at this size.

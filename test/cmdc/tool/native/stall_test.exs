@@ -142,7 +142,7 @@ defmodule CMDC.Tool.StallTest do
 
   test "listing a registry of over 2,000 tools yields on a normal scheduler, then answers dirty" do
     reg = CMDC.Tool.Registry.new()
-    mods = for i <- 1..2_001, do: CMDC.Tool.Test.Factory.tool("big_list_#{i}")
+    mods = CMDC.Tool.Test.Factory.tools(for i <- 1..2_001, do: "big_list_#{i}")
     :ok = CMDC.Tool.Registry.register(reg, mods)
     assert Native.registry_list(reg.ref) == {:error, :yield}
     assert CMDC.Tool.Registry.list(reg) == mods
