@@ -18,3 +18,5 @@ pub mod schema;
 pub mod scripts;
 pub mod search;
 pub mod tape;
+#[cfg(test)]
+mod test_rng;

@@ -367,23 +367,7 @@ fn tool_names_are_checked_per_format() {
 // Property: every argument map the original schema accepts is accepted by the strict rewrite,
 // once absent optional properties are sent as null.
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn coin(&mut self) -> bool {
-        self.below(2) == 0
-    }
-}
+use crate::test_rng::Rng;
 
 fn gen_schema(rng: &mut Rng, depth: u32) -> Value {
     let leaf = depth >= 3;
@@ -433,7 +417,7 @@ fn gen_value(rng: &mut Rng, schema: &Value, root: &Value) -> (Value, Value) {
         return gen_value(rng, root.pointer(&r[1..]).unwrap(), root);
     }
     if let Some(Value::Array(bs)) = schema.get("anyOf").or_else(|| schema.get("oneOf")) {
-        let b = &bs[rng.below(bs.len() as u64) as usize];
+        let b = &bs[rng.below(bs.len())];
         return gen_value(rng, b, root);
     }
     if let Some(Value::Array(parts)) = schema.get("allOf") {
@@ -448,19 +432,19 @@ fn gen_value(rng: &mut Rng, schema: &Value, root: &Value) -> (Value, Value) {
         return gen_value(rng, &merged, root);
     }
     if let Some(Value::Array(values)) = schema.get("enum") {
-        let v = values[rng.below(values.len() as u64) as usize].clone();
+        let v = values[rng.below(values.len())].clone();
         return (v.clone(), v);
     }
     if let Some(c) = schema.get("const") {
         return (c.clone(), c.clone());
     }
     let ty = match schema.get("type") {
-        Some(Value::Array(ts)) => ts[rng.below(ts.len() as u64) as usize].clone(),
+        Some(Value::Array(ts)) => ts[rng.below(ts.len())].clone(),
         Some(t) => t.clone(),
         None => json!("object"),
     };
     let v = match ty.as_str().unwrap() {
-        "string" => json!("s".repeat(rng.below(5) as usize)),
+        "string" => json!("s".repeat(rng.below(5))),
         "integer" => json!(rng.below(51)),
         "number" => json!(rng.below(100) as f64 / 7.0 + 0.5),
         "boolean" => json!(rng.coin()),
