@@ -35,6 +35,25 @@ defmodule CMDC.Tool.MCPServers do
     end
   end
 
+  @doc """
+  Starts test/support/introspection_server.py (an OAuth token introspection endpoint that
+  counts what it is asked, for `resource`) with `python`, killed when the calling test exits:
+  its base URL `http://127.0.0.1:N`.
+  """
+  def introspection(python, resource) do
+    script = Path.expand("introspection_server.py", __DIR__)
+    opts = [:binary, :exit_status, {:line, 100}, args: [script, resource]]
+    port = Port.open({:spawn_executable, python}, opts)
+    {:os_pid, os_pid} = Port.info(port, :os_pid)
+    ExUnit.Callbacks.on_exit(fn -> System.cmd("kill", ["#{os_pid}"]) end)
+
+    receive do
+      {^port, {:data, {:eol, number}}} -> "http://127.0.0.1:#{number}"
+    after
+      30_000 -> ExUnit.Assertions.flunk("the introspection server did not start")
+    end
+  end
+
   @doc "The path of an npm reference server's entry point, installing them on first use."
   def npm(package) do
     main = Path.join([npm_dir(), "node_modules", package, "dist", "index.js"])

@@ -28,6 +28,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
   alias CMDC.Tool.Examples.{Countdown, Echo, ReadFile}
   alias CMDC.Tool.JSON
   alias CMDC.Tool.MCP.HTTP
+  alias CMDC.Tool.MCPServers
 
   @moduletag timeout: 600_000
   @root Path.expand("../../../..", __DIR__)
@@ -342,7 +343,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
     test "OAuth 2.1 resource server: RFC 9728 metadata, RFC 7662 introspection, audience" do
       port = free_port()
       resource = "http://127.0.0.1:#{port}/mcp"
-      introspection = start_introspection(resource)
+      introspection = MCPServers.introspection(python(), resource) <> "/introspect"
 
       {_server, url} =
         start(
@@ -414,27 +415,6 @@ defmodule CMDC.Tool.MCP.HTTPTest do
     {:ok, port} = :inet.port(socket)
     :gen_tcp.close(socket)
     port
-  end
-
-  defp start_introspection(resource) do
-    script = Path.join(@root, "test/support/introspection_server.py")
-
-    port =
-      Port.open({:spawn_executable, python()}, [
-        :binary,
-        :exit_status,
-        {:line, 100},
-        args: [script, resource]
-      ])
-
-    {:os_pid, os_pid} = Port.info(port, :os_pid)
-    on_exit(fn -> System.cmd("kill", ["#{os_pid}"]) end)
-
-    receive do
-      {^port, {:data, {:eol, number}}} -> "http://127.0.0.1:#{number}/introspect"
-    after
-      30_000 -> flunk("the introspection server did not start")
-    end
   end
 
   defp read_until(socket, text, seen \\ "") do

@@ -8,36 +8,15 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
   alias CMDC.Tool.JSON
   alias CMDC.Tool.MCP.HTTP
   alias CMDC.Tool.MCP.HTTP.{Auth, IntrospectionCache}
+  alias CMDC.Tool.MCPServers
 
   @moduletag timeout: 60_000
-  @root Path.expand("../../../../..", __DIR__)
   @resource "http://127.0.0.1:9/mcp"
 
   setup do
     case System.find_executable("python3") do
       nil -> {:ok, skip: "python3 is not installed"}
-      python -> {:ok, base: start_introspection(python, @resource)}
-    end
-  end
-
-  defp start_introspection(python, resource) do
-    script = Path.join(@root, "test/support/introspection_server.py")
-
-    port =
-      Port.open({:spawn_executable, python}, [
-        :binary,
-        :exit_status,
-        {:line, 100},
-        args: [script, resource]
-      ])
-
-    {:os_pid, os_pid} = Port.info(port, :os_pid)
-    on_exit(fn -> System.cmd("kill", ["#{os_pid}"]) end)
-
-    receive do
-      {^port, {:data, {:eol, number}}} -> "http://127.0.0.1:#{number}"
-    after
-      30_000 -> flunk("the introspection server did not start")
+      python -> {:ok, base: MCPServers.introspection(python, @resource)}
     end
   end
 
@@ -135,9 +114,10 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
   end
 
   test "through the server: 10 requests with one token, one introspection" do
-    port = free_port()
+    port = MCPServers.free_port()
     # An endpoint of its own, whose tokens are issued for this server's URL.
-    base = start_introspection(System.find_executable("python3"), "http://127.0.0.1:#{port}/mcp")
+    base =
+      MCPServers.introspection(System.find_executable("python3"), "http://127.0.0.1:#{port}/mcp")
 
     server =
       start_supervised!(
@@ -176,12 +156,5 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
     end
 
     assert asked(base)["good-http"] == 1
-  end
-
-  defp free_port do
-    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
-    {:ok, port} = :inet.port(socket)
-    :gen_tcp.close(socket)
-    port
   end
 end
