@@ -249,6 +249,7 @@ defmodule CMDC.Tool do
   of the prompt and the model finds tools with a search tool; see `CMDC.Tool.Deferred` and
   `CMDC.Tool.Session`. The warnings of every tool, deferred or not, are reported the same way.
   OpenAI Responses namespaces (`namespaces:`): see `CMDC.Tool.Deferred.Namespaces`.
+  `CMDC.Tool.Cluster.to_schema/1` takes the same options for the tools of a cluster.
 
       iex> [tool] = CMDC.Tool.to_schema([CMDC.Tool.Examples.Echo])
       iex> tool["type"]
@@ -260,10 +261,11 @@ defmodule CMDC.Tool do
       iex> Map.keys(tool)
       ["description", "input_schema", "name"]
   """
-  @spec to_schema([module()] | Registry.t(), tool_context(), keyword()) :: [map()]
+  @spec to_schema(CMDC.Tool.Providers.source(), tool_context(), keyword()) :: [map()]
   def to_schema(modules_or_registry, context \\ %{}, opts \\ [])
 
-  def to_schema(modules, context, []) when is_list(modules) do
+  def to_schema(modules, context, [])
+      when is_list(modules) or is_struct(modules, CMDC.Tool.Providers.Described) do
     CMDC.Tool.Providers.cmdc_to_schema(modules, context)
   end
 

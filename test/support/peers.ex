@@ -40,6 +40,30 @@ defmodule CMDC.Tool.Peers do
     CMDC.Tool.Cluster.publish(registry, opts)
   end
 
+  @doc """
+  Run on a peer (`:erpc`): starts an MCP client `name` over the stdio `spec` in a process that
+  outlives the call (it stays until the node stops) and returns its tool modules, which exist
+  on that node only.
+  """
+  def mcp_tools(name, spec) do
+    caller = self()
+
+    spawn(fn ->
+      client = {CMDC.Tool.MCP.Client, name: name, transport: {:stdio, spec}, init_timeout: 60_000}
+      {:ok, sup} = Supervisor.start_link([client], strategy: :one_for_one)
+      [{_, pid, _, _}] = Supervisor.which_children(sup)
+      :ok = CMDC.Tool.MCP.Client.await_ready(pid)
+      send(caller, {:mcp_tools, CMDC.Tool.MCP.Client.tools(pid)})
+      Process.sleep(:infinity)
+    end)
+
+    receive do
+      {:mcp_tools, tools} -> tools
+    after
+      90_000 -> raise "the MCP client #{name} was not ready in 90 s"
+    end
+  end
+
   @doc "Starts a peer node with this node's code paths; returns `{peer, node}`."
   def start!(name) do
     distribute!()

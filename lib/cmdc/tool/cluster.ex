@@ -37,6 +37,7 @@ defmodule CMDC.Tool.Cluster do
   use GenServer
 
   alias CMDC.Tool.Deferred.Namespaces
+  alias CMDC.Tool.Providers.Described
 
   @pg :cmdc_tool_cluster
 
@@ -99,6 +100,7 @@ defmodule CMDC.Tool.Cluster do
 
   @impl true
   def handle_call(:describe, _from, state), do: {:reply, describe(state), state}
+  def handle_call(:describe_schema, _from, state), do: {:reply, describe_schema(state), state}
   def handle_call(:tools, _from, state), do: {:reply, state.tools, state}
   def handle_call(:published, _from, state), do: {:reply, {state.tools, state.hooks}, state}
 
@@ -115,6 +117,18 @@ defmodule CMDC.Tool.Cluster do
         node: node(),
         publisher: self()
       }
+    end)
+  end
+
+  # The entries with what a provider's tools list needs of each (`:tool`), read here where the
+  # modules live: the registry's settings and the modules' callbacks.
+  defp describe_schema(%{tools: tools} = state) do
+    entries = describe(state)
+    described = Described.new(Enum.map(entries, & &1.module))
+
+    Enum.zip_with(entries, described.tools, fn entry, tool ->
+      namespace = Namespaces.own_namespace(tools, entry.module, entry.name)
+      Map.put(entry, :tool, %{tool | namespace: namespace})
     end)
   end
 
@@ -148,10 +162,12 @@ defmodule CMDC.Tool.Cluster do
     conflicts
   end
 
-  defp view_opts(scope, more, function) when is_atom(scope),
-    do: view_opts([{:scope, scope} | more], [], function)
+  defp view_opts(scope, more, function, allowed \\ @view)
 
-  defp view_opts(opts, more, function), do: check!(opts ++ more, @view, function)
+  defp view_opts(scope, more, function, allowed) when is_atom(scope),
+    do: view_opts([{:scope, scope} | more], [], function, allowed)
+
+  defp view_opts(opts, more, function, allowed), do: check!(opts ++ more, allowed, function)
 
   defp check!(opts, allowed, function),
     do: CMDC.Tool.Options.check!(opts, allowed, "CMDC.Tool.Cluster." <> function)
@@ -171,24 +187,29 @@ defmodule CMDC.Tool.Cluster do
   end
 
   @doc """
-  The tools list a model request carries, for every tool of the view (cmdc's shape).
+  The tools list a model request carries, for every tool of the view: `CMDC.Tool.to_schema/3`
+  over the view's tools, with its options (`format:`, `strict:`, `warnings:`, `defer:`,
+  `always_loaded:`, `search:`, `loaded:`, `namespaces:`) besides the view's (`scope:`,
+  `:timeout`). Without them it is cmdc's shape. Each node describes its own tools (names,
+  descriptions, parameters, MCP fields, examples, namespaces from its registry settings and
+  modules), so a tool whose module exists only on its node converts as it would there, and
+  the output is what `CMDC.Tool.to_schema/3` gives for the same tools in a list. A bad option
+  raises `ArgumentError` as `to_schema/3` does; `search: :client` needs a registry and is
+  refused (use the providers' hosted search).
+
+      iex> CMDC.Tool.Cluster.to_schema(scope: :nothing_published_here, format: :openai_responses)
+      []
   """
   @spec to_schema(keyword() | atom(), keyword()) :: [map()]
   def to_schema(opts \\ [], more \\ []) do
-    for entry <- list(view_opts(opts, more, "to_schema/1")) do
-      %{
-        "type" => "function",
-        "function" => %{
-          "name" => entry.name,
-          "description" => entry.description,
-          "parameters" => entry.parameters
-        }
-      }
-    end
+    allowed = @view ++ CMDC.Tool.Providers.schema_options()
+    {view, schema} = opts |> view_opts(more, "to_schema/1", allowed) |> Keyword.split(@view)
+    {entries, _conflicts} = view(view[:scope] || :default, view, :describe_schema)
+    CMDC.Tool.to_schema(%Described{tools: Enum.map(entries, & &1.tool)}, %{}, schema)
   end
 
-  defp view(scope, opts) do
-    {local, remote} = Enum.split_with(all(scope, opts), &(&1.node == node()))
+  defp view(scope, opts, ask \\ :describe) do
+    {local, remote} = Enum.split_with(all(scope, opts, ask), &(&1.node == node()))
     local_names = MapSet.new(local, & &1.name)
 
     by_name =
@@ -207,14 +228,14 @@ defmodule CMDC.Tool.Cluster do
 
   # Every publisher's entries, asked node by node with :erpc; a node that does not answer in
   # time (or goes down meanwhile) is left out.
-  defp all(scope, opts) do
+  defp all(scope, opts, ask \\ :describe) do
     ensure_pg()
     timeout = Keyword.get(opts, :timeout, 5_000)
 
     nodes = @pg |> :pg.get_members(scope) |> Enum.map(&node/1) |> Enum.uniq()
 
     nodes
-    |> :erpc.multicall(__MODULE__, :local_entries, [scope], timeout)
+    |> :erpc.multicall(__MODULE__, :local_entries, [scope, ask], timeout)
     |> Enum.flat_map(fn
       {:ok, entries} -> entries
       _ -> []
@@ -222,13 +243,14 @@ defmodule CMDC.Tool.Cluster do
   end
 
   @doc false
-  # Runs on each node: the entries of the publishers living there.
-  def local_entries(scope) do
+  # Runs on each node: the entries of the publishers living there (`:describe_schema`: with
+  # what a provider's tools list needs of each).
+  def local_entries(scope, ask \\ :describe) when ask in [:describe, :describe_schema] do
     @pg
     |> :pg.get_local_members(scope)
     |> Enum.flat_map(fn pid ->
       try do
-        GenServer.call(pid, :describe, 5_000)
+        GenServer.call(pid, ask, 5_000)
       catch
         :exit, _ -> []
       end

@@ -43,7 +43,7 @@ defmodule CMDC.Tool.Deferred do
 
   alias CMDC.Tool.{Native, Providers, Registry, Result}
   alias CMDC.Tool.Deferred.Namespaces
-  alias CMDC.Tool.Providers.Warnings
+  alias CMDC.Tool.Providers.{Described, Warnings}
   alias CMDC.Tool.Search.Tool, as: SearchTool
 
   @own [:defer, :always_loaded, :search, :loaded, :namespaces]
@@ -86,6 +86,7 @@ defmodule CMDC.Tool.Deferred do
     name == SearchTool.name() and
       case source do
         %Registry{} -> Registry.find(source, name) == {:ok, SearchTool}
+        %Described{tools: tools} -> Enum.any?(tools, &(&1.module == SearchTool))
         modules -> SearchTool in modules
       end
   end
@@ -259,6 +260,13 @@ defmodule CMDC.Tool.Deferred do
   defp client_ready!(modules) when is_list(modules) do
     raise ArgumentError,
           "search: :client searches a CMDC.Tool.Registry's index; got a list of modules"
+  end
+
+  defp client_ready!(%Described{}) do
+    raise ArgumentError,
+          "search: :client searches a CMDC.Tool.Registry's index; got tools described as " <>
+            "data (a CMDC.Tool.Cluster view): use the hosted search (format: :anthropic or " <>
+            ":openai_responses) or a registry of the tools"
   end
 
   @doc """

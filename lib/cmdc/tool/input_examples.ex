@@ -85,11 +85,32 @@ defmodule CMDC.Tool.InputExamples do
     by_name =
       for module <- modules,
           function_exported?(module, :examples, 0),
-          {:ok, [_ | _] = examples} <- [check(module, module.name())],
+          (examples = checked(module, module.name())) != [],
           into: %{},
-          do: {given_name(module.name(), format), examples}
+          do: {module.name(), examples}
 
-    if by_name == %{}, do: tools, else: Enum.map(tools, &put_named(&1, format, by_name))
+    put_all(tools, format, by_name)
+  end
+
+  @doc """
+  `with_examples/3` from examples already read (`%{registered name => examples}`, e.g. what
+  `CMDC.Tool.Providers.Described` carries from another node).
+  """
+  @spec put_all([map()], atom(), %{String.t() => [map()]}) :: [map()]
+  def put_all(tools, _format, by_name) when by_name == %{}, do: tools
+
+  def put_all(tools, format, by_name) do
+    given = Map.new(by_name, fn {name, examples} -> {given_name(name, format), examples} end)
+    Enum.map(tools, &put_named(&1, format, given))
+  end
+
+  @doc "The examples of `module` a model is shown: `[]` without any, or when they do not check."
+  @spec checked(module(), String.t()) :: [map()]
+  def checked(module, name) do
+    case check(module, name) do
+      {:ok, examples} -> examples
+      {:error, _} -> []
+    end
   end
 
   # Gemini's list is one tool object holding every declaration.
@@ -146,12 +167,7 @@ defmodule CMDC.Tool.InputExamples do
   `capped/1` says; `[]` without examples or when they do not check.
   """
   @spec for_result(module(), String.t()) :: [map()]
-  def for_result(module, name) do
-    case check(module, name) do
-      {:ok, examples} -> capped(examples)
-      {:error, _} -> []
-    end
-  end
+  def for_result(module, name), do: capped(checked(module, name))
 
   defp given_name(name, format) do
     case CMDC.Tool.Native.tool_name_for(name, format) do

@@ -79,13 +79,16 @@ defmodule CMDC.Tool.Providers do
   """
 
   alias CMDC.Tool.{Native, Registry}
-  alias CMDC.Tool.Providers.Warnings
+  alias CMDC.Tool.Providers.{Described, Warnings}
 
   @typedoc "Something the conversion dropped, rewrote with a loss, or found over a limit."
   @type warning :: %{tool: String.t(), path: String.t(), keyword: String.t(), message: String.t()}
 
-  @typedoc "Where the tools come from."
-  @type source :: [module()] | Registry.t()
+  @typedoc """
+  Where the tools come from: modules, a registry, or tools described as data
+  (`CMDC.Tool.Providers.Described`, what `CMDC.Tool.Cluster` collects from other nodes).
+  """
+  @type source :: [module()] | Registry.t() | Described.t()
 
   @doc """
   The formats `convert/3` knows: one per row of the native format table
@@ -115,26 +118,13 @@ defmodule CMDC.Tool.Providers do
   def convert(source, context \\ %{}, opts \\ [])
 
   def convert(modules, context, opts) when is_list(modules) do
-    {format, strict} = options(opts)
+    format_strict = options(opts)
+    converted(modules, Enum.map(modules, &triple(&1, context)), format_strict, opts)
+  end
 
-    if Keyword.take(opts, [:format, :strict]) == [] and
-         Enum.all?(modules, &object_root?(&1.parameters())) do
-      {cmdc_to_schema(modules, context), []}
-    else
-      tools =
-        Enum.map(modules, fn m ->
-          {m.name(), CMDC.Tool.description(m, context), m.parameters()}
-        end)
-
-      case Native.providers_convert(tools, format, strict) do
-        {:ok, term_etf} ->
-          {tools, warnings} = :erlang.binary_to_term(term_etf)
-          {tools |> with_mcp_fields(format, modules) |> with_examples(format, modules), warnings}
-
-        {:error, message} ->
-          raise ArgumentError, message
-      end
-    end
+  def convert(%Described{} = described, _context, opts) do
+    format_strict = options(opts)
+    converted(described, Described.triples(described), format_strict, opts)
   end
 
   def convert(%Registry{} = reg, context, opts) do
@@ -143,6 +133,26 @@ defmodule CMDC.Tool.Providers do
     {tools, warnings} = :erlang.binary_to_term(term_etf)
     {tools |> with_mcp_fields(format, reg) |> with_examples(format, reg), warnings}
   end
+
+  # A module list's or described tools' output (the registry's comes from its native cache).
+  defp converted(source, triples, {format, strict}, opts) do
+    if Keyword.take(opts, [:format, :strict]) == [] and
+         Enum.all?(triples, &object_root?(elem(&1, 2))) do
+      {cmdc_shape(triples), []}
+    else
+      case Native.providers_convert(triples, format, strict) do
+        {:ok, term_etf} ->
+          {tools, warnings} = :erlang.binary_to_term(term_etf)
+          {tools |> with_mcp_fields(format, source) |> with_examples(format, source), warnings}
+
+        {:error, message} ->
+          raise ArgumentError, message
+      end
+    end
+  end
+
+  defp triple(module, context),
+    do: {module.name(), CMDC.Tool.description(module, context), module.parameters()}
 
   @doc """
   The tools list as JSON text, ready for an HTTP body. On a registry the text is cached natively
@@ -203,15 +213,17 @@ defmodule CMDC.Tool.Providers do
 
   @doc false
   # cmdc's to_schema/2, kept byte for byte.
-  def cmdc_to_schema(modules, context) do
-    Enum.map(modules, fn module ->
+  def cmdc_to_schema(%Described{} = described, _context),
+    do: cmdc_shape(Described.triples(described))
+
+  def cmdc_to_schema(modules, context),
+    do: cmdc_shape(Enum.map(modules, &triple(&1, context)))
+
+  defp cmdc_shape(triples) do
+    Enum.map(triples, fn {name, description, parameters} ->
       %{
         "type" => "function",
-        "function" => %{
-          "name" => module.name(),
-          "description" => CMDC.Tool.description(module, context),
-          "parameters" => module.parameters()
-        }
+        "function" => %{"name" => name, "description" => description, "parameters" => parameters}
       }
     end)
   end
@@ -238,10 +250,14 @@ defmodule CMDC.Tool.Providers do
   defp with_examples(tools, format, %Registry{} = reg),
     do: with_examples(tools, format, Registry.list(reg))
 
+  defp with_examples(tools, format, %Described{} = described),
+    do: CMDC.Tool.InputExamples.put_all(tools, format, Described.examples(described))
+
   defp with_examples(tools, format, modules),
     do: CMDC.Tool.InputExamples.with_examples(tools, format, modules)
 
   defp mcp_fields(%Registry{} = reg), do: mcp_fields(Registry.list(reg))
+  defp mcp_fields(%Described{} = described), do: Described.fields(described)
 
   defp mcp_fields(modules) do
     for module <- modules,
@@ -251,10 +267,19 @@ defmodule CMDC.Tool.Providers do
         do: {module.name(), fields}
   end
 
+  @doc """
+  Every option `CMDC.Tool.to_schema/3` takes (`CMDC.Tool.Cluster.to_schema/1` takes them too).
+
+      iex> :namespaces in CMDC.Tool.Providers.schema_options()
+      true
+  """
+  @spec schema_options() :: [atom()]
+  def schema_options, do: [:format, :strict, :warnings | CMDC.Tool.Deferred.options()]
+
   defp options(opts) do
     CMDC.Tool.Options.check!(
       opts,
-      [:format, :strict, :warnings | CMDC.Tool.Deferred.options()],
+      schema_options(),
       "CMDC.Tool.to_schema/3 (and to_schema_json/3, Providers.convert/3, Providers.to_json/3)"
     )
 

@@ -28,6 +28,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   """
 
   alias CMDC.Tool.{Registry, RoundTrip}
+  alias CMDC.Tool.Providers.Described
 
   @typedoc "The `namespaces:` option checked: explicit namespaces and whether to group the rest."
   @type spec :: %{
@@ -139,6 +140,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   # Registered name => module, for sources whose tools can carry a namespace.
   defp registered(%Registry{} = reg), do: Map.new(Registry.list(reg), &{&1.name(), &1})
+  defp registered(%Described{tools: tools}), do: Map.new(tools, &{&1.name, &1})
   defp registered(modules) when is_list(modules), do: Map.new(modules, &{&1.name(), &1})
 
   # The names the runner tries, direct and as the provider was given them.
@@ -166,9 +168,13 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   (metadata, a plugin's name), its `tool_options/0` `:namespace`, its metadata's
   `"namespace"` as a discovered tool's wrapper carries it (`__tool_settings__/0`, so a plain
   module list groups it too), an MCP tool's server (the prefix of its `server__tool` name),
-  else `nil`.
+  else `nil`. A tool described as data (`CMDC.Tool.Providers.Described`) carries its own,
+  read this way where its module lives.
   """
-  @spec own_namespace(CMDC.Tool.Providers.source(), module(), String.t()) :: String.t() | nil
+  @spec own_namespace(CMDC.Tool.Providers.source(), module() | Described.tool(), String.t()) ::
+          String.t() | nil
+  def own_namespace(%Described{}, %{namespace: ns}, _name), do: ns
+
   def own_namespace(source, module, name) do
     settings = if match?(%Registry{}, source), do: Registry.settings(source, name), else: %{}
     options = callback(module, :tool_options) || []
