@@ -104,6 +104,37 @@ defmodule CMDC.Tool.MCPServers do
     end
   end
 
+  @doc """
+  A TCP relay on loopback to `port` that counts the connections it accepts (owned by the
+  caller: it stops with it): `{relay_port, count_agent}`.
+  """
+  def relay(port) do
+    {:ok, count} = Agent.start_link(fn -> 0 end)
+    {:ok, listen} = :gen_tcp.listen(0, [:binary, active: false, ip: {127, 0, 0, 1}])
+    {:ok, relay_port} = :inet.port(listen)
+    pid = spawn_link(fn -> accept(listen, port, count) end)
+    :gen_tcp.controlling_process(listen, pid)
+    {relay_port, count}
+  end
+
+  defp accept(listen, port, count) do
+    {:ok, client} = :gen_tcp.accept(listen)
+    Agent.update(count, &(&1 + 1))
+    {:ok, upstream} = :gen_tcp.connect({127, 0, 0, 1}, port, [:binary, active: false])
+    a = spawn(fn -> pipe(client, upstream) end)
+    b = spawn(fn -> pipe(upstream, client) end)
+    :gen_tcp.controlling_process(client, a)
+    :gen_tcp.controlling_process(upstream, b)
+    accept(listen, port, count)
+  end
+
+  defp pipe(from, to) do
+    case :gen_tcp.recv(from, 0) do
+      {:ok, data} -> :gen_tcp.send(to, data) && pipe(from, to)
+      {:error, _} -> :gen_tcp.close(to)
+    end
+  end
+
   @doc "The `/stats` JSON a test server beside `url` (`…/mcp`) keeps: `{:ok, map}`."
   def stats(url) do
     stats_url = String.to_charlist(String.replace(url, "/mcp", "/stats"))

@@ -13,9 +13,34 @@ defmodule CMDC.Tool.MCP.Config do
   "http"` (or `"streamable-http"`) with a `url` is a Streamable HTTP server. `${VAR}` and
   `${VAR:-default}` are expanded in `command`, `args`, `env`, `url` and `headers`.
 
+  ## Our own keys: `"cmdc"`
+
+  Keys other clients do not read sit in one object, `"cmdc"`, so Claude Code and the rest
+  (which ignore keys they do not know) read the same file unchanged. For an HTTP server:
+
+    * `"keepAlive"` - `false` opens a new connection for every request (default `true`:
+      connections are kept alive and reused; `keep_alive:` of the transport spec);
+    * `"httpConnections"` - requests holding a connection at once, and idle connections kept
+      (a positive integer, default 8; `CMDC.Tool.MCP.Client.Limits`' `http_connections`);
+    * `"httpIdleMs"` - how long an idle kept-alive connection waits for the next request, in
+      ms (a positive integer, default 30,000; `http_idle_ms`).
+
+        "docs": {"type": "http", "url": "https://example.com/mcp",
+                 "cmdc": {"keepAlive": false}}
+
+  A bad value is that server's error, naming the key; an unknown key in `"cmdc"` is logged
+  (with the nearest known key) and ignored, as unknown keys of an entry are. A stdio server
+  ignores the object.
+
+      iex> json = ~s({"mcpServers": {"d": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+      ...>   "cmdc": {"keepAlive": false, "httpIdleMs": 500}}}})
+      iex> {[server], []} = CMDC.Tool.MCP.Config.parse(json, "/p/.mcp.json", %{})
+      iex> {server.transport, server.limits}
+      {{:http, %{url: "http://127.0.0.1:9/mcp", headers: %{}, keep_alive: false}}, [http_idle_ms: 500]}
+
   Every problem is an error naming the file and the server (invalid JSON, an unknown
-  transport, a missing command or url, an unset variable); the other servers of the file are
-  still read.
+  transport, a missing command or url, an unset variable, a bad `"cmdc"` value); the other
+  servers of the file are still read.
 
       iex> json = ~s({"mcpServers": {"a": {"command": "srv", "args": ["${HOME_X:-/h}"]},
       ...>   "b": {"type": "sse", "url": "http://x"}}})
@@ -26,13 +51,18 @@ defmodule CMDC.Tool.MCP.Config do
       ~s|/p/.mcp.json: server "b": unknown transport "sse" (supported: stdio, http; the old HTTP+SSE transport is not)|
   """
 
+  require Logger
+
   alias CMDC.Tool.JSON
   alias CMDC.Tool.MCP.Client.Transport
 
+  @extension_key "cmdc"
+
   @type server :: %{
-          name: String.t(),
-          transport: {:stdio, map()} | {:http, map()},
-          path: String.t()
+          required(:name) => String.t(),
+          required(:transport) => {:stdio, map()} | {:http, map()},
+          required(:path) => String.t(),
+          optional(:limits) => keyword()
         }
   @type error :: %{
           type: :mcp_config,
@@ -98,8 +128,10 @@ defmodule CMDC.Tool.MCP.Config do
   defp server(name, %{} = entry, path, env) do
     type = entry["type"] || if(entry["url"], do: "http", else: "stdio")
 
-    with {:ok, transport} <- transport(Transport.lookup(type), type, entry, path, env) do
-      {:ok, %{name: name, transport: transport, path: path}}
+    with {:ok, transport} <- transport(Transport.lookup(type), type, entry, path, env),
+         {:ok, transport, limits} <- extensions(transport, entry, {path, name}) do
+      server = %{name: name, transport: transport, path: path}
+      {:ok, if(limits == [], do: server, else: Map.put(server, :limits, limits))}
     end
   end
 
@@ -129,6 +161,70 @@ defmodule CMDC.Tool.MCP.Config do
     legacy = if type == "sse", do: "; the old HTTP+SSE transport is not", else: ""
     {:error, "unknown transport #{inspect(type)} (supported: #{supported}#{legacy})"}
   end
+
+  # Our own keys for an HTTP server, under `"cmdc"` (a key no other client reads):
+  # `{:ok, transport, client limits}`. A bad value is the server's error; an unknown key there
+  # is logged and ignored, as unknown keys of the entry itself are ignored. Other transports
+  # ignore the object.
+  @http_keys %{
+    "keepAlive" => {:spec, :keep_alive, :boolean},
+    "httpConnections" => {:limit, :http_connections, :positive},
+    "httpIdleMs" => {:limit, :http_idle_ms, :positive}
+  }
+
+  defp extensions({:http, spec}, entry, where) do
+    case Map.get(entry, @extension_key, %{}) do
+      %{} = ours ->
+        ours
+        |> Enum.sort()
+        |> Enum.reduce_while({:ok, {:http, spec}, []}, &http_key(&1, &2, where))
+        |> case do
+          {:ok, transport, limits} -> {:ok, transport, Enum.reverse(limits)}
+          error -> error
+        end
+
+      other ->
+        {:error,
+         ~s|"#{@extension_key}" must be an object (keys: #{http_keys()}), got #{inspect(other)}|}
+    end
+  end
+
+  defp extensions(transport, _entry, _where), do: {:ok, transport, []}
+
+  defp http_key({key, value}, {:ok, {:http, spec}, limits}, where) do
+    case {Map.fetch(@http_keys, key), value} do
+      {{:ok, {:spec, field, :boolean}}, value} when is_boolean(value) ->
+        {:cont, {:ok, {:http, Map.put(spec, field, value)}, limits}}
+
+      {{:ok, {:limit, field, :positive}}, value} when is_integer(value) and value > 0 ->
+        {:cont, {:ok, {:http, spec}, [{field, value} | limits]}}
+
+      {{:ok, {_, _, kind}}, value} ->
+        expected = if kind == :boolean, do: "true or false", else: "a positive integer"
+
+        {:halt,
+         {:error, ~s("#{@extension_key}.#{key}" must be #{expected}, got #{inspect(value)})}}
+
+      {:error, _} ->
+        unknown_key(key, where)
+        {:cont, {:ok, {:http, spec}, limits}}
+    end
+  end
+
+  defp unknown_key(key, {path, name}) do
+    hint =
+      case CMDC.Tool.Options.suggest(key, Map.keys(@http_keys)) do
+        [best | _] -> " (did you mean #{inspect(best)}?)"
+        [] -> ""
+      end
+
+    Logger.warning(
+      ~s(#{path}: server "#{name}": "#{@extension_key}.#{key}" is not a key cmdc_tool reads) <>
+        "#{hint}; ignored (keys: #{http_keys()})"
+    )
+  end
+
+  defp http_keys, do: @http_keys |> Map.keys() |> Enum.sort() |> Enum.join(", ")
 
   defp required(entry, key, why) do
     case entry[key] do

@@ -210,6 +210,8 @@ defmodule CMDC.Tool.MCP.Servers do
       |> put_opt(:init_timeout, opts[:init_timeout])
       |> put_opt(:timeout, opts[:timeout])
       |> put_opt(:registry, opts[:registry])
+      # The config's own limits (`"cmdc"` keys of an HTTP server: `http_connections`, ...).
+      |> put_opt(:limits, server[:limits])
 
     # One supervisor per server: a client crashing in a loop ends alone.
     with {:ok, sup} <-

@@ -173,11 +173,16 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
   test "the official Python SDK's server (uvicorn): N sequential calls, one connection" do
     url =
       case MCPServers.python_http("http-stateless") do
-        {:ok, url, _exec} -> url
-        {:error, reason} -> flunk("the Python SDK's HTTP server did not start: #{reason}")
+        {:ok, url, exec} ->
+          # Held: a dropped exec handle's program is stopped when the handle is collected.
+          on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
+          url
+
+        {:error, reason} ->
+          flunk("the Python SDK's HTTP server did not start: #{reason}")
       end
 
-    {relay, count} = relay(URI.parse(url).port)
+    {relay, count} = MCPServers.relay(URI.parse(url).port)
     client = start_client("sdk", "http://127.0.0.1:#{relay}/mcp")
     # the handshake: the probe, then `subscriptions/listen` (an event stream that keeps its
     # connection) beside tools/list on a second one
@@ -201,34 +206,6 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
   end
 
   defp add(client), do: Client.call_tool(client, "add", %{"a" => 2, "b" => 3})
-
-  # A TCP relay to `port` on loopback that counts the connections it accepts.
-  defp relay(port) do
-    {:ok, count} = Agent.start_link(fn -> 0 end)
-    {:ok, listen} = :gen_tcp.listen(0, [:binary, active: false, ip: {127, 0, 0, 1}])
-    {:ok, relay_port} = :inet.port(listen)
-    pid = spawn_link(fn -> accept(listen, port, count) end)
-    :gen_tcp.controlling_process(listen, pid)
-    {relay_port, count}
-  end
-
-  defp accept(listen, port, count) do
-    {:ok, client} = :gen_tcp.accept(listen)
-    Agent.update(count, &(&1 + 1))
-    {:ok, upstream} = :gen_tcp.connect({127, 0, 0, 1}, port, [:binary, active: false])
-    a = spawn(fn -> pipe(client, upstream) end)
-    b = spawn(fn -> pipe(upstream, client) end)
-    :gen_tcp.controlling_process(client, a)
-    :gen_tcp.controlling_process(upstream, b)
-    accept(listen, port, count)
-  end
-
-  defp pipe(from, to) do
-    case :gen_tcp.recv(from, 0) do
-      {:ok, data} -> :gen_tcp.send(to, data) && pipe(from, to)
-      {:error, _} -> :gen_tcp.close(to)
-    end
-  end
 
   defp stats(url) do
     {:ok, stats} = MCPServers.stats(url)
