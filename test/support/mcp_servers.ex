@@ -135,6 +135,17 @@ defmodule CMDC.Tool.MCPServers do
     end
   end
 
+  @doc "Whether `/stats`' `key` (see `stats/1`) becomes `value` within `ms`."
+  def wait_stat(url, key, value, ms) do
+    {:ok, stats} = stats(url)
+
+    cond do
+      stats[key] == value -> true
+      ms <= 0 -> false
+      true -> Process.sleep(100) && wait_stat(url, key, value, ms - 100)
+    end
+  end
+
   @doc "The `/stats` JSON a test server beside `url` (`…/mcp`) keeps: `{:ok, map}`."
   def stats(url) do
     stats_url = String.to_charlist(String.replace(url, "/mcp", "/stats"))

@@ -31,7 +31,8 @@ defmodule CMDC.Tool.Cluster do
     * `publish/2`: `{:error, reason}` only when its publisher process cannot start (as
       `GenServer.start/2`);
     * `list/2`, `conflicts/2`, `to_schema/2` do not fail: a node that does not answer in time
-      is left out of the view.
+      is left out of the view; `to_schema/2` raises `ArgumentError` for a bad option, with
+      `CMDC.Tool.to_schema/3`'s message (the caller's bug).
   """
 
   use GenServer

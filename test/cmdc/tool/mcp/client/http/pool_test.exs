@@ -167,7 +167,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
     start_client("stop", url)
     assert %{"open" => 1} = stats(url)
     stop_supervised!("stop")
-    assert wait_stat(url, "open", 0, 3_000)
+    assert MCPServers.wait_stat(url, "open", 0, 3_000)
   end
 
   test "the official Python SDK's server (uvicorn): N sequential calls, one connection" do
@@ -210,13 +210,5 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
   defp stats(url) do
     {:ok, stats} = MCPServers.stats(url)
     stats
-  end
-
-  defp wait_stat(url, key, value, ms) do
-    cond do
-      stats(url)[key] == value -> true
-      ms <= 0 -> false
-      true -> Process.sleep(100) && wait_stat(url, key, value, ms - 100)
-    end
   end
 end
