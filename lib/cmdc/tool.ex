@@ -289,7 +289,7 @@ defmodule CMDC.Tool do
       iex> CMDC.Tool.to_schema_json([CMDC.Tool.Examples.Echo], %{}, format: :mcp)
       ~s([{"description":"Echo the given text back.","inputSchema":{"properties":{"text":{"description":"Text to echo","type":"string"}},"required":["text"],"type":"object"},"name":"echo"}])
   """
-  @spec to_schema_json([module()] | Registry.t(), tool_context(), keyword()) :: String.t()
+  @spec to_schema_json(CMDC.Tool.Providers.source(), tool_context(), keyword()) :: String.t()
   def to_schema_json(modules_or_registry, context \\ %{}, opts \\ []) do
     if Enum.any?(CMDC.Tool.Deferred.options(), &Keyword.has_key?(opts, &1)),
       do:

@@ -164,7 +164,7 @@ defmodule CMDC.Tool.Providers do
   @spec to_json(source(), CMDC.Tool.tool_context(), keyword()) :: String.t()
   def to_json(source, context \\ %{}, opts \\ [])
 
-  def to_json(modules, context, opts) when is_list(modules) do
+  def to_json(modules, context, opts) when is_list(modules) or is_struct(modules, Described) do
     {mode, opts} = warnings_mode(opts)
     {tools, warnings} = convert(modules, context, opts)
     Warnings.report(warnings, Keyword.get(opts, :format, :openai), mode)

@@ -37,6 +37,13 @@ defmodule CMDC.Tool.Providers.DescribedTest do
     assert Providers.convert(described, %{}, []) == Providers.convert(modules, %{}, [])
     assert CMDC.Tool.to_schema(described) == CMDC.Tool.to_schema(modules)
 
+    for opts <- [[format: :anthropic], [format: :openai_responses, defer: true]] do
+      opts = [{:warnings, :ignore} | opts]
+
+      assert CMDC.Tool.to_schema_json(described, %{}, opts) ==
+               CMDC.Tool.to_schema_json(modules, %{}, opts)
+    end
+
     for format <- Providers.formats(), strict <- [false, true] do
       opts = [format: format, strict: strict]
       {tools, warnings} = Providers.convert(described, %{}, opts)
