@@ -5,7 +5,7 @@ defmodule CMDC.Tool.ClusterSchemaTest do
   # for the same tools here.
   use ExUnit.Case, async: false
 
-  alias CMDC.Tool.{Cluster, DeferredCheck, MCPServers, Peers}
+  alias CMDC.Tool.{Cluster, DeferredCheck, MCPServers, Peers, Registry}
   alias CMDC.Tool.Examples.Echo
   alias CMDC.Tool.Test.Factory
 
@@ -95,7 +95,7 @@ defmodule CMDC.Tool.ClusterSchemaTest do
       for p <- [peer_a, peer_b], do: catch_exit(:peer.stop(p))
     end)
 
-    %{scope: scope, here: Map.new(here, &{&1.name(), &1})}
+    %{scope: scope, here: Map.new(here, &{&1.name(), &1}), peer_b: b}
   end
 
   defp wait(fun, tries \\ 100) do
@@ -199,6 +199,38 @@ defmodule CMDC.Tool.ClusterSchemaTest do
       refute Map.has_key?(echo, "defer_loading")
       assert Enum.count(tools, &(&1["defer_loading"] == true)) == map_size(ctx.here) - 1
       assert List.last(tools)["type"] == "tool_search_tool_bm25_20251119"
+    end
+
+    test "a registry published alone: as to_schema/3 over that registry (its settings)", ctx do
+      scope = :"registry_#{System.unique_integer([:positive])}"
+      # Registered in name order: the order a remote node's tools take in the view.
+      made = Enum.sort_by(@made, &elem(&1, 0))
+      modules = :erpc.call(ctx.peer_b, Factory, :tools, [made])
+
+      {:ok, pub} =
+        :erpc.call(ctx.peer_b, Peers, :publish_registry, [modules, @settings, [scope: scope]])
+
+      wait(fn -> length(Cluster.list(scope)) == length(made) end)
+
+      local = Registry.new()
+      :ok = Registry.register(local, Factory.tools(made))
+      for {name, map} <- @settings, do: :ok = Registry.put_settings(local, name, map)
+
+      for opts <- [
+            [format: :openai_responses, namespaces: true],
+            [format: :openai_responses, namespaces: true, defer: true, strict: true],
+            [format: :anthropic, defer: true, always_loaded: ["fs.read"]],
+            [format: :mcp]
+          ] do
+        opts = [{:warnings, :ignore} | opts]
+
+        assert Cluster.to_schema([{:scope, scope} | opts]) ==
+                 CMDC.Tool.to_schema(local, %{}, opts)
+      end
+
+      tools = Cluster.to_schema(scope: scope, format: :openai_responses, namespaces: true)
+      assert %{"tools" => [%{"name" => "list_orders"}]} = Enum.find(tools, &(&1["name"] == "crm"))
+      :ok = :erpc.call(ctx.peer_b, Cluster, :unpublish, [pub])
     end
 
     test "every namespaced and deferred list passes the openai package's types", ctx do
