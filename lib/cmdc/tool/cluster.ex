@@ -122,14 +122,18 @@ defmodule CMDC.Tool.Cluster do
   end
 
   # The entries with what a provider's tools list needs of each (`:tool`), read here where the
-  # modules live: the registry's settings and the modules' callbacks.
+  # modules live: the registry's settings and the modules' callbacks. (The entry's own
+  # description and parameters are in `:tool`: not sent twice.)
   defp describe_schema(%{tools: tools} = state) do
     entries = describe(state)
     described = Described.new(Enum.map(entries, & &1.module))
 
     Enum.zip_with(entries, described.tools, fn entry, tool ->
       namespace = Namespaces.own_namespace(tools, entry.module, entry.name)
-      Map.put(entry, :tool, %{tool | namespace: namespace})
+
+      entry
+      |> Map.drop([:description, :parameters])
+      |> Map.put(:tool, %{tool | namespace: namespace})
     end)
   end
 
