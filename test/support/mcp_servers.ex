@@ -17,6 +17,21 @@ defmodule CMDC.Tool.MCPServers do
     end
   end
 
+  # A dropped exec handle stops its program when the VM collects it (a caller writing
+  # `{:ok, url, _exec}` lost its server at its next garbage collection): a holder keeps the
+  # handle until the caller exits.
+  defp hold(exec) do
+    caller = self()
+
+    spawn(fn ->
+      ref = Process.monitor(caller)
+
+      receive do
+        {:DOWN, ^ref, :process, _, _} -> CMDC.Tool.Exec.cancel(exec)
+      end
+    end)
+  end
+
   @doc """
   Starts the Python SDK server over Streamable HTTP on a free loopback port, owned by the
   calling process (it dies with it): `{:ok, url, exec}`.
@@ -27,6 +42,7 @@ defmodule CMDC.Tool.MCPServers do
       {:ok, exec} = CMDC.Tool.Exec.start(python, [@py_server, mode, "#{port}"])
 
       if wait_port(port, 200) do
+        hold(exec)
         {:ok, "http://127.0.0.1:#{port}/mcp", exec}
       else
         CMDC.Tool.Exec.cancel(exec)

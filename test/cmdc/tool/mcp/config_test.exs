@@ -243,9 +243,7 @@ defmodule CMDC.Tool.MCPConfigTest do
     end
 
     test "the official Python SDK's server: keepAlive: false, one new connection per call", ctx do
-      # The exec handle is held: a dropped handle's program is stopped when it is collected.
-      {:ok, url, exec} = MCPServers.python_http("http-stateless")
-      on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
+      {:ok, url, _exec} = MCPServers.python_http("http-stateless")
       {relay, count} = MCPServers.relay(URI.parse(url).port)
       relayed = "http://127.0.0.1:#{relay}/mcp"
 
