@@ -21,7 +21,7 @@ defmodule CMDC.Tool.TestCheckout do
   @doc """
   Copies the sources into `dir/cmdc_tool` and returns that path. Options: `library: true`
   (default) installs the checkout's testing library and manifest; `target: true` seeds cargo's
-  build directory (`seed_target!/1`).
+  build directory (`seed_target!/1`), removed when the calling test ends (hundreds of MB).
   """
   def copy!(dir, opts \\ []) do
     copy = Path.join(dir, "cmdc_tool")
@@ -40,7 +40,11 @@ defmodule CMDC.Tool.TestCheckout do
       end
     end
 
-    if Keyword.get(opts, :target, false), do: seed_target!(copy)
+    if Keyword.get(opts, :target, false) do
+      target = seed_target!(copy)
+      ExUnit.Callbacks.on_exit(fn -> File.rm_rf(target) end)
+    end
+
     copy
   end
 
