@@ -27,9 +27,11 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   (`target/`, or `CARGO_TARGET_DIR`), but each feature set has its own artifact directory
   (`artifact_dir/1`, cargo's `--target-dir` with `build.build-dir` kept shared), so a build
   copies only its own feature set's library, never one another build just wrote. Building and
-  installing one library is exclusive (`<library>.so.lock`, holding the builder's OS pid; a
-  lock whose process is gone is taken over): a second build of it waits, then finds it
-  installed and does nothing.
+  installing one library is exclusive, across OS processes: a build holds the lock of its
+  artifact directory (`<dir>.lock`, which two checkouts sharing a `CARGO_TARGET_DIR` share),
+  then the installed library's (`<library>.so.lock`); each holds the builder's OS pid, and one
+  whose process is gone is taken over. A second build waits, then finds the library installed
+  and does nothing.
   """
   use Mix.Task.Compiler
 
@@ -50,8 +52,13 @@ defmodule Mix.Tasks.Compile.CmdcNative do
     if up_to_date?(root, target) do
       {:noop, []}
     else
-      with_lock(target, fn ->
-        if up_to_date?(root, target), do: {:noop, []}, else: build(root, target, features)
+      # Cargo's output for these features, then the installed library: every build takes
+      # them in this order. (Two checkouts may share a CARGO_TARGET_DIR, two build
+      # directories may install into one checkout.)
+      with_lock(artifact_dir(root, features) <> ".lock", target, fn ->
+        with_lock(target <> ".lock", target, fn ->
+          if up_to_date?(root, target), do: {:noop, []}, else: build(root, target, features)
+        end)
       end)
     end
   end
@@ -125,14 +132,13 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   # holding the builder's OS pid, made whole under a private name and linked into place (a
   # link fails if the lock exists). A lock whose process is gone (killed mid-build) is moved
   # aside and taken.
-  defp with_lock(target, fun) do
-    lock = target <> ".lock"
+  defp with_lock(lock, target, fun) do
     File.mkdir_p!(Path.dirname(lock))
     mine = "#{lock}.#{System.pid()}"
     File.write!(mine, System.pid())
 
     try do
-      acquire(lock, mine, nil)
+      acquire(lock, mine, {Path.basename(target), nil})
       fun.()
     after
       with {:ok, pid} <- File.read(lock), true <- pid == System.pid(), do: File.rm(lock)
@@ -140,7 +146,7 @@ defmodule Mix.Tasks.Compile.CmdcNative do
     end
   end
 
-  defp acquire(lock, mine, told) do
+  defp acquire(lock, mine, {library, told} = waiting) do
     with {:error, :eexist} <- File.ln(mine, lock),
          {:ok, holder} <- File.read(lock) do
       cond do
@@ -149,7 +155,7 @@ defmodule Mix.Tasks.Compile.CmdcNative do
 
         told != holder ->
           IO.puts(:stderr, """
-          ==> cmdc_tool: waiting for another build of #{Path.basename(lock, ".lock")} \
+          ==> cmdc_tool: waiting for another build of #{library} \
           (OS process #{holder}; if none runs, delete #{lock})\
           """)
 
@@ -157,11 +163,11 @@ defmodule Mix.Tasks.Compile.CmdcNative do
           Process.sleep(100)
       end
 
-      acquire(lock, mine, holder)
+      acquire(lock, mine, {library, holder})
     else
       :ok -> :ok
       # Released between the link and the read.
-      {:error, :enoent} -> acquire(lock, mine, told)
+      {:error, :enoent} -> acquire(lock, mine, waiting)
       {:error, reason} -> Mix.raise("cmdc_tool: cannot create #{lock}: #{inspect(reason)}")
     end
   end
@@ -318,7 +324,9 @@ defmodule Mix.Tasks.Compile.CmdcNative do
 
   defp install(artifact_dir, target, sources) do
     ext = if match?({:unix, :darwin}, :os.type()), do: "dylib", else: "so"
-    built = Path.join([artifact_dir, "release", "lib#{@crate}.#{ext}"])
+    # A build for another target triple (CARGO_BUILD_TARGET) writes under its name.
+    triple = List.wrap(System.get_env("CARGO_BUILD_TARGET"))
+    built = Path.join([artifact_dir | triple] ++ ["release", "lib#{@crate}.#{ext}"])
     File.mkdir_p!(Path.dirname(target))
     # Copied to a temporary name and renamed: a loaded library is never overwritten in place.
     # The name is this OS process's own, as two projects (or environments) sharing this

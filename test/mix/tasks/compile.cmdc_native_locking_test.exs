@@ -66,6 +66,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
 
     refute out_c =~ "cargo build", out_c
     refute File.exists?(lock)
+    refute File.exists?(Path.join(copy, "target/features/testing.lock"))
 
     # Each library is its own feature set's: the testing NIFs answer under the testing stubs,
     # and the default library loads into stubs without them (a NIF without a stub is refused).
