@@ -146,30 +146,45 @@ defmodule Mix.Tasks.Compile.CmdcNative do
     end
   end
 
-  defp acquire(lock, mine, {library, told} = waiting) do
-    with {:error, :eexist} <- File.ln(mine, lock),
-         {:ok, holder} <- File.read(lock) do
-      cond do
-        holder == System.pid() or not os_process_alive?(holder) ->
-          take_over(lock, holder)
+  defp acquire(lock, mine, {library, told}) do
+    case File.ln(mine, lock) do
+      :ok ->
+        :ok
 
-        told != holder ->
-          IO.puts(:stderr, """
-          ==> cmdc_tool: waiting for another build of #{library} \
-          (OS process #{holder}; if none runs, delete #{lock})\
-          """)
+      {:error, :eexist} ->
+        told =
+          case File.read(lock) do
+            {:ok, holder} -> wait_on(lock, holder, library, told)
+            # Released meanwhile: tried again at once.
+            {:error, :enoent} -> told
+            {:error, reason} -> Mix.raise("cmdc_tool: cannot read #{lock}: #{reason}")
+          end
 
-        true ->
-          Process.sleep(100)
-      end
+        acquire(lock, mine, {library, told})
 
-      acquire(lock, mine, {library, holder})
-    else
-      :ok -> :ok
-      # Released between the link and the read.
-      {:error, :enoent} -> acquire(lock, mine, waiting)
-      {:error, reason} -> Mix.raise("cmdc_tool: cannot create #{lock}: #{inspect(reason)}")
+      # A file system without hard links: built as before there were locks.
+      {:error, reason} ->
+        IO.puts(:stderr, "==> cmdc_tool: building without the lock #{lock} (#{reason})")
     end
+  end
+
+  # Says once per holder that this build waits; returns the holder it told of.
+  defp wait_on(lock, holder, library, told) do
+    cond do
+      holder == System.pid() or not os_process_alive?(holder) ->
+        take_over(lock, holder)
+
+      told != holder ->
+        IO.puts(:stderr, """
+        ==> cmdc_tool: waiting for another build of #{library} \
+        (OS process #{holder}; if none runs, delete #{lock})\
+        """)
+
+      true ->
+        Process.sleep(100)
+    end
+
+    holder
   end
 
   # Moved aside, then checked: if another waiter took it over first, what was moved is its
@@ -195,8 +210,12 @@ defmodule Mix.Tasks.Compile.CmdcNative do
 
       File.dir?("/proc/self") ->
         case File.read("/proc/#{pid}/stat") do
-          {:ok, stat} -> not Regex.match?(~r/\) Z /, stat)
-          {:error, _} -> false
+          # "pid (command) state ...": the command may hold ") ".
+          {:ok, stat} ->
+            not (stat |> String.split(") ") |> List.last() |> String.starts_with?("Z"))
+
+          {:error, _} ->
+            false
         end
 
       true ->
