@@ -127,9 +127,10 @@ defmodule CMDC.Tool.TestCheckout do
   @doc """
   Runs `mix args` in `dir` under `MIX_ENV=dev CMDC_NIF_TESTING=1` (the testing library's
   features: the one this suite built), without this run's Mix and cargo settings; `env`
-  overrides (a `nil` value unsets). Returns `{output, exit status}`, stderr included.
+  overrides (a `nil` value unsets); `opts` go to `System.cmd/3` (e.g. `into:`). Returns
+  `{output, exit status}`, stderr included.
   """
-  def mix(dir, args, env \\ []) do
+  def mix(dir, args, env \\ [], opts \\ []) do
     base = %{
       "MIX_ENV" => "dev",
       "CMDC_NIF_TESTING" => "1",
@@ -141,10 +142,11 @@ defmodule CMDC.Tool.TestCheckout do
       "CARGO_BUILD_BUILD_DIR" => nil
     }
 
-    System.cmd("mix", args,
-      cd: dir,
-      env: Enum.to_list(Map.merge(base, Map.new(env))),
-      stderr_to_stdout: true
+    System.cmd(
+      "mix",
+      args,
+      [cd: dir, env: Enum.to_list(Map.merge(base, Map.new(env))), stderr_to_stdout: true] ++
+        opts
     )
   end
 end

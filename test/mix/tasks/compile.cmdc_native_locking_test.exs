@@ -9,6 +9,58 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
   alias CMDC.Tool.TestCheckout
 
   @lib TestCheckout.testing_library()
+  @rebuild "==> cmdc_tool: cargo build --release --features testing"
+
+  # A lock left by a build that is gone (killed, or a zombie nobody reaped) is taken over; one
+  # held by a running process is waited for, and taken when that process ends. The build runs
+  # cargo for real, made to fail at once (an unknown target triple): the lock is released
+  # whatever the build's outcome.
+  @tag :tmp_dir
+  test "a dead or zombie holder's lock is taken over; a live holder's is waited for", %{
+    tmp_dir: dir
+  } do
+    copy = TestCheckout.copy!(dir)
+    File.rm!(Path.join(copy, @lib))
+    lock = Path.join(copy, @lib <> ".lock")
+    failing = [{"CARGO_BUILD_TARGET", "no-such-target-triple"}]
+
+    {exited, 0} = System.cmd("sh", ["-c", "echo $$"])
+    # The subshell exits at once; `sleep` (its parent by exec) never reaps it.
+    zombie = Port.open({:spawn, "sh -c '(exit 0) & echo $!; exec sleep 30'"}, [:binary])
+    assert_receive {^zombie, {:data, zombie_pid}}
+    zombie? = fn -> File.read!("/proc/#{String.trim(zombie_pid)}/stat") =~ ~r/\) Z / end
+    assert Enum.any?(1..100, fn _ -> zombie?.() or (Process.sleep(50) && false) end)
+
+    for holder <- [exited, zombie_pid] do
+      File.write!(lock, String.trim(holder))
+      {out, status} = mix(copy, ["compile.cmdc_native"], failing)
+      assert status != 0 and out =~ @rebuild, out
+      refute out =~ "waiting", out
+      refute File.exists?(lock)
+    end
+
+    Port.close(zombie)
+
+    # A live holder: the build says so, waits, and goes on once the holder has ended.
+    holder = Port.open({:spawn, "sh -c 'echo $$; exec sleep 600'"}, [:binary])
+    assert_receive {^holder, {:data, holder_pid}}
+    File.write!(lock, String.trim(holder_pid))
+    log = Path.join(dir, "build.log")
+
+    build =
+      Task.async(fn -> mix(copy, ["compile.cmdc_native"], failing, into: File.stream!(log)) end)
+
+    waiting =
+      "waiting for another build of libcmdc_tool_nif_testing.so (OS process #{String.trim(holder_pid)};"
+
+    wait_until!(fn -> File.exists?(log) and File.read!(log) =~ waiting end, build)
+    refute File.read!(log) =~ @rebuild
+    System.cmd("kill", [String.trim(holder_pid)])
+    {_, status} = Task.await(build, 60_000)
+    assert status != 0
+    assert File.read!(log) =~ @rebuild
+    refute File.exists?(lock)
+  end
 
   # Two builds of different feature sets at once used to copy whichever library cargo wrote
   # last (target/release/ is one file for both), and nothing stopped two builds of one library
@@ -42,7 +94,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
     File.rm!(Path.join(copy, @lib))
     env_a = [{"CARGO", cargo}, {"CMDC_GATE", gate}, {"CMDC_REAL_CARGO", find_cargo()}]
     a = Task.async(fn -> mix(copy, ["compile.cmdc_native"], env_a) end)
-    wait_for!(Path.join(gate, "built"), a)
+    wait_until!(fn -> File.exists?(Path.join(gate, "built")) end, a)
 
     lock = Path.join(copy, @lib <> ".lock")
     holder = File.read!(lock)
@@ -89,16 +141,11 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
 
   defp find_cargo, do: System.get_env("CARGO") || System.find_executable("cargo")
 
-  defp wait_for!(path, task) do
+  defp wait_until!(done?, task) do
     cond do
-      File.exists?(path) ->
-        :ok
-
-      Task.yield(task, 100) ->
-        flunk("the build ended before its cargo was held")
-
-      true ->
-        wait_for!(path, task)
+      done?.() -> :ok
+      Task.yield(task, 100) -> flunk("the build ended first")
+      true -> wait_until!(done?, task)
     end
   end
 end
