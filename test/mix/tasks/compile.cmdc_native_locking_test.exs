@@ -5,7 +5,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
   # its cargo build overlaps the other slow compile of `Mix.Tasks.Compile.CmdcNativeTest`.
   use ExUnit.Case, async: true
 
-  import CMDC.Tool.TestCheckout, only: [mix: 2, mix: 3]
+  import CMDC.Tool.TestCheckout, only: [mix: 2, mix: 3, mix: 4]
   alias CMDC.Tool.TestCheckout
 
   @lib TestCheckout.testing_library()
