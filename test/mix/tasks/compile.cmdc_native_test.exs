@@ -162,6 +162,27 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     end
   end
 
+  # In a running VM (iex), `recompile` after lib/cmdc/tool/native.ex changed loads the new
+  # module while the previous one holds the library, and the VM cannot swap a NIF library: the
+  # warning says to restart, not to run `mix compile` (which would change nothing).
+  @tag :tmp_dir
+  test "recompiling the stubs in a running VM says to restart it", %{tmp_dir: dir} do
+    copy = copy!(dir)
+
+    script = """
+    IO.puts(CMDC.Tool.JSON.encode!([1]))
+    File.write!("lib/cmdc/tool/native.ex", File.read!("lib/cmdc/tool/native.ex") <> "# edited\\n")
+    IEx.Helpers.recompile()
+    """
+
+    {out, status} = mix(copy, ["run", "-e", script])
+    assert status == 0, out
+    assert out =~ "[1]"
+    assert out =~ "could not be loaded (upgrade: ", out
+    assert out =~ "Fix: restart the VM (leave iex, run `iex -S mix` again)", out
+    refute out =~ "Fix: run `mix compile`", out
+  end
+
   defp assert_rebuilds(copy) do
     {out, status} =
       mix(copy, ["compile.cmdc_native"], [{"CARGO_BUILD_TARGET", "no-such-target-triple"}])
