@@ -22,6 +22,7 @@ defmodule CMDC.Tool.CLI do
 
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.Project
+  alias CMDC.Tool.Project.Unserved
 
   @options [:trust, :mcp, :examples, :cwd, :tools]
 
@@ -116,6 +117,25 @@ defmodule CMDC.Tool.CLI do
   defp untrusted(folders) do
     "not loaded, the project not being trusted: #{Enum.map_join(folders, ", ", & &1.path)} " <>
       "(`mix cmdc.tools trust` trusts it, --trust for one run)"
+  end
+
+  @doc """
+  The line saying which tool modules of the project's own application(s) `report` does not
+  serve, and the config line that would (`CMDC.Tool.Project.Unserved`); `nil` when there are
+  none. With `name` (an unknown tool's name), the line only when one of them defines `name`,
+  for the unknown-tool message. Options: `:cwd`.
+  """
+  @spec unserved(report(), String.t() | nil, keyword()) :: String.t() | nil
+  def unserved(report, name \\ nil, opts \\ []) do
+    cwd = opts[:cwd] || File.cwd!()
+    configured = List.wrap(Application.get_env(:cmdc_tool, :tools, []))
+    config_file = Unserved.config_file(cwd)
+
+    case {Unserved.find(report.tools ++ Enum.filter(configured, &is_atom/1), cwd), name} do
+      {[], _} -> nil
+      {modules, nil} -> Unserved.hint(modules, configured, config_file)
+      {modules, name} -> Unserved.call_hint(modules, name, configured, config_file)
+    end
   end
 
   @doc "`path` relative to the current folder."

@@ -278,6 +278,9 @@ defmodule CMDC.Tool.MCP.Main do
         previous == nil,
         do: IO.puts(:stderr, "cmdc-mcp: #{u.path}: #{u.reason}")
 
+    # Once, at start: the app's tool modules nothing serves (stderr: the client's log).
+    if hint = previous == nil && CLI.unserved(report), do: IO.puts(:stderr, "cmdc-mcp: " <> hint)
+
     :ok
   end
 
