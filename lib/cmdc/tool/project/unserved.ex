@@ -135,31 +135,55 @@ defmodule CMDC.Tool.Project.Unserved do
   end
 
   @doc """
-  The `ebin` folders of the project's own applications in `cwd`: on the code path, under
-  `cwd/_build`, compiled from sources in `cwd` outside `deps/`, cmdc_tool's excluded.
+  The `ebin` folders of the project's own applications in `cwd`: on the code path, in the
+  project's `_build/ENV/lib/APP/ebin` (the same folder by device and inode, so a symlinked
+  path matches), compiled from sources in the project outside `deps/`, cmdc_tool's excluded.
   """
   @spec ebins(Path.t()) :: [String.t()]
   def ebins(cwd) do
-    build = Path.join(cwd, "_build") <> "/"
-    deps = Path.join(cwd, "deps") <> "/"
+    cwd = Path.expand(cwd)
+    id = file_id(cwd)
 
     for path <- :code.get_path(),
         ebin = to_string(path),
-        String.starts_with?(ebin, build),
-        Path.basename(ebin) == "ebin",
+        project = project_of(ebin),
+        project != nil and file_id(project) == id and id != nil,
         Path.basename(Path.dirname(ebin)) != "cmdc_tool",
-        own?(ebin, cwd <> "/", deps),
+        own?(ebin, Enum.uniq([cwd, project])),
         uniq: true,
         do: ebin
   end
 
-  # One beam tells where an application's sources are (`compile_info`'s source).
-  defp own?(ebin, cwd, deps) do
+  # `…/PROJECT/_build/ENV/lib/APP/ebin` → PROJECT, else nil.
+  defp project_of(ebin) do
+    case ebin |> Path.split() |> Enum.reverse() do
+      ["ebin", _app, "lib", _env, "_build" | project] when project != [] ->
+        project |> Enum.reverse() |> Path.join()
+
+      _ ->
+        nil
+    end
+  end
+
+  defp file_id(path) do
+    case File.stat(path) do
+      {:ok, %{major_device: major, minor_device: minor, inode: inode}} -> {major, minor, inode}
+      {:error, _} -> nil
+    end
+  end
+
+  # One beam tells where an application's sources are (`compile_info`'s source): under the
+  # project as Mix saw it (either spelling of its path), outside its deps/.
+  defp own?(ebin, roots) do
     with [beam | _] <- beams(ebin),
          {:ok, {_, [compile_info: info]}} <- :beam_lib.chunks(~c"#{beam}", [:compile_info]),
          source when is_list(source) <- info[:source] do
       source = to_string(source)
-      String.starts_with?(source, cwd) and not String.starts_with?(source, deps)
+
+      Enum.any?(roots, fn root ->
+        String.starts_with?(source, root <> "/") and
+          not String.starts_with?(source, Path.join(root, "deps") <> "/")
+      end)
     else
       _ -> false
     end

@@ -99,6 +99,19 @@ defmodule CMDC.Tool.Project.UnservedTest do
     end)
   end
 
+  test "a project reached through a symlink is the same project", %{tmp_dir: dir} do
+    real = Path.join(dir, "real")
+    link = Path.join(dir, "link")
+    File.mkdir_p!(real)
+    File.ln_s!(real, link)
+    # Built through the link (as `bin/cmdc-mcp` puts a logical path on the code path), asked
+    # for by the real path (what `File.cwd!/0` answers), and the other way round.
+    beam!(link, "my_app", "lib/sym.ex", "UnsT.Sym", tool("sym"))
+
+    assert Unserved.find([], real) == [UnsT.Sym]
+    assert Unserved.find([], link) == [UnsT.Sym]
+  end
+
   test "config_file/1 says how to start a config file the project lacks", %{tmp_dir: dir} do
     assert Unserved.config_file(dir) =~ "a new file; its first line: import Config"
     File.mkdir_p!(Path.join(dir, "config"))
