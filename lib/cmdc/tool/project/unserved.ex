@@ -3,7 +3,7 @@ defmodule CMDC.Tool.Project.Unserved do
   The tool modules of the project's own application(s) that nothing serves: compiled with
   `@behaviour CMDC.Tool`, but neither declared in `config :cmdc_tool, tools: [...]` nor found
   by discovery. `mix cmdc.tools list`, `doctor`, `call` and the MCP server's start-up say so,
-  with the config line that serves them (`hint/2`).
+  with the config line that serves them (`hint/3`).
 
   The project's applications are the `ebin` folders of the code path under `<cwd>/_build`
   whose modules were compiled from sources inside the project but outside its `deps/` (its own
@@ -31,7 +31,6 @@ defmodule CMDC.Tool.Project.Unserved do
     cwd
     |> ebins()
     |> Enum.flat_map(&tool_modules/1)
-    |> Enum.map(&elem(&1, 0))
     |> Enum.reject(&MapSet.member?(served, &1))
     |> Enum.uniq()
     |> Enum.sort()
@@ -189,7 +188,7 @@ defmodule CMDC.Tool.Project.Unserved do
     end
   end
 
-  # `{module, beam}` of every module of `ebin` whose attributes name the behaviour. The file's
+  # The modules of `ebin` whose attributes name the behaviour. The file's
   # bytes are searched first: a beam that never mentions the atom is not parsed.
   defp tool_modules(ebin) do
     for beam <- beams(ebin),
@@ -197,7 +196,7 @@ defmodule CMDC.Tool.Project.Unserved do
         :binary.match(bytes, @behaviour_atom) != :nomatch,
         {:ok, {module, [attributes: attrs]}} <- [:beam_lib.chunks(bytes, [:attributes])],
         tool_behaviour?(attrs),
-        do: {module, beam}
+        do: module
   end
 
   # `File.ls/1`, not `Path.wildcard/1`: 8x faster on a folder of thousands of files.

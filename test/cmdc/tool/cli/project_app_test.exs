@@ -172,6 +172,16 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
 
     assert err =~ "cmdc-mcp: " <> hint <> config
     assert File.read!(out_file) == ""
+
+    # The same inside Mix (`mix cmdc.mcp`).
+    {err, 0} =
+      System.cmd("sh", ["-c", "mix cmdc.mcp </dev/null 2>&1 >#{out_file}"],
+        cd: app,
+        env: ProjectApp.env(Path.dirname(app))
+      )
+
+    assert err =~ "cmdc-mcp: " <> hint <> config
+    assert File.read!(out_file) == ""
   end
 
   test "the documented .mcp.json entry, started by the official MCP Python client", %{app: app} do
