@@ -36,7 +36,8 @@ defmodule Mix.Tasks.Cmdc.Tools do
 
   ## Doctor
 
-  `doctor` lists what would surprise a user: names providers rewrite or refuse, schemas OpenAI
+  `doctor` lists what would surprise a user: your app's tool modules nothing serves (first, as
+  above), names providers rewrite or refuse, schemas OpenAI
   strict mode or Gemini change, missing interpreters, and script caches the next start will not
   use, judged by the loader's own rule (`CMDC.Tool.Script.cache_status/2`: the script's content
   hash and this user's HMAC tag, never file times), so an edit that kept the old mtime or a
