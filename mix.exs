@@ -21,6 +21,17 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   That build is installed under its own name (`library/1`): a library is a function of the
   sources and the features, so the environments that want the same features share it, and
   the stubs that must match its table are compiled per environment (`CMDC.Tool.Native.Build`).
+
+  Builds may run at once (`mix test` here, `mix compile` in another shell, projects depending
+  on this checkout by path). Cargo compiles one at a time in the shared build directory
+  (`target/`, or `CARGO_TARGET_DIR`), but each feature set has its own artifact directory
+  (`artifact_dir/1`, cargo's `--target-dir` with `build.build-dir` kept shared), so a build
+  copies only its own feature set's library, never one another build just wrote. Building and
+  installing one library is exclusive, across OS processes: a build holds the lock of its
+  artifact directory (`<dir>.lock`, which two checkouts sharing a `CARGO_TARGET_DIR` share),
+  then the installed library's (`<library>.so.lock`); each holds the builder's OS pid, and one
+  whose process is gone is taken over. A second build waits, then finds the library installed
+  and does nothing.
   """
   use Mix.Task.Compiler
 
@@ -32,12 +43,23 @@ defmodule Mix.Tasks.Compile.CmdcNative do
     root = Path.expand(__DIR__)
     # `priv/` is linked into the build by `mix compile`; also when this task runs alone.
     Mix.Project.build_structure()
-    target = target(features())
+    retire_loading_stubs()
+    features = features()
+    target = target(features)
 
+    # Checked again under the lock: a build that waited for another one usually has nothing
+    # left to do.
     if up_to_date?(root, target) do
       {:noop, []}
     else
-      build(root, target, features())
+      # Cargo's output for these features, then the installed library: every build takes
+      # them in this order. (Two checkouts may share a CARGO_TARGET_DIR, two build
+      # directories may install into one checkout.)
+      with_lock(artifact_dir(root, features) <> ".lock", target, fn ->
+        with_lock(target <> ".lock", target, fn ->
+          if up_to_date?(root, target), do: {:noop, []}, else: build(root, target, features)
+        end)
+      end)
     end
   end
 
@@ -62,6 +84,21 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   @doc "The manifest of an installed library: what it was built from."
   def manifest(target), do: target <> ".sources"
 
+  @doc """
+  Where cargo puts the library of a set of `features/0` (its `--target-dir`): one directory
+  per feature set under the build directory, so no build reads another's output.
+  """
+  def artifact_dir(root, features) do
+    Path.join([build_dir(root), "features", Enum.join(features, "+") |> default_set()])
+  end
+
+  defp default_set(""), do: "default"
+  defp default_set(set), do: set
+
+  # Cargo's own build directory (every crate's intermediate files), shared by every feature
+  # set and by hand-run `cargo` commands.
+  defp build_dir(root), do: Path.expand(System.get_env("CARGO_TARGET_DIR") || "target", root)
+
   # None that Mix should compare times with: the library's manifest is checked by `run/1`.
   @impl true
   def manifests, do: []
@@ -73,6 +110,117 @@ defmodule Mix.Tasks.Compile.CmdcNative do
         do: File.rm(path)
 
     :ok
+  end
+
+  # Mix's Elixir compiler loads, before compiling anything, every module its manifest says
+  # exports `__mix_recompile__?/0`, from the previous build. `CMDC.Tool.Native` did before
+  # `CMDC.Tool.Native.Build` took that over: loading a build from then runs its `@on_load`
+  # against the library installed here, and the first compile after an upgrade printed
+  # `bad_lib: Function not found` for each NIF added since. Its source has changed since (it
+  # no longer defines the function), so the compiler rebuilds it anyway: the old module is
+  # removed first, so nothing can load it against the new library.
+  defp retire_loading_stubs do
+    beam = Path.join(Mix.Project.compile_path(), "Elixir.CMDC.Tool.Native.beam")
+
+    with {:ok, {_, [exports: exports]}} <- :beam_lib.chunks(to_charlist(beam), [:exports]),
+         true <- {:__mix_recompile__?, 0} in exports do
+      File.rm(beam)
+    end
+  end
+
+  # One build and install of a library at a time, across OS processes: the lock is a file
+  # holding the builder's OS pid, made whole under a private name and linked into place (a
+  # link fails if the lock exists). A lock whose process is gone (killed mid-build) is moved
+  # aside and taken.
+  defp with_lock(lock, target, fun) do
+    File.mkdir_p!(Path.dirname(lock))
+    mine = "#{lock}.#{System.pid()}"
+    File.write!(mine, System.pid())
+
+    try do
+      acquire(lock, mine, {Path.basename(target), nil})
+      fun.()
+    after
+      with {:ok, pid} <- File.read(lock), true <- pid == System.pid(), do: File.rm(lock)
+      File.rm(mine)
+    end
+  end
+
+  defp acquire(lock, mine, {library, told}) do
+    case File.ln(mine, lock) do
+      :ok ->
+        :ok
+
+      {:error, :eexist} ->
+        told =
+          case File.read(lock) do
+            {:ok, holder} -> wait_on(lock, holder, library, told)
+            # Released meanwhile: tried again at once.
+            {:error, :enoent} -> told
+            {:error, reason} -> Mix.raise("cmdc_tool: cannot read #{lock}: #{reason}")
+          end
+
+        acquire(lock, mine, {library, told})
+
+      # A file system without hard links: built as before there were locks.
+      {:error, reason} ->
+        IO.puts(:stderr, "==> cmdc_tool: building without the lock #{lock} (#{reason})")
+    end
+  end
+
+  # Says once per holder that this build waits; returns the holder it told of.
+  defp wait_on(lock, holder, library, told) do
+    cond do
+      holder == System.pid() or not os_process_alive?(holder) ->
+        take_over(lock, holder)
+
+      told != holder ->
+        IO.puts(:stderr, """
+        ==> cmdc_tool: waiting for another build of #{library} \
+        (OS process #{holder}; if none runs, delete #{lock})\
+        """)
+
+      true ->
+        Process.sleep(100)
+    end
+
+    holder
+  end
+
+  # Moved aside, then checked: if another waiter took it over first, what was moved is its
+  # lock, linked back unless a third one holds the name by now.
+  defp take_over(lock, holder) do
+    aside = "#{lock}.stale.#{System.pid()}"
+
+    with :ok <- File.rename(lock, aside),
+         {:ok, moved} <- File.read(aside),
+         false <- moved == holder do
+      File.ln(aside, lock)
+    end
+
+    File.rm(aside)
+  end
+
+  # `kill -0` answers for a zombie too (a killed build whose parent never reaped it), so on
+  # Linux /proc says whether the process still runs.
+  defp os_process_alive?(pid) do
+    cond do
+      not Regex.match?(~r/\A[0-9]+\z/, pid) ->
+        false
+
+      File.dir?("/proc/self") ->
+        case File.read("/proc/#{pid}/stat") do
+          # "pid (command) state ...": the command may hold ") ".
+          {:ok, stat} ->
+            not (stat |> String.split(") ") |> List.last() |> String.starts_with?("Z"))
+
+          {:error, _} ->
+            false
+        end
+
+      true ->
+        match?({_, 0}, System.cmd("kill", ["-0", pid], stderr_to_stdout: true))
+    end
   end
 
   defp up_to_date?(root, target) do
@@ -149,7 +297,7 @@ defmodule Mix.Tasks.Compile.CmdcNative do
 
     args =
       ["build", "--release", "--manifest-path", Path.join(root, "Cargo.toml"), "-p", @crate] ++
-        feature_args
+        feature_args ++ ["--target-dir", artifact_dir(root, features)] ++ build_dir_args(root)
 
     case System.cmd(cargo, args,
            cd: root,
@@ -157,7 +305,7 @@ defmodule Mix.Tasks.Compile.CmdcNative do
            stderr_to_stdout: true
          ) do
       {_, 0} ->
-        install(root, target, sources)
+        install(artifact_dir(root, features), target, sources)
 
       {_, status} ->
         Mix.raise("""
@@ -183,10 +331,21 @@ defmodule Mix.Tasks.Compile.CmdcNative do
       """)
   end
 
-  defp install(root, target, sources) do
-    target_dir = System.get_env("CARGO_TARGET_DIR") || Path.join(root, "target")
+  # Unless the user chose a build directory for cargo: `--config` would override theirs.
+  defp build_dir_args(root) do
+    if System.get_env("CARGO_BUILD_BUILD_DIR"),
+      do: [],
+      else: ["--config", "build.build-dir=#{toml_string(build_dir(root))}"]
+  end
+
+  defp toml_string(text),
+    do: ~s(") <> String.replace(text, ["\\", ~s(")], &("\\" <> &1)) <> ~s(")
+
+  defp install(artifact_dir, target, sources) do
     ext = if match?({:unix, :darwin}, :os.type()), do: "dylib", else: "so"
-    built = Path.join([target_dir, "release", "lib#{@crate}.#{ext}"])
+    # A build for another target triple (CARGO_BUILD_TARGET) writes under its name.
+    triple = List.wrap(System.get_env("CARGO_BUILD_TARGET"))
+    built = Path.join([artifact_dir | triple] ++ ["release", "lib#{@crate}.#{ext}"])
     File.mkdir_p!(Path.dirname(target))
     # Copied to a temporary name and renamed: a loaded library is never overwritten in place.
     # The name is this OS process's own, as two projects (or environments) sharing this

@@ -22,17 +22,22 @@ defmodule CMDC.Tool.CLI do
 
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.Project
+  alias CMDC.Tool.Project.Unserved
 
   @options [:trust, :mcp, :examples, :cwd, :tools]
 
-  @typedoc "What `load/2` reports: the modules to serve, one entry each, and the problems."
+  @typedoc """
+  What `load/2` reports: the modules to serve, one entry each, the problems, and every tool
+  module of the project's own application(s) (`app_tools`, served or not: see `unserved/3`).
+  """
   @type report :: %{
           tools: [module()],
           entries: [%{module: module(), kind: atom(), source: String.t()}],
           errors: [%{path: String.t(), reason: String.t()}],
           conflicts: [map()],
           untrusted: [map()],
-          ignored: [map()]
+          ignored: [map()],
+          app_tools: [module()]
         }
 
   @doc """
@@ -56,10 +61,22 @@ defmodule CMDC.Tool.CLI do
   def watch(paths \\ [], opts \\ []) do
     opts = CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.CLI.watch/2")
 
+    # The app's tool modules are read from its .beam files while discovery runs.
+    cwd = opts[:cwd] || File.cwd!()
+    app_tools = Task.async(fn -> Unserved.find([], cwd) end)
+
     Output.with_progress("discovering tools", fn ->
       project = Project.tools(Keyword.take(opts, [:tools, :examples]))
       {:changed, files} = CMDC.Tool.Discovery.rediscover(discovery_opts(paths, project, opts))
-      state = %{files: files, project: project, mcp: mcp_servers(files.report, project, opts)}
+      mcp = mcp_servers(files.report, project, opts)
+
+      state = %{
+        files: files,
+        project: project,
+        mcp: mcp,
+        app_tools: Task.await(app_tools, :infinity)
+      }
+
       {report(state), state}
     end)
   end
@@ -118,6 +135,27 @@ defmodule CMDC.Tool.CLI do
       "(`mix cmdc.tools trust` trusts it, --trust for one run)"
   end
 
+  @doc """
+  The line saying which tool modules of the project's own application(s) `report` does not
+  serve, and the config line that would (`CMDC.Tool.Project.Unserved`); `nil` when there are
+  none. With `name` (an unknown tool's name), the line only when one of them defines `name`,
+  for the unknown-tool message. Options: `:cwd`.
+  """
+  @spec unserved(report(), String.t() | nil, keyword()) :: String.t() | nil
+  def unserved(report, name \\ nil, opts \\ []) do
+    cwd = opts[:cwd] || File.cwd!()
+    configured = List.wrap(Application.get_env(:cmdc_tool, :tools, []))
+    config_file = Unserved.config_file(cwd)
+
+    served = MapSet.new(report.tools ++ configured)
+
+    case {Enum.reject(report.app_tools, &MapSet.member?(served, &1)), name} do
+      {[], _} -> nil
+      {modules, nil} -> Unserved.hint(modules, configured, config_file)
+      {modules, name} -> Unserved.call_hint(modules, name, configured, config_file)
+    end
+  end
+
   @doc "`path` relative to the current folder."
   @spec relative(Path.t() | nil) :: String.t()
   def relative(nil), do: "?"
@@ -134,7 +172,7 @@ defmodule CMDC.Tool.CLI do
     ]
   end
 
-  defp report(%{files: %{report: report}, project: project, mcp: mcp}) do
+  defp report(%{files: %{report: report}, project: project, mcp: mcp} = state) do
     declared = Enum.map(project.tools, &%{module: &1, kind: :elixir, source: source(&1)})
 
     found =
@@ -154,7 +192,8 @@ defmodule CMDC.Tool.CLI do
       errors: Enum.map(errors, &%{path: relative(&1.path), reason: own_reason(&1)}),
       conflicts: Enum.map(conflicts, &%{refused: relative(&1.path), reason: &1.reason}),
       untrusted: Enum.map(untrusted, &%{path: relative(&1.path), reason: &1.reason}),
-      ignored: Enum.map(ignored, &%{path: relative(&1.path), reason: &1.reason})
+      ignored: Enum.map(ignored, &%{path: relative(&1.path), reason: &1.reason}),
+      app_tools: state.app_tools
     }
   end
 

@@ -29,14 +29,25 @@ defmodule CMDC.Tool.Native do
       {:error, {reason, text}} ->
         IO.warn("""
         cmdc_tool: the native library #{path}.so could not be loaded (#{reason}: #{text}).
-        Fix: run `mix compile` (it builds the Rust crate with cargo); if it was built for another
-        Erlang/OTP version or machine, run `mix clean && mix compile`.
+        #{fix(reason)}
         """)
 
         # Returning :ok keeps the module loaded so every call gives the clear error below.
         :ok
     end
   end
+
+  # `:upgrade`: this module was reloaded in a running VM (`recompile` in iex after
+  # lib/cmdc/tool/native.ex changed) while its previous version still holds a library; a NIF
+  # library cannot be swapped in a running VM, whatever was rebuilt.
+  defp fix(:upgrade),
+    do: "Fix: restart the VM (leave iex, run `iex -S mix` again): it loads the library built."
+
+  defp fix(_),
+    do: """
+    Fix: run `mix compile` (it builds the Rust crate with cargo); if it was built for another
+    Erlang/OTP version or machine, run `mix clean && mix compile`.\
+    """
 
   @doc false
   # `with_dirty(schema_validate(schema, args))`: calls the NIF and, when it answers

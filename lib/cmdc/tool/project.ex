@@ -17,7 +17,9 @@ defmodule CMDC.Tool.Project do
       end
 
   The library's own example tools (`CMDC.Tool.Examples`, `examples/tools/`) are served only
-  when asked for: `--examples` on the command line, or `examples: true` here.
+  when asked for: `--examples` on the command line, or `examples: true` here. A tool module of
+  the application that is not declared is not served; `CMDC.Tool.Project.Unserved` finds such
+  modules for the messages of `mix cmdc.tools` and the MCP server.
 
   ## Errors
 

@@ -25,9 +25,19 @@ defmodule Mix.Tasks.Cmdc.Tools do
   projects) and your user MCP configs, named `server__tool` (`--no-mcp` skips them). The
   library's example tools come only with `--examples`.
 
+  A module of your application (umbrella apps included) compiled with `@behaviour CMDC.Tool`
+  that none of these serves is named by `list` and `doctor`, on one line with the config line
+  that would serve it (`MyAgent.Tools.Forecast implements CMDC.Tool but is not served: add it to
+  config/config.exs: config :cmdc_tool, tools: [MyAgent.Tools.Forecast]`); `call` and
+  `validate` of the name such a module's `name/0` returns say which module defines it (exit
+  status 3 still). The modules are read from your build's `.beam` files, not loaded; only for
+  an unknown name is `name/0` run, bounded (1 s, a failure counts as no answer). See
+  `CMDC.Tool.Project.Unserved`.
+
   ## Doctor
 
-  `doctor` lists what would surprise a user: names providers rewrite or refuse, schemas OpenAI
+  `doctor` lists what would surprise a user: your app's tool modules nothing serves (first, as
+  above), names providers rewrite or refuse, schemas OpenAI
   strict mode or Gemini change, missing interpreters, and script caches the next start will not
   use, judged by the loader's own rule (`CMDC.Tool.Script.cache_status/2`: the script's content
   hash and this user's HMAC tag, never file times), so an edit that kept the old mtime or a
@@ -57,8 +67,9 @@ defmodule Mix.Tasks.Cmdc.Tools do
       `trust`/`untrust`: the trust list could not be changed.
     * `2` - usage error: unknown subcommand (with "did you mean"), unknown option, missing
       arguments.
-    * `3` - unknown tool (`validate`, `call`): the message names close names and, when a tool
-      file failed to load, that file and why.
+    * `3` - unknown tool (`validate`, `call`): the message names close names, the module of
+      your app that defines the name when it is not served, and, when a tool file failed to
+      load, that file and why.
     * `4` - `list`, `doctor`: a tool file or configured tool failed to load (the listing says
       which and why).
 

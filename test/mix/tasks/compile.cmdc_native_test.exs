@@ -1,24 +1,22 @@
 defmodule Mix.Tasks.Compile.CmdcNativeTest do
   # The native compiler of mix.exs, run by `mix` in a copy of this checkout (so nothing here
-  # touches the checkout's own build): when it rebuilds the library, and that the first command
-  # after the library changed loads it. The copy reuses the library this suite's
-  # `MIX_ENV=test mix compile` installed, with its manifest, under `MIX_ENV=dev
-  # CMDC_NIF_TESTING=1` (the same features): an unchanged copy must not run cargo. Where a
-  # rebuild is expected, cargo runs for real and is made to fail at once (an unknown target
-  # triple), which shows the compiler decided to build without a 2-minute compile.
+  # touches the checkout's own build): when it rebuilds the library, that the first command
+  # after the library changed loads it, and builds running at once. The copy reuses the library
+  # this suite's `MIX_ENV=test mix compile` installed, with its manifest, under `MIX_ENV=dev
+  # CMDC_NIF_TESTING=1` (the same features): an unchanged copy must not run cargo. Where only
+  # the decision to rebuild is tested, cargo runs for real and is made to fail at once (an
+  # unknown target triple), which shows the compiler decided to build without a 2-minute
+  # compile; where a library must really be built, the copy takes cargo's build directory
+  # (`TestCheckout.seed_target!/1`), so only the NIF crate compiles.
   use ExUnit.Case, async: true
 
-  @root Path.expand("../../..", __DIR__)
-  @lib "priv/native/libcmdc_tool_nif_testing.so"
+  import CMDC.Tool.TestCheckout, only: [mix: 2, mix: 3]
+  alias CMDC.Tool.TestCheckout
+
+  @lib TestCheckout.testing_library()
   @rebuild "==> cmdc_tool: cargo build --release --features testing"
 
-  setup_all do
-    so = Path.join(@root, @lib)
-
-    if File.exists?(so <> ".sources"),
-      do: :ok,
-      else: raise("#{so}.sources is missing: run `MIX_ENV=test mix compile` first")
-  end
+  defp copy!(dir, opts \\ []), do: TestCheckout.copy!(dir, opts)
 
   @tag :tmp_dir
   test "an unchanged tree is not rebuilt, whatever its files' times", %{tmp_dir: dir} do
@@ -102,6 +100,89 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     assert out |> String.split("\n") |> Enum.member?("0"), out
   end
 
+  # An upgrade from a build made when `CMDC.Tool.Native` itself exported `__mix_recompile__?/0`
+  # (before `CMDC.Tool.Native.Build`; the definition below is that version's): Mix's manifest
+  # still says so, and before compiling Mix loaded that module to ask, after the native
+  # compiler had installed the new library, so its `@on_load` printed `bad_lib: Function not
+  # found` for the NIF the upgrade added. Checked both ways users build: this checkout (the
+  # copy, whose compile runs cargo) and a project depending on it by path (its compile finds
+  # the new library already installed).
+  @tag :tmp_dir
+  @tag timeout: 900_000
+  test "an upgrade that adds a NIF compiles without a load warning, and the NIF answers", %{
+    tmp_dir: dir
+  } do
+    copy = copy!(dir, target: true)
+    app = TestCheckout.throwaway!(Path.join(dir, "app"), copy)
+    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    names_rs = Path.join(copy, "native/cmdc_tool_nif/src/names.rs")
+    text = File.read!(native_ex)
+    load_nif = "  def load_nif do\n"
+    stub = "  def tool_name_for(_name, _format), do: err()\n"
+    assert text =~ load_nif and text =~ stub
+
+    previous =
+      "  def __mix_recompile__?, do: Mix.Tasks.Compile.CmdcNative.features() != @features\n\n"
+
+    File.write!(native_ex, String.replace(text, load_nif, previous <> load_nif))
+
+    for project <- [copy, app] do
+      {out, status} = mix(project, ["compile"])
+      assert status == 0, out
+      refute out =~ "cargo build", out
+      refute out =~ "could not be loaded", out
+    end
+
+    # The upgrade: a NIF in the Rust table, its stub, and stubs without __mix_recompile__?/0.
+    File.write!(
+      names_rs,
+      File.read!(names_rs) <>
+        """
+
+        #[rustler::nif]
+        fn tool_name_upgrade_probe() -> i64 {
+            42
+        }
+        """
+    )
+
+    File.write!(
+      native_ex,
+      String.replace(text, stub, stub <> "  def tool_name_upgrade_probe, do: err()\n")
+    )
+
+    call = ["run", "-e", "IO.puts(CMDC.Tool.Native.tool_name_upgrade_probe())"]
+
+    for {project, cargo?} <- [{copy, true}, {app, false}] do
+      {out, status} = mix(project, call)
+      assert status == 0, out
+      assert out =~ @rebuild == cargo?, out
+      refute out =~ "could not be loaded", out
+      assert out |> String.split("\n") |> Enum.member?("42"), out
+    end
+  end
+
+  # In a running VM (iex), `recompile` after lib/cmdc/tool/native.ex changed loads the new
+  # module while the previous one holds the library, and the VM cannot swap a NIF library: the
+  # warning says to restart, not to run `mix compile` (which would change nothing).
+  @tag :tmp_dir
+  test "recompiling the stubs in a running VM says to restart it", %{tmp_dir: dir} do
+    copy = copy!(dir)
+
+    script = """
+    IO.puts(CMDC.Tool.JSON.encode!([1]))
+    File.write!("lib/cmdc/tool/native.ex", File.read!("lib/cmdc/tool/native.ex") <> "# edited\\n")
+    IEx.Helpers.recompile()
+    """
+
+    {out, status} = mix(copy, ["run", "-e", script])
+    assert status == 0, out
+    assert out =~ "[1]"
+    assert out =~ "could not be loaded (upgrade: ", out
+    assert out =~ "Fix: restart the VM (leave iex, run `iex -S mix` again)", out
+    refute out =~ "Fix: run `mix compile`", out
+  end
+
   defp assert_rebuilds(copy) do
     {out, status} =
       mix(copy, ["compile.cmdc_native"], [{"CARGO_BUILD_TARGET", "no-such-target-triple"}])
@@ -109,41 +190,5 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     assert status != 0, out
     assert out =~ @rebuild
     assert out =~ "no-such-target-triple"
-  end
-
-  # The sources and the installed library with its manifest, as the checkout has them (the
-  # library keeps its mtime, which its manifest records).
-  defp copy!(dir) do
-    copy = Path.join(dir, "cmdc_tool")
-    File.mkdir_p!(copy)
-
-    for entry <- ~w(mix.exs Cargo.toml Cargo.lock lib native priv/python priv/powershell) do
-      File.mkdir_p!(Path.dirname(Path.join(copy, entry)))
-      File.cp_r!(Path.join(@root, entry), Path.join(copy, entry))
-    end
-
-    File.mkdir_p!(Path.join(copy, "priv/native"))
-
-    for file <- [@lib, @lib <> ".sources"] do
-      File.cp!(Path.join(@root, file), Path.join(copy, file))
-      %{mtime: mtime} = File.stat!(Path.join(@root, file), time: :posix)
-      File.touch!(Path.join(copy, file), mtime)
-    end
-
-    copy
-  end
-
-  defp mix(dir, args, env \\ []) do
-    base = [
-      {"MIX_ENV", "dev"},
-      {"CMDC_NIF_TESTING", "1"},
-      {"MIX_EXS", nil},
-      {"MIX_BUILD_PATH", nil},
-      {"MIX_DEPS_PATH", nil},
-      {"CARGO", nil},
-      {"CARGO_TARGET_DIR", nil}
-    ]
-
-    System.cmd("mix", args, cd: dir, env: base ++ env, stderr_to_stdout: true)
   end
 end

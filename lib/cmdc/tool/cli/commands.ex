@@ -228,6 +228,7 @@ defmodule CMDC.Tool.CLI.Commands do
 
     IO.puts(Output.table(["NAME", "KIND", "SOURCE", "DESCRIPTION"], rows))
     print_problems(report)
+    if hint = CLI.unserved(report, nil, load_opts(opts)), do: IO.puts("\n" <> hint)
     load_status(report)
   end
 
@@ -435,8 +436,14 @@ defmodule CMDC.Tool.CLI.Commands do
         {:ok, module}
 
       {:error, :not_found} ->
+        unknown =
+          case CLI.unserved(report, name) do
+            nil -> CMDC.Tool.unknown_tool_message(report.tools, name)
+            hint -> "Unknown tool: #{name}. " <> hint
+          end
+
         message =
-          [CMDC.Tool.unknown_tool_message(report.tools, name), CLI.load_failure(report, name)]
+          [unknown, CLI.load_failure(report, name)]
           |> Enum.reject(&is_nil/1)
           |> Enum.join("\n")
 

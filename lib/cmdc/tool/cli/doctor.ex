@@ -8,9 +8,13 @@ defmodule CMDC.Tool.CLI.Doctor do
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.{Providers, RoundTrip}
 
-  @doc "The findings for `report` (`CMDC.Tool.CLI.load/2`) and the script cache problems."
-  def findings(report, caches) do
-    names(report.tools) ++
+  @doc """
+  The findings for `report` (`CMDC.Tool.CLI.load/2`) and the script cache problems, first the
+  app's tool modules nothing serves (`CMDC.Tool.CLI.unserved/3`).
+  """
+  def findings(report, caches, opts \\ []) do
+    List.wrap(CLI.unserved(report, nil, opts)) ++
+      names(report.tools) ++
       strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()
   end
 
@@ -19,7 +23,7 @@ defmodule CMDC.Tool.CLI.Doctor do
     # Script caches are judged before loading: loading rebuilds stale ones.
     caches = script_caches(paths, opts)
     report = CLI.load(paths, opts)
-    findings = findings(report, caches)
+    findings = findings(report, caches, opts)
     CMDC.Tool.CLI.Commands.print_problems(report)
 
     if findings == [] and report.errors == [] and report.conflicts == [] do

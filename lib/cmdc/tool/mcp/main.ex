@@ -51,7 +51,8 @@ defmodule CMDC.Tool.MCP.Main do
   inside cmdc-mcp (CMDC_MCP_SERVER marks every program it starts; a cmdc-mcp started with it
   set exits with status 3). Calls go through the hooks of .claude/settings.json and the
   other settings files (a project's only when trusted; see `mix cmdc.tools hooks`). Tool files
-  that failed to load are listed on stderr at start and whenever a rescan changes them. Exit
+  that failed to load are listed on stderr at start and whenever a rescan changes them, and so,
+  at start, are the app's `@behaviour CMDC.Tool` modules the config does not serve. Exit
   status: 0 done, 2 usage error, 3 nested. MCP client configuration (.mcp.json, Claude Desktop):
 
       {"mcpServers": {"my_agent": {"command": "/path/to/cmdc_tool/bin/cmdc-mcp",
@@ -277,6 +278,9 @@ defmodule CMDC.Tool.MCP.Main do
     for u <- report.untrusted,
         previous == nil,
         do: IO.puts(:stderr, "cmdc-mcp: #{u.path}: #{u.reason}")
+
+    # Once, at start: the app's tool modules nothing serves (stderr: the client's log).
+    if hint = previous == nil && CLI.unserved(report), do: IO.puts(:stderr, "cmdc-mcp: " <> hint)
 
     :ok
   end

@@ -5,6 +5,7 @@
 //! so ties are stable). The floor's ties, hundreds when a catalog holds copies of a tool, go
 //! through a bounded heap of names (one comparison each, their cache lines fetched together).
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -32,14 +33,35 @@ pub(super) struct Top<'i> {
     floor: f32,
 }
 
+/// The buffers of the last finished search on this thread, reused by the next (a search then
+/// allocates only its hits' names).
+#[derive(Default)]
+struct Spare {
+    best: Vec<Reverse<u32>>,
+    kept: Vec<(f32, u32)>,
+    tied: Vec<u32>,
+}
+
+thread_local! {
+    static SPARE: RefCell<Spare> = RefCell::new(Spare::default());
+}
+
 impl<'i> Top<'i> {
     pub(super) fn new(index: &'i Index, k: usize) -> Self {
         let k = k.max(1);
+        let (mut best, mut kept) = SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            (std::mem::take(&mut s.best), std::mem::take(&mut s.kept))
+        });
+        best.clear();
+        best.reserve(k + 1);
+        kept.clear();
+        kept.reserve(2 * k);
         Top {
             index,
             k,
-            best: BinaryHeap::with_capacity(k + 1),
-            kept: Vec::with_capacity(2 * k),
+            best: BinaryHeap::from(best),
+            kept,
             floor: f32::NEG_INFINITY,
         }
     }
@@ -65,9 +87,11 @@ impl<'i> Top<'i> {
             // A tie with the k-th: the floor stays; names decide at the end.
             return;
         }
-        self.best.push(Reverse(key(score)));
-        if self.best.len() > self.k {
-            self.best.pop();
+        if self.best.len() < self.k {
+            self.best.push(Reverse(key(score)));
+        } else if let Some(mut lowest) = self.best.peek_mut() {
+            // Above the floor: it replaces the k-th (one sift, not a push and a pop).
+            *lowest = Reverse(key(score));
         }
         if self.best.len() == self.k {
             self.floor = self
@@ -84,8 +108,9 @@ impl<'i> Top<'i> {
         let (floor, index, k) = (self.floor, self.index, self.k);
         let slot_of = |slot: u32| index.slots[slot as usize].as_ref();
         let mut hits: Vec<(f32, &str)> = Vec::with_capacity(k);
-        let mut tied: Vec<u32> = Vec::new();
-        for (score, slot) in self.kept {
+        let mut tied = SPARE.with(|s| std::mem::take(&mut s.borrow_mut().tied));
+        tied.clear();
+        for &(score, slot) in &self.kept {
             if score > floor {
                 hits.extend(slot_of(slot).map(|s| (score, s.name.as_str())));
             } else if score == floor {
@@ -101,10 +126,10 @@ impl<'i> Top<'i> {
                 .filter_map(|&s| slot_of(s))
                 .for_each(|s| prefetch(s.name.as_ptr()));
         }
-        let mut ties: BinaryHeap<&str> = BinaryHeap::with_capacity(k);
+        let mut ties: BinaryHeap<&str> = BinaryHeap::with_capacity(k.min(tied.len()));
         for n in tied
-            .into_iter()
-            .filter_map(|s| slot_of(s).map(|s| s.name.as_str()))
+            .iter()
+            .filter_map(|&s| slot_of(s).map(|s| s.name.as_str()))
         {
             if ties.len() < k {
                 ties.push(n);
@@ -118,13 +143,20 @@ impl<'i> Top<'i> {
         hits.truncate(k);
         let mut ties = ties.into_sorted_vec();
         ties.truncate(k - hits.len());
-        hits.into_iter()
+        let found = hits
+            .into_iter()
             .chain(ties.into_iter().map(|n| (floor, n)))
             .map(|(score, name)| Hit {
                 name: name.to_owned(),
                 score: f64::from(score),
             })
-            .collect()
+            .collect();
+        let (best, kept) = (self.best.into_vec(), self.kept);
+        // A search that kept a great many candidates does not leave them allocated.
+        if kept.capacity() <= 1 << 16 && tied.capacity() <= 1 << 16 {
+            SPARE.with(|s| *s.borrow_mut() = Spare { best, kept, tied });
+        }
+        found
     }
 }
 

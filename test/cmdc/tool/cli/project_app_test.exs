@@ -29,6 +29,8 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     refute out =~ "echo"
     assert out =~ "untrusted folders (skipped)"
     assert out =~ "run `mix cmdc.tools trust` in the project"
+    # Every tool module of the app is served: nothing more to say.
+    refute out =~ "not served"
     {out, 3} = mix(app, ["cmdc.tools", "call", "read_file", "{}"])
     assert out =~ "not loaded, the project not being trusted: .cmdc/tools"
 
@@ -75,6 +77,7 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
       )
 
     assert err =~ "cmdc-mcp: 1 tool file(s) failed to load; serving the other 3 tools:"
+    refute err =~ "not served"
     assert err =~ ~r/- \.cmdc\/tools\/broken\.ex: .+/
 
     # With --watch, a rescan that changes what failed says so too.
@@ -102,10 +105,83 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
     {out, 0} = mix(app, ["cmdc.tools", "list", "lib/my_agent/tools/clock.ex"])
     assert out =~ ~r/clock\s+elixir\s+explicit: lib\/my_agent\/tools\/clock.ex/
     refute out =~ "already exists"
+    refute out =~ "not served"
     File.rm!(clock)
 
     {out, 0} = mix(app, ["cmdc.tools", "untrust"])
     assert out =~ "no longer trusted"
+  end
+
+  test "the app's tool modules nothing serves are named, with the config line that serves them",
+       %{app: app} do
+    file = Path.join(app, "lib/my_agent/tools/unserved.ex")
+    on_exit(fn -> File.rm(file) end)
+
+    # Three tool modules the config does not name; one's name/0 raises, one's never returns.
+    File.write!(file, """
+    for {module, name} <- [
+          {MyAgent.Tools.Forecast, quote(do: "forecast")},
+          {MyAgent.Tools.Raises, quote(do: raise("no name today"))},
+          {MyAgent.Tools.Stuck, quote(do: Process.sleep(:infinity))}
+        ] do
+      defmodule module do
+        @behaviour CMDC.Tool
+        def name, do: unquote(name)
+        def description, do: "Not served."
+        def parameters, do: %{"type" => "object", "properties" => %{}}
+        def execute(_args, _ctx), do: {:ok, "done"}
+      end
+    end
+    """)
+
+    modules = "MyAgent.Tools.Forecast, MyAgent.Tools.Raises, MyAgent.Tools.Stuck"
+    config = "config :cmdc_tool, tools: [MyAgent.Tools.Weather, #{modules}]"
+    hint = "#{modules} implement CMDC.Tool but are not served: add them to config/config.exs: "
+
+    {out, 0} = mix(app, ["cmdc.tools", "list"])
+    assert out =~ ~r/get_weather\s+elixir\s+config/
+    assert out =~ hint <> config
+    # The declared one is not reported.
+    refute out =~ "MyAgent.Tools.Weather implements"
+
+    {out, 0} = mix(app, ["cmdc.tools", "doctor"])
+    assert out =~ "  - " <> hint <> config
+
+    {out, 3} = mix(app, ["cmdc.tools", "call", "forecast", ~s({"city": "Oslo"})])
+
+    assert out =~
+             "Unknown tool: forecast. MyAgent.Tools.Forecast defines it but is not served: " <>
+               "add it to config/config.exs: " <>
+               "config :cmdc_tool, tools: [MyAgent.Tools.Weather, MyAgent.Tools.Forecast]"
+
+    # No module defines it: the usual message; the raising and the stuck name/0 cost at most
+    # the bound and print nothing.
+    {out, 3} = mix(app, ["cmdc.tools", "call", "get_wether", "{}"])
+    assert out =~ "Unknown tool: get_wether. Did you mean: get_weather?"
+    refute out =~ "defines it"
+    refute out =~ "no name today"
+
+    # The MCP server logs it on stderr at start; stdout (the protocol stream) stays empty.
+    server = Path.join(ProjectApp.root(), "bin/cmdc-mcp")
+    out_file = Path.join(Path.dirname(app), "unserved.stdout")
+
+    {err, 0} =
+      System.cmd("sh", ["-c", "#{server} --cwd #{app} </dev/null 2>&1 >#{out_file}"],
+        env: ProjectApp.env(Path.dirname(app))
+      )
+
+    assert err =~ "cmdc-mcp: " <> hint <> config
+    assert File.read!(out_file) == ""
+
+    # The same inside Mix (`mix cmdc.mcp`).
+    {err, 0} =
+      System.cmd("sh", ["-c", "mix cmdc.mcp </dev/null 2>&1 >#{out_file}"],
+        cd: app,
+        env: ProjectApp.env(Path.dirname(app))
+      )
+
+    assert err =~ "cmdc-mcp: " <> hint <> config
+    assert File.read!(out_file) == ""
   end
 
   test "the documented .mcp.json entry, started by the official MCP Python client", %{app: app} do
