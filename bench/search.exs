@@ -66,6 +66,30 @@
 # separately: its argpartition over mostly-zero scores), so its own regex tokens are kept here
 # as the harder reference.
 
+# 2026-11-26 17:57-18:00 (load 1.0-1.4, after the top-k buffers were reused per thread and a
+# candidate above the floor replaces the k-th with one sift): add 7.7 / 9.1 / 7.4 µs; query 4.3 /
+# 11.8 / 62.3 µs (second run 3.9 / 11.7 µs at 1k / 10k); x bm25s 15.5-17.3x / 11.3-12.1x / 8.6x
+# (bm25s 67 / 132-142 / 536 µs). >= 10x bm25s at 100k: still NOT met.
+#
+# Tried and measured, not kept (same corpus, pure-Rust loop, each query's best of 200, A/B in
+# one binary or interleaved runs; min over rounds):
+#   - Postings in slot order (slots not reused, removal marks entries, lists tidied when mostly
+#     marks) with document-at-a-time MaxScore (Turtle & Flood; exact, strict pruning so floor
+#     ties stay): "find GitHub users by name" at 100k walked 21,300 of ~72,000 postings' documents
+#     and probed 1,932, yet ran 1.0-1.3x the term-at-a-time time (branchy per-document merge at
+#     ~4 ns/document; per-term bounds loose, and each 335-tool stretch of the repeated corpus
+#     holds a copy of the best tool, so the floor's ties keep most lists essential).
+#   - Term at a time in windows of 4,096 slots over those ordered lists (scores in L1): equal
+#     (89.9 vs 90.3, 86.8 vs 94.7, 60.5 vs 59.0 µs); the runs' galloping searches ate the gain.
+#   - AVX2 (runtime-detected) for the weights and the dense read-back: 0-9% (84.3 vs 85.0, 84.4
+#     vs 90.5, 50.2 vs 54.8 µs). A list of reached slots instead of the dense read-back at 100k:
+#     1.4x slower (random reads); at 10k equal.
+# Hot profile at 100k (each query repeated): adding postings ~36% of a query, the dense read-back
+# of 100,000 scores ~34%, naming the floor's ~300 ties ~12%. The work is proportional to the
+# postings of the query's words and to the slots; an exact top 10 with ties by name over 300
+# identical copies cannot skip them without treating identical tools as one (which would make
+# this corpus say nothing about a real catalog of that size).
+
 defmodule SearchBench do
   alias CMDC.Tool.{JSON, Native, Registry}
   alias CMDC.Tool.Test.Factory
