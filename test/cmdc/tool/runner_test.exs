@@ -289,7 +289,6 @@ defmodule CMDC.Tool.RunnerTest do
         call("logged", log, "4")
       ]
 
-      started = System.monotonic_time(:millisecond)
       results = Runner.run_many(@tools, calls, ctx())
       assert Enum.all?(results, &(not &1.is_error))
       events = Agent.get(:runner_log, &Enum.reverse/1)
@@ -301,7 +300,6 @@ defmodule CMDC.Tool.RunnerTest do
       assert Enum.all?(rest, fn {_, t} -> t >= xe end)
       # The first two ran side by side: both started before either ended.
       assert [{:start, _}, {:start, _}, {:end, _}, {:end, _}] = before
-      assert System.monotonic_time(:millisecond) - started < 1_000
     end
 
     test "an abort cancels the rest of the turn" do

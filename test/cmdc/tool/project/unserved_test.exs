@@ -69,7 +69,7 @@ defmodule CMDC.Tool.Project.UnservedTest do
       assert Unserved.defining(modules, "forecast", 300) == UnsT.Forecast
       assert Unserved.defining(modules, "nothing", 300) == nil
       # Both calls within the bound (plus scheduling), whatever the modules do.
-      assert System.monotonic_time(:millisecond) - started < 2_000
+      assert System.monotonic_time(:millisecond) - started < 10_000
 
       hint = Unserved.call_hint(modules, "forecast", [Existing], "config/config.exs")
 
