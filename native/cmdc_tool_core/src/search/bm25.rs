@@ -157,8 +157,38 @@ fn collect_dense(scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) -> bool) 
                 }
             }
         }
-        block.fill(0.0);
+        clear(block);
     }
+}
+
+/// Zeroes a block in place, inline: a `fill` of a block's 256 bytes is a call to `memset`
+/// per block, ~1,600 calls a query at 100,000 tools.
+#[inline]
+fn clear(block: &mut [f32]) {
+    match <&mut [f32; DENSE_BLOCK]>::try_from(&mut *block) {
+        Ok(full) => {
+            for quad in full.chunks_exact_mut(4) {
+                zero4(quad);
+            }
+        }
+        Err(_) => block.fill(0.0),
+    }
+}
+
+/// Four zeros in one SSE store (x86-64 always has SSE2).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn zero4(quad: &mut [f32]) {
+    use std::arch::x86_64::{_mm_setzero_ps, _mm_storeu_ps};
+    assert!(quad.len() == 4);
+    // SAFETY: SSE is part of the x86-64 baseline; the store writes the four floats of `quad`.
+    unsafe { _mm_storeu_ps(quad.as_mut_ptr(), _mm_setzero_ps()) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn zero4(quad: &mut [f32]) {
+    quad.fill(0.0);
 }
 
 /// The largest of non-negative scores, in eight SIMD lanes.
