@@ -141,12 +141,9 @@ fn collect(slots: &[u32], scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) 
 /// whole; copies of one tool put a tie in many blocks, and only those ties are visited.
 fn collect_dense(scores: &mut [f32], top: &mut Top, keep: impl Fn(u32) -> bool) {
     for (b, block) in scores.chunks_mut(DENSE_BLOCK).enumerate() {
-        // The block's best first (eight lanes, no mask work): most blocks stop there.
-        let best = max(block);
-        if best == 0.0 {
-            continue;
-        }
-        if top.could_take(best) {
+        // Any score at or above the floor? (Lanes compared at once, no reduction.) Most
+        // blocks stop there; an all-zero one is cleared all the same (rare in a dense query).
+        if any_at_least(block, top.floor().max(f32::MIN_POSITIVE)) {
             let mut mask = above(block, top.floor());
             while mask != 0 {
                 let i = mask.trailing_zeros() as usize;
@@ -191,21 +188,42 @@ fn zero4(quad: &mut [f32]) {
     quad.fill(0.0);
 }
 
-/// The largest of non-negative scores, in eight SIMD lanes.
+/// Whether any score of `block` is at or above `floor`: the block's lanes maxed in SSE
+/// registers, compared with the floor at once.
+#[cfg(target_arch = "x86_64")]
 #[inline]
-fn max(scores: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let chunks = scores.chunks_exact(8);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for (m, x) in lanes.iter_mut().zip(chunk) {
-            *m = if *x > *m { *x } else { *m };
+fn any_at_least(block: &[f32], floor: f32) -> bool {
+    use std::arch::x86_64::{
+        _mm_cmpge_ps, _mm_loadu_ps, _mm_max_ps, _mm_movemask_ps, _mm_set1_ps, _mm_setzero_ps,
+    };
+    let quads = block.chunks_exact(16);
+    let rest = quads.remainder();
+    // SAFETY: SSE is part of the x86-64 baseline; each load reads four floats of a chunk of
+    // sixteen.
+    let vector = unsafe {
+        let (mut a, mut b, mut c, mut d) = (
+            _mm_setzero_ps(),
+            _mm_setzero_ps(),
+            _mm_setzero_ps(),
+            _mm_setzero_ps(),
+        );
+        for q in quads {
+            let p = q.as_ptr();
+            a = _mm_max_ps(a, _mm_loadu_ps(p));
+            b = _mm_max_ps(b, _mm_loadu_ps(p.add(4)));
+            c = _mm_max_ps(c, _mm_loadu_ps(p.add(8)));
+            d = _mm_max_ps(d, _mm_loadu_ps(p.add(12)));
         }
-    }
-    lanes
-        .iter()
-        .chain(rest)
-        .fold(0f32, |a, &x| if x > a { x } else { a })
+        let m = _mm_max_ps(_mm_max_ps(a, b), _mm_max_ps(c, d));
+        _mm_movemask_ps(_mm_cmpge_ps(m, _mm_set1_ps(floor))) != 0
+    };
+    vector || rest.iter().any(|&x| x >= floor)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn any_at_least(block: &[f32], floor: f32) -> bool {
+    block.iter().any(|&x| x >= floor)
 }
 
 /// Bit `i` set when `block[i]` is a score (> 0) at or above `floor`.
