@@ -25,10 +25,20 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
     failing = [{"CARGO_BUILD_TARGET", "no-such-target-triple"}]
 
     {exited, 0} = System.cmd("sh", ["-c", "echo $$"])
-    # The subshell exits at once; `sleep` (its parent by exec) never reaps it.
-    zombie = Port.open({:spawn, "sh -c '(exit 0) & echo $!; exec sleep 30'"}, [:binary])
+    # The subshell exits once its parent is `sleep` (by exec), which never reaps it. (Had it
+    # exited at once, the shell could have reaped it before the exec.)
+    zombie =
+      Port.open({:spawn, "sh -c '(sleep 0.3; exit 0) & echo $!; exec sleep 30'"}, [:binary])
+
     assert_receive {^zombie, {:data, zombie_pid}}
-    zombie? = fn -> File.read!("/proc/#{String.trim(zombie_pid)}/stat") =~ ~r/\) Z / end
+
+    zombie? = fn ->
+      case File.read("/proc/#{String.trim(zombie_pid)}/stat") do
+        {:ok, stat} -> stat =~ ~r/\) Z /
+        {:error, _} -> false
+      end
+    end
+
     assert Enum.any?(1..100, fn _ -> zombie?.() or (Process.sleep(50) && false) end)
 
     for holder <- [exited, zombie_pid] do
