@@ -1,9 +1,13 @@
 """The Python BM25 reference of bench/search.exs: the same corpus and queries, timed here.
 
-argv: corpus.json (list of [name, text]), queries.json (list of strings), k.
+argv: corpus.json (list of [name, text]), queries.json (list of strings), k [, --serve].
 Prints one JSON object: per library, build seconds and the median over queries of each
 query's best time (µs). Times are this thread's CPU time (`time.thread_time`), as on the Rust
 side: on a shared machine wall time mostly measures the wait for a core.
+
+With --serve, bm25s is then kept and timed on request, so that each query is timed here right
+after (or before) the Rust side times it, under the same load: each line read, `I ROUNDS`,
+answers with query I's best of ROUNDS runs in µs; an empty line or `exit` ends.
 """
 
 import json
@@ -64,7 +68,27 @@ def main():
         out["bm25s"] = {"build_s": build, "query_us": per}
     except Exception as e:  # the figure is then missing, with the reason
         out["bm25s"] = {"error": str(e)[:300]}
-    print(json.dumps(out))
+        run = None
+    print(json.dumps(out), flush=True)
+    if "--serve" in sys.argv and run is not None:
+        serve(run, qs)
+
+
+def serve(run, qs):
+    for line in sys.stdin:
+        parts = line.split()
+        if len(parts) != 2:
+            return
+        i, rounds = int(parts[0]), int(parts[1])
+        if not qs[i]:  # no word bm25s knows: not timed
+            print(-1, flush=True)
+            continue
+        best = float("inf")
+        for _ in range(rounds):
+            t = time.thread_time()
+            run(qs[i])
+            best = min(best, time.thread_time() - t)
+        print(best * 1e6, flush=True)
 
 
 main()
