@@ -90,7 +90,8 @@
 # 1k 20.7 / 20.1, 19.3 / 19.4, 20.7 / 20.9; 10k 13.7 / 13.9, 14.4 / 14.4, 15.2 / 15.7; 100k
 # 12.1 / 12.8, 12.2 / 12.5, 12.7 / 12.6; our side 3.5-4.1 / 8.6-10.1 / 57-65 µs (caches cold:
 # bm25s runs between our queries). Add one tool 5.5-8.4 / 6.7-9.0 / 8.0-10.95 µs (over 10 µs
-# at 100k in one run of five).
+# at 100k in one run of five). A sixth run (02:09, load 1.0): paired 20.0 / 20.1, 15.0 / 15.2,
+# 12.7 / 12.3, but add one 9.2 / 10.46 / 11.11 µs: add <= 10 µs is NOT held in every run.
 #
 # Tried and measured, not kept (same corpus, pure-Rust loop, each query's best of 200, A/B in
 # one binary or interleaved runs; min over rounds):
