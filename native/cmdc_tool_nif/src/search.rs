@@ -48,9 +48,7 @@ pub fn prepare(name: &str, description: &str, schema: &Schema, meta: &Meta) -> P
 /// A whole index for a replacement set (built off the locks, swapped in by the caller).
 pub fn build(prepared: Vec<Prepared>) -> Index {
     let mut index = Index::new();
-    for p in prepared {
-        index.insert(p);
-    }
+    index.insert_all(prepared);
     index
 }
 
@@ -117,9 +115,7 @@ pub fn lock_for(live: &Live, generation: u64) -> RwLockWriteGuard<'_, Index> {
 
 /// Inserts prepared tools (after the registry's lock is released).
 pub fn insert(mut index: RwLockWriteGuard<'_, Index>, prepared: Vec<Prepared>) {
-    for p in prepared {
-        index.insert(p);
-    }
+    index.insert_all(prepared);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ thread_local! {
 fn terms(index: &Index, query: &Query, n: f32) -> Vec<(u32, f32)> {
     let mut ids: Vec<(u32, f32)> = Vec::new();
     tokenize::each_word(query.text, |w| {
-        if let Some(&id) = index.terms.get(w) {
+        if let Some(id) = index.term(w) {
             if !ids.iter().any(|(i, _)| *i == id) {
                 let df = index.postings[id as usize].slots.len() as f32;
                 ids.push((id, (1.0 + (n - df + 0.5) / (df + 0.5)).ln()));

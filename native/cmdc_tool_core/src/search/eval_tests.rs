@@ -101,7 +101,7 @@ fn reference_search(
     let avg = docs.iter().map(|d| f64::from(d.len)).sum::<f64>() / n;
     let tf: Vec<HashMap<&str, f64>> = docs
         .iter()
-        .map(|d| d.words.iter().map(|(w, x)| (w, f64::from(x))).collect())
+        .map(|d| d.words.iter().map(|(w, x, _)| (w, f64::from(x))).collect())
         .collect();
     let mut words = reference_words(query);
     let mut seen = Vec::new();
@@ -158,6 +158,36 @@ fn assert_same(query: &str, got: &[Hit], want: &[(String, f64)]) {
                 g.name
             );
         }
+    }
+}
+
+/// Random texts over the characters that steer the tokenizer (case changes, digits,
+/// separators, stop words, suffixes, non-ASCII letters and symbols), long enough to cross the
+/// 64-byte blocks of the ASCII path in every position, read as the reference reads them.
+#[test]
+fn the_tokenizer_reads_random_texts_as_the_reference_does() {
+    const PIECES: [&str; 24] = [
+        "a", "Z", "q", "9", " ", "_", "-", ".", "the", "Files", "ing", "ies", "ed", "readFile",
+        "HTTP", "x2Y", "é", "İ", "ß", "→", "🙂", "\n", "ss", "abcdefgh",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let long = "w".repeat(70);
+    for _ in 0..20_000 {
+        let mut text = String::new();
+        for _ in 0..next(120) {
+            match next(40) {
+                0 => text.push_str(&long),
+                i if i < PIECES.len() => text.push_str(PIECES[i]),
+                _ => text.push_str(PIECES[next(8)]),
+            }
+        }
+        assert_eq!(tokenize::words(&text), reference_words(&text), "{text:?}");
     }
 }
 

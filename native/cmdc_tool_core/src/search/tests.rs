@@ -20,15 +20,19 @@ fn t(name: &'static str, description: &'static str, params: Value) -> T {
     }
 }
 
-fn put(index: &mut Index, t: &T) {
-    index.put(&Doc {
+fn doc(t: &T) -> Doc<'_> {
+    Doc {
         name: t.name,
         title: None,
         description: t.description,
         parameters: &t.params,
         namespace: t.namespace,
         annotations: &t.annotations,
-    });
+    }
+}
+
+fn put(index: &mut Index, t: &T) {
+    index.put(&doc(t));
 }
 
 fn catalog() -> Vec<T> {
@@ -177,6 +181,35 @@ fn put_and_remove_are_incremental_and_match_a_fresh_build() {
             assert!((x.score - y.score).abs() < 1e-4, "{text}: {x:?} {y:?}");
         }
     }
+}
+
+/// A batch (`insert_all`, the registry's bulk path) indexes what one-by-one `put`s index,
+/// into an empty index and on top of tools already in, a tool named twice in the batch kept
+/// once (its last version).
+#[test]
+fn a_batch_matches_one_by_one_puts() {
+    let prepare = |t: &T| doc(t).prepare();
+    let all = catalog();
+    let again = t("fs__read_file", "Print the weather.", json!({}));
+    let mut batch = Index::new();
+    batch.insert_all(all[..2].iter().map(prepare).collect());
+    batch.insert_all(all[2..].iter().chain([&again]).map(prepare).collect());
+    let mut one_by_one = Index::new();
+    for t in all.iter().chain([&again]) {
+        put(&mut one_by_one, t);
+    }
+    assert_eq!(batch.len(), all.len());
+    for text in ["file", "weather", "commit log", "directory list", "read"] {
+        let (a, b) = (
+            batch.search(&q(text)).unwrap(),
+            one_by_one.search(&q(text)).unwrap(),
+        );
+        assert_eq!(names(&a), names(&b), "{text}");
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x.score - y.score).abs() < 1e-4, "{text}: {x:?} {y:?}");
+        }
+    }
+    assert!(names(&batch.search(&q("weather")).unwrap()).contains(&"fs__read_file"));
 }
 
 #[test]

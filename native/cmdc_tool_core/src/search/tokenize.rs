@@ -25,31 +25,39 @@ const fn pack(word: &[u8]) -> u64 {
     key
 }
 
-/// [`STOPWORDS`] packed and sorted, for a binary search of integers.
-const STOP_KEYS: [u64; 46] = {
-    let mut keys = [0u64; 46];
+/// Stop words by a perfect hash: `(key * STOP_MUL) >> 57` differs for each of them (checked
+/// when this compiles), so a check is a multiply, a load and a compare. A binary search took
+/// a few mispredicted branches per word, the largest cost of reading a tool.
+const STOP_MUL: u64 = 0x3962_e2c3_d6ac_9455;
+
+const fn stop_slot(key: u64) -> usize {
+    (key.wrapping_mul(STOP_MUL) >> 57) as usize
+}
+
+/// Each stop word's packed bytes at its slot; 0 (no word) elsewhere.
+const STOP_TABLE: [u64; 128] = {
+    let mut table = [0u64; 128];
     let mut i = 0;
-    while i < keys.len() {
-        keys[i] = pack(STOPWORDS[i].as_bytes());
+    while i < STOPWORDS.len() {
+        let key = pack(STOPWORDS[i].as_bytes());
+        let slot = stop_slot(key);
+        assert!(
+            table[slot] == 0,
+            "two stop words share a slot: pick another STOP_MUL"
+        );
+        assert!(STOPWORDS[i].len() <= STOP_LEN);
+        table[slot] = key;
         i += 1;
     }
-    // Insertion sort (a `const` block has no `sort`).
-    let mut i = 1;
-    while i < keys.len() {
-        let mut j = i;
-        while j > 0 && keys[j - 1] > keys[j] {
-            let t = keys[j];
-            keys[j] = keys[j - 1];
-            keys[j - 1] = t;
-            j -= 1;
-        }
-        i += 1;
-    }
-    keys
+    table
 };
 
-fn is_stopword(word: &str) -> bool {
-    word.len() <= STOP_LEN && STOP_KEYS.binary_search(&pack(word.as_bytes())).is_ok()
+/// Whether a word of `len` bytes whose first bytes are `head` (little-endian, bytes past the
+/// word ignored) is a stop word.
+#[inline]
+fn is_stop(head: u64, len: usize) -> bool {
+    let key = head & !(u64::MAX << (8 * len.min(7)));
+    len <= STOP_LEN && STOP_TABLE[stop_slot(key)] == key
 }
 
 /// What an ASCII byte is to the tokenizer.
@@ -88,6 +96,8 @@ const MAX_WORD: usize = 64;
 struct Word {
     buf: [u8; MAX_WORD],
     len: usize,
+    /// Whether every byte pushed is ASCII (only ASCII words are stemmed).
+    ascii: bool,
 }
 
 impl Word {
@@ -104,31 +114,182 @@ impl Word {
             dst.copy_from_slice(bytes);
         }
         self.len += bytes.len();
+        self.ascii &= bytes.is_ascii();
     }
 
     #[inline]
     fn emit(&mut self, f: &mut impl FnMut(&str)) {
         if self.len > 0 && self.len <= MAX_WORD {
-            let bytes = &self.buf[..self.len];
-            // SAFETY: only whole UTF-8 encodings are pushed (ASCII bytes, `encode_utf8`), and
-            // one that did not fit made `len` exceed the buffer, so this word is not read.
-            let w = unsafe { std::str::from_utf8_unchecked(bytes) };
-            debug_assert!(std::str::from_utf8(bytes).is_ok());
-            if !is_stopword(w) {
-                f(stem(w));
+            let head = u64::from_le_bytes([
+                self.buf[0],
+                self.buf[1],
+                self.buf[2],
+                self.buf[3],
+                self.buf[4],
+                self.buf[5],
+                self.buf[6],
+                self.buf[7],
+            ]);
+            if !is_stop(head, self.len) {
+                let bytes = &self.buf[..self.len];
+                // SAFETY: only whole UTF-8 encodings are pushed (ASCII bytes, `encode_utf8`),
+                // and one that did not fit made `len` exceed the buffer, so this word is not read.
+                let w = unsafe { std::str::from_utf8_unchecked(bytes) };
+                debug_assert!(std::str::from_utf8(bytes).is_ok());
+                f(if self.ascii { stem_ascii(w) } else { w });
             }
         }
         self.len = 0;
+        self.ascii = true;
     }
 }
 
-/// Calls `f` with each word of `text`, in order (repeats included). ASCII is read byte by
-/// byte through a class table; other characters through `char`'s Unicode tables, with the
-/// same rules.
+/// Calls `f` with each word of `text`, in order (repeats included). Runs of ASCII are read
+/// eight bytes at a time ([`ascii_words`]); a stretch around other characters through
+/// `char`'s Unicode tables ([`unicode_words`]), with the same rules. Both start and end a word
+/// at an ASCII separator (space, punctuation) and keep nothing across one, so the text is cut
+/// there into pieces read by either.
 pub fn each_word(text: &str, mut f: impl FnMut(&str)) {
+    if text.is_ascii() {
+        return ascii_words(text, &mut f);
+    }
+    let mut rest = text;
+    while !rest.is_empty() {
+        let bytes = rest.as_bytes();
+        let Some(p) = bytes.iter().position(|b| !b.is_ascii()) else {
+            return ascii_words(rest, &mut f);
+        };
+        let separator = |b: &u8| CLASSES.get(*b as usize) == Some(&Class::Other);
+        let cut = bytes[..p].iter().rposition(separator).unwrap_or(0);
+        let end = bytes[p..]
+            .iter()
+            .position(separator)
+            .map_or(bytes.len(), |e| p + e);
+        // `cut` and `end` are ASCII bytes (or the ends): char boundaries.
+        ascii_words(&rest[..cut], &mut f);
+        unicode_words(&rest[cut..end], &mut f);
+        rest = &rest[end..];
+    }
+}
+
+/// `0x0101…01 * b`: `b` in every byte.
+const fn splat(b: u8) -> u64 {
+    b as u64 * 0x0101_0101_0101_0101
+}
+
+/// Bit `i` set where byte `i` of `x` (ASCII bytes, little-endian) is in `lo..=hi`: the per-byte
+/// sums cannot carry (every byte is below 0x80), and the eight high bits are gathered by one
+/// multiply (each lands on bit 56 + i, no two products overlap).
+#[inline]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    let high = (x.wrapping_add(splat(0x80 - lo)) & !x.wrapping_add(splat(0x7f - hi))) & splat(0x80);
+    ((high >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
+/// Bits `k..64` set.
+#[inline]
+fn from(k: usize) -> u64 {
+    u64::MAX.checked_shl(k as u32).unwrap_or(0)
+}
+
+/// [`each_word`] of ASCII text: 64 bytes at a time, each byte's class as one bit of a mask
+/// (eight bytes per step), then one step per word boundary (a `trailing_zeros`), not per byte:
+/// the branches left are per word, not per character.
+fn ascii_words(text: &str, f: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    // A word still being read at a block's end: where it started, and whether it had an
+    // upper-case letter so far.
+    let (mut open, mut open_upper): (Option<usize>, bool) = (None, false);
+    let (mut carry_word, mut carry_lower) = (0u64, 0u64);
+    for (block, chunk) in bytes.chunks(64).enumerate() {
+        let base = 64 * block;
+        let (mut word, mut upper, mut lower) = (0u64, 0u64, 0u64);
+        for (k, eight) in chunk.chunks(8).enumerate() {
+            // The last bytes padded with zeros (separators).
+            let x = match <[u8; 8]>::try_from(eight) {
+                Ok(full) => u64::from_le_bytes(full),
+                Err(_) => eight
+                    .iter()
+                    .rev()
+                    .fold(0u64, |x, b| (x << 8) | u64::from(*b)),
+            };
+            let (u, l) = (in_range(x, b'A', b'Z'), in_range(x, b'a', b'z'));
+            upper |= u << (8 * k);
+            lower |= l << (8 * k);
+            word |= (u | l | in_range(x, b'0', b'9')) << (8 * k);
+        }
+        // A word starts at a word byte after a non-word byte, or at an upper-case letter after
+        // a lower-case one (`readFile`); it ends at a non-word byte or at such a case change.
+        let case = upper & ((lower << 1) | carry_lower);
+        let starts = word & (!((word << 1) | carry_word) | case);
+        let ends = !word | case;
+        (carry_word, carry_lower) = (word >> 63, lower >> 63);
+        // A word left open by an earlier block ends at this block's first end.
+        if let Some(s) = open {
+            let e = ends.trailing_zeros() as usize;
+            if e == 64 {
+                open_upper |= upper != 0;
+                continue;
+            }
+            ascii_word(text, s, base + e, open_upper || upper & !from(e) != 0, f);
+            (open, open_upper) = (None, false);
+        }
+        // Then one step per word that starts here (no start comes before the open word's end:
+        // a start follows a non-word byte or is a case change, both ends).
+        let mut left = starts;
+        while left != 0 {
+            let s = left.trailing_zeros() as usize;
+            left &= left - 1;
+            let after = ends & from(s + 1);
+            if after == 0 {
+                // Read on in the next block (the last start here).
+                (open, open_upper) = (Some(base + s), upper & from(s) != 0);
+                break;
+            }
+            let e = after.trailing_zeros() as usize;
+            ascii_word(text, base + s, base + e, upper & from(s) & !from(e) != 0, f);
+        }
+    }
+    if let Some(s) = open {
+        ascii_word(text, s, text.len(), open_upper, f);
+    }
+}
+
+/// The word `text[s..e]` of [`ascii_words`]: lower-cased (copied only when it has an
+/// upper-case letter), stop words dropped, stemmed.
+#[inline]
+fn ascii_word(text: &str, s: usize, e: usize, upper: bool, f: &mut impl FnMut(&str)) {
+    if e - s > MAX_WORD {
+        return;
+    }
+    // The first eight bytes, those past the word included (`is_stop` looks at its own).
+    let head = |b: &[u8]| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+    let mut buf = [0u8; MAX_WORD];
+    let (w, key) = if upper {
+        for (d, c) in buf.iter_mut().zip(&text.as_bytes()[s..e]) {
+            *d = c.to_ascii_lowercase();
+        }
+        // SAFETY: ASCII bytes (lower-cased ASCII letters and digits).
+        let w = unsafe { std::str::from_utf8_unchecked(&buf[..e - s]) };
+        (w, head(&buf))
+    } else {
+        let key = match text.as_bytes().get(s..s + 8) {
+            Some(b) => head(b),
+            None => pack(&text.as_bytes()[s..e.min(s + 8)]),
+        };
+        (&text[s..e], key)
+    };
+    if !is_stop(key, w.len()) {
+        f(stem_ascii(w));
+    }
+}
+
+/// [`each_word`] of text with other characters than ASCII, a character at a time.
+fn unicode_words(text: &str, f: &mut impl FnMut(&str)) {
     let mut word = Word {
         buf: [0; MAX_WORD],
         len: 0,
+        ascii: true,
     };
     // Whether the previous character was a lower-case letter of the current word.
     let mut prev_lower = false;
@@ -139,7 +300,6 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str)) {
         if let Some(&class) = CLASSES.get(b as usize) {
             i += 1;
             match class {
-                // Most of a text: take the whole run of lower-case letters at once.
                 Class::Lower => {
                     let run = bytes[i..]
                         .iter()
@@ -147,19 +307,21 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str)) {
                         .map_or(bytes.len(), |n| i + n);
                     word.push(&bytes[i - 1..run]);
                     i = run;
+                    prev_lower = true;
+                    continue;
                 }
                 Class::Digit => word.push_byte(b),
                 // A case change starts a word: `readFile` → `read`, `file`; `HTTPServer` →
                 // `httpserver` stays whole (upper after upper), as models write it.
                 Class::Upper => {
                     if prev_lower {
-                        word.emit(&mut f);
+                        word.emit(f);
                     }
                     word.push_byte(b.to_ascii_lowercase());
                 }
-                Class::Other => word.emit(&mut f),
+                Class::Other => word.emit(f),
             }
-            prev_lower = class == Class::Lower;
+            prev_lower = false;
             continue;
         }
         let Some(c) = text[i..].chars().next() else {
@@ -168,24 +330,33 @@ pub fn each_word(text: &str, mut f: impl FnMut(&str)) {
         i += c.len_utf8();
         if c.is_alphanumeric() {
             if prev_lower && c.is_uppercase() {
-                word.emit(&mut f);
+                word.emit(f);
             }
             for l in c.to_lowercase() {
                 word.push(l.encode_utf8(&mut [0; 4]).as_bytes());
             }
             prev_lower = c.is_lowercase();
         } else {
-            word.emit(&mut f);
+            word.emit(f);
             prev_lower = false;
         }
     }
-    word.emit(&mut f);
+    word.emit(f);
 }
 
 /// Strips a plural, `-ing`, `-ed` and a final `e`, in that order, when enough of the word stays.
 pub fn stem(word: &str) -> &str {
+    if word.is_ascii() {
+        stem_ascii(word)
+    } else {
+        word
+    }
+}
+
+/// [`stem`] of a word known to be ASCII.
+fn stem_ascii(word: &str) -> &str {
     let mut w = word;
-    if !w.is_ascii() || w.len() <= 3 {
+    if w.len() <= 3 {
         return w;
     }
     match w.strip_suffix("ies") {
