@@ -41,13 +41,13 @@ fn terms(index: &Index, query: &Query, n: f32) -> Vec<(u32, f32)> {
     tokenize::each_word(query.text, |w| {
         if let Some(id) = index.term(w) {
             if !ids.iter().any(|(i, _)| *i == id) {
-                let df = index.postings[id as usize].slots.len() as f32;
+                let df = index.postings[id as usize].len() as f32;
                 ids.push((id, (1.0 + (n - df + 0.5) / (df + 0.5)).ln()));
             }
         }
     });
     // Rarest last (ties: query order), so the sums are the same for every equal document.
-    ids.sort_by_key(|(id, _)| std::cmp::Reverse(index.postings[*id as usize].slots.len()));
+    ids.sort_by_key(|(id, _)| std::cmp::Reverse(index.postings[*id as usize].len()));
     ids
 }
 
@@ -64,8 +64,8 @@ fn block(p: &Posting, start: usize, out: &mut [f32], scale: f32, norm: Norm) {
     let end = start + out.len();
     for ((o, tf), len) in out
         .iter_mut()
-        .zip(&p.tf[start..end])
-        .zip(&p.len[start..end])
+        .zip(&p.tf()[start..end])
+        .zip(&p.lens()[start..end])
     {
         *o = scale * tf / (tf + norm.base + norm.per_len * len);
     }
@@ -95,7 +95,7 @@ pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
     };
     let postings = |ids: &[(u32, f32)]| -> usize {
         ids.iter()
-            .map(|(id, _)| index.postings[*id as usize].slots.len())
+            .map(|(id, _)| index.postings[*id as usize].len())
             .sum()
     };
     SCRATCH.with(|cell| {
@@ -118,7 +118,7 @@ pub(super) fn search<'i>(index: &'i Index, query: &Query, top: &mut Top<'i>) {
         }
         let count = accumulate(index, &ids, norm, scores, Some(&mut touched[..most]));
         // The first term's slots, then those the others reached first.
-        collect(&index.postings[ids[0].0 as usize].slots, scores, top, keep);
+        collect(index.postings[ids[0].0 as usize].slots(), scores, top, keep);
         collect(&touched[..count], scores, top, keep);
     });
 }
@@ -278,10 +278,10 @@ fn accumulate(
     for (i, &(id, idf)) in ids.iter().enumerate() {
         let p = &index.postings[id as usize];
         let scale = idf * (K1 + 1.0);
-        for start in (0..p.slots.len()).step_by(BLOCK) {
-            let out = &mut out[..BLOCK.min(p.slots.len() - start)];
+        for start in (0..p.len()).step_by(BLOCK) {
+            let out = &mut out[..BLOCK.min(p.len() - start)];
             block(p, start, out, scale, norm);
-            let slots = &p.slots[start..start + out.len()];
+            let slots = &p.slots()[start..start + out.len()];
             match touched.as_deref_mut() {
                 // Every score is still zero (0 + w is w, bit for bit): a store, no read.
                 _ if i == 0 => set(slots, out, scores),
@@ -367,7 +367,7 @@ pub(super) fn exhaustive(index: &Index, query: &Query) -> Vec<super::index::Hit>
             if let Some(j) = s.terms.iter().position(|t| *t == id) {
                 let p = &index.postings[id as usize];
                 let at = s.pos[j] as usize;
-                let (tf, len) = (p.tf[at], p.len[at]);
+                let (tf, len) = (p.tf()[at], p.lens()[at]);
                 score += idf * (K1 + 1.0) * tf / (tf + norm.base + norm.per_len * len);
             }
         }

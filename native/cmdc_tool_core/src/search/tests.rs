@@ -346,7 +346,7 @@ fn removing_thousands_keeps_postings_consistent() {
     seen.dedup();
     assert_eq!(seen.len(), all.len());
     for p in &index.postings {
-        for s in &p.slots {
+        for s in p.slots() {
             assert!(index.slots[*s as usize].is_some());
         }
     }
