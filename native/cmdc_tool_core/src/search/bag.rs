@@ -28,7 +28,9 @@ pub struct Bag {
     hasher: Keyed,
 }
 
-/// Table slots past which a bag is not kept for reuse (a huge tool's bag is freed).
+/// Table slots past which a bag is not kept for reuse (a huge tool's bag is freed): a thread
+/// keeps at most 16 kB of table, 32 kB of entries and 128 kB of words (2,048 words of at most
+/// 64 bytes) for its next tool.
 const KEEP_SLOTS: usize = 4_096;
 
 thread_local! {

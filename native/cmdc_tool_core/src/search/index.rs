@@ -101,10 +101,12 @@ impl Posting {
         floats(&self.buf[2 * cap..2 * cap + self.n])
     }
 
-    /// Room for `more` postings without regrowing.
+    /// Room for `more` postings without regrowing, and the slack that growing one at a time
+    /// leaves (a power of two): an exact fit would make the next tool with this word copy the
+    /// whole posting.
     fn reserve(&mut self, more: usize) {
         if self.n + more > self.cap() {
-            self.grow(self.n + more);
+            self.grow((self.n + more).next_power_of_two());
         }
     }
 
@@ -367,3 +369,34 @@ fn prefetch<T>(at: *const T) {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
 fn prefetch<T>(_at: *const T) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postings_keep_three_arrays_in_step_and_room_to_grow() {
+        let mut p = Posting::default();
+        // A batch of five leaves the slack of one-at-a-time growth, not an exact fit.
+        p.reserve(5);
+        assert_eq!(p.cap(), 8);
+        for i in 0..5 {
+            p.push(i, i as f32, 10.0 + i as f32);
+        }
+        p.push(9, 1.5, 2.5);
+        assert_eq!(p.cap(), 8);
+        assert_eq!(p.slots(), [0, 1, 2, 3, 4, 9]);
+        assert_eq!(p.tf(), [0.0, 1.0, 2.0, 3.0, 4.0, 1.5]);
+        assert_eq!(p.lens(), [10.0, 11.0, 12.0, 13.0, 14.0, 2.5]);
+        p.swap_remove(1);
+        assert_eq!(p.slots(), [0, 9, 2, 3, 4]);
+        assert_eq!(p.tf(), [0.0, 1.5, 2.0, 3.0, 4.0]);
+        assert_eq!(p.lens(), [10.0, 2.5, 12.0, 13.0, 14.0]);
+        for i in 0..20 {
+            p.push(100 + i, 0.5, 1.0);
+        }
+        assert_eq!((p.len(), p.cap()), (25, 32));
+        assert_eq!(p.slots()[..5], [0, 9, 2, 3, 4]);
+        assert_eq!(p.lens()[24], 1.0);
+    }
+}
