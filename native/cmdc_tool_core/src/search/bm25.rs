@@ -364,9 +364,9 @@ pub(super) fn exhaustive(index: &Index, query: &Query) -> Vec<super::index::Hit>
         }
         let mut score = 0f32;
         for &(id, idf) in &ids {
-            if let Some(j) = s.terms.iter().position(|t| *t == id) {
+            if let Some(&(_, at)) = s.terms.iter().find(|(t, _)| *t == id) {
                 let p = &index.postings[id as usize];
-                let at = s.pos[j] as usize;
+                let at = at as usize;
                 let (tf, len) = (p.tf()[at], p.lens()[at]);
                 score += idf * (K1 + 1.0) * tf / (tf + norm.base + norm.per_len * len);
             }

@@ -55,10 +55,9 @@ pub(super) struct Slot {
     pub(super) annotations: Vec<String>,
     /// Weighted length (sum of field weights of its words).
     pub(super) len: f32,
-    /// Distinct term ids, and where this slot sits in each term's postings: removal is
+    /// Distinct term ids, each with where this slot sits in that term's postings: removal is
     /// O(terms), whatever the size of the postings.
-    pub(super) terms: Vec<u32>,
-    pub(super) pos: Vec<u32>,
+    pub(super) terms: Vec<(u32, u32)>,
     /// What the regex mode reads: name, title, description, parameters, one per line.
     pub(super) text: String,
 }
@@ -216,18 +215,17 @@ impl Index {
         for (word, _, hash) in words.iter() {
             let id = self.term_id(word, hash);
             prefetch(&self.postings[id as usize]);
-            terms.push(id);
+            terms.push((id, 0));
         }
-        for id in &terms {
+        for (id, _) in &terms {
             let p = &self.postings[*id as usize];
             for end in p.ends() {
                 prefetch(end);
             }
         }
-        let mut pos = Vec::with_capacity(words.len());
-        for (id, (_, tf, _)) in terms.iter().zip(words.iter()) {
+        for ((id, at), (_, tf, _)) in terms.iter_mut().zip(words.iter()) {
             let p = &mut self.postings[*id as usize];
-            pos.push(p.len() as u32);
+            *at = p.len() as u32;
             p.push(slot, tf, len);
         }
         self.total_len += f64::from(len);
@@ -239,7 +237,6 @@ impl Index {
             annotations,
             len,
             terms,
-            pos,
             text,
         });
         words.recycle();
@@ -282,15 +279,14 @@ impl Index {
         let Some(s) = self.slots[slot as usize].take() else {
             return false;
         };
-        for (id, at) in s.terms.iter().zip(&s.pos) {
-            let p = &mut self.postings[*id as usize];
-            let at = *at as usize;
-            p.swap_remove(at);
+        for &(id, at) in &s.terms {
+            let p = &mut self.postings[id as usize];
+            p.swap_remove(at as usize);
             // The last entry moved into `at`: tell its slot.
-            if let Some(moved) = p.slots().get(at) {
+            if let Some(moved) = p.slots().get(at as usize) {
                 if let Some(m) = self.slots[*moved as usize].as_mut() {
-                    if let Some(j) = m.terms.iter().position(|t| t == id) {
-                        m.pos[j] = at as u32;
+                    if let Some(entry) = m.terms.iter_mut().find(|(t, _)| *t == id) {
+                        entry.1 = at;
                     }
                 }
             }
