@@ -133,9 +133,11 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   """
   @spec listen(map(), map() | nil, term()) :: :sent
   def listen(req, ack, id) do
+    # Subscribed before the client hears the stream is open: a change it makes on hearing so
+    # waits in the mailbox rather than going to no one.
+    :ets.insert(req.table, {{:sub, self()}, id})
     open_stream(req)
     if ack, do: event(req.mod, ack)
-    :ets.insert(req.table, {{:sub, self()}, id})
     watch(req.mod, :once)
 
     try do
