@@ -112,10 +112,10 @@
 # `insert_all` reserved an exact fit, so the next tool with a word copied that word's whole
 # posting (bench: add at 100k 13.5 µs); a batch now leaves the power-of-two slack of
 # one-at-a-time growth.
-# Bench runs (add one 1k / 10k / 100k; load average at the start): 03:25, before the changes
+# Bench runs (add one 1k / 10k / 100k; load average at the start; ending at): 03:35, before the changes
 # to batches, 8.4 / 10.56 / 6.84 µs (1.6). With them: 04:09 6.51 / 9.01 / 9.42 µs (1.8);
-# 04:13 5.55 / 5.63 / 6.93 (0.4); 04:16 7.73 / 8.90 / 7.17 (0.3); 04:20 (term ids and
-# positions in one array) 6.06 / 5.41 / 6.25 (2.0); 05:04, right after a CI run (0.2, 2.6 over
+# 04:12 5.55 / 5.63 / 6.93 (0.4); 04:14 7.73 / 8.90 / 7.17 (0.3); 04:21 (term ids and
+# positions in one array) 6.06 / 5.41 / 6.25 (2.0); 05:05, right after a CI run (0.2, 2.6 over
 # 15 minutes) 6.38 / 9.85 / 11.0. In those five: paired x bm25s 19.9-22.8x / 12.5-14.4x /
 # 11.7-13.0x; query at 10k 5.6-10.1 µs; build 1.07-1.66 s at 100k (1.2-2.0 s before). So add
 # <= 10 µs held in four runs of five: still NOT in every run.
