@@ -192,6 +192,47 @@ impl Index {
     /// [`Index::put`] of a tool read beforehand ([`Doc::prepare`], no lock needed): what is
     /// left is a hash lookup and a push per distinct word.
     pub fn insert(&mut self, doc: Prepared) {
+        let terms = self.term_ids(&doc);
+        self.place(doc, terms);
+    }
+
+    /// [`Index::insert`] of many tools. Each term's postings grow once per batch, term after
+    /// term, before any tool goes in (to a power of two, the slack one-at-a-time growth
+    /// leaves): one by one, a big batch would regrow every common term's arrays a dozen times,
+    /// and the regrown arrays would land in the holes the batch's freed words leave all over
+    /// the heap, where later adds pay for the spread in cache and TLB misses.
+    pub fn insert_all(&mut self, prepared: Vec<Prepared>) {
+        let ids: Vec<Vec<(u32, u32)>> = prepared.iter().map(|d| self.term_ids(d)).collect();
+        let mut counts = vec![0u32; self.postings.len()];
+        for (id, _) in ids.iter().flatten() {
+            counts[*id as usize] += 1;
+        }
+        for (p, count) in self.postings.iter_mut().zip(counts) {
+            if count > 0 {
+                p.reserve(count as usize);
+            }
+        }
+        let spare = self.free.len();
+        self.slots.reserve(prepared.len().saturating_sub(spare));
+        for (doc, terms) in prepared.into_iter().zip(ids) {
+            self.place(doc, terms);
+        }
+    }
+
+    /// The term ids of a tool's words (new terms made), each with a position to fill; each
+    /// term's postings header fetched ahead.
+    fn term_ids(&mut self, doc: &Prepared) -> Vec<(u32, u32)> {
+        let mut terms = Vec::with_capacity(doc.words.len());
+        for (word, _, hash) in doc.words.iter() {
+            let id = self.term_id(word, hash);
+            prefetch(&self.postings[id as usize]);
+            terms.push((id, 0));
+        }
+        terms
+    }
+
+    /// Puts a tool whose term ids are `terms` ([`Index::term_ids`]) in a slot and its postings.
+    fn place(&mut self, doc: Prepared, mut terms: Vec<(u32, u32)>) {
         let Prepared {
             name,
             namespace,
@@ -208,18 +249,10 @@ impl Index {
                 (self.slots.len() - 1) as u32
             }
         };
-        // In three passes, so that the cache misses of a big index (a term's entry, its
-        // postings' header, the ends of its three arrays) are waited for together rather than
-        // one after another: term ids, then the ends, then the pushes.
-        let mut terms = Vec::with_capacity(words.len());
-        for (word, _, hash) in words.iter() {
-            let id = self.term_id(word, hash);
-            prefetch(&self.postings[id as usize]);
-            terms.push((id, 0));
-        }
+        // The ids were found first, then the arrays' ends are fetched, then pushed to, so that
+        // the cache misses of a big index are waited for together rather than one by one.
         for (id, _) in &terms {
-            let p = &self.postings[*id as usize];
-            for end in p.ends() {
+            for end in self.postings[*id as usize].ends() {
                 prefetch(end);
             }
         }
@@ -240,35 +273,6 @@ impl Index {
             text,
         });
         words.recycle();
-    }
-
-    /// [`Index::insert`] of many tools. Each term's postings grow once, to their final size,
-    /// term after term, before any tool goes in: one by one, a big batch would regrow every
-    /// common term's arrays a dozen times, and the regrown arrays would land in the holes the
-    /// batch's freed words leave all over the heap (tools added later then pay for the spread
-    /// in cache and TLB misses: ~1.5x the time of an add, measured at 10,000 tools).
-    pub fn insert_all(&mut self, prepared: Vec<Prepared>) {
-        let mut counts: Vec<u32> = Vec::new();
-        for doc in &prepared {
-            for (word, _, hash) in doc.words.iter() {
-                let id = self.term_id(word, hash) as usize;
-                if counts.len() <= id {
-                    counts.resize(self.postings.len(), 0);
-                }
-                counts[id] += 1;
-            }
-        }
-        for (p, count) in self.postings.iter_mut().zip(&counts) {
-            let count = *count as usize;
-            if count > 0 {
-                p.reserve(count);
-            }
-        }
-        let spare = self.free.len();
-        self.slots.reserve(prepared.len().saturating_sub(spare));
-        for doc in prepared {
-            self.insert(doc);
-        }
     }
 
     /// Removes a tool: `true` when it was indexed. Touches only its own terms' postings.

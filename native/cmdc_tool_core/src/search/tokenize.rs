@@ -52,6 +52,12 @@ const STOP_TABLE: [u64; 128] = {
     table
 };
 
+/// The first eight bytes of `b` (at least eight long) as one integer, little-endian.
+#[inline]
+fn head(b: &[u8]) -> u64 {
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
 /// Whether a word of `len` bytes whose first bytes are `head` (little-endian, bytes past the
 /// word ignored) is a stop word.
 #[inline]
@@ -119,25 +125,13 @@ impl Word {
 
     #[inline]
     fn emit(&mut self, f: &mut impl FnMut(&str)) {
-        if self.len > 0 && self.len <= MAX_WORD {
-            let head = u64::from_le_bytes([
-                self.buf[0],
-                self.buf[1],
-                self.buf[2],
-                self.buf[3],
-                self.buf[4],
-                self.buf[5],
-                self.buf[6],
-                self.buf[7],
-            ]);
-            if !is_stop(head, self.len) {
-                let bytes = &self.buf[..self.len];
-                // SAFETY: only whole UTF-8 encodings are pushed (ASCII bytes, `encode_utf8`),
-                // and one that did not fit made `len` exceed the buffer, so this word is not read.
-                let w = unsafe { std::str::from_utf8_unchecked(bytes) };
-                debug_assert!(std::str::from_utf8(bytes).is_ok());
-                f(if self.ascii { stem_ascii(w) } else { w });
-            }
+        if self.len > 0 && self.len <= MAX_WORD && !is_stop(head(&self.buf), self.len) {
+            let bytes = &self.buf[..self.len];
+            // SAFETY: only whole UTF-8 encodings are pushed (ASCII bytes, `encode_utf8`), and
+            // one that did not fit made `len` exceed the buffer, so this word is not read.
+            let w = unsafe { std::str::from_utf8_unchecked(bytes) };
+            debug_assert!(std::str::from_utf8(bytes).is_ok());
+            f(if self.ascii { stem_ascii(w) } else { w });
         }
         self.len = 0;
         self.ascii = true;
@@ -262,10 +256,11 @@ fn ascii_word(text: &str, s: usize, e: usize, upper: bool, f: &mut impl FnMut(&s
     if e - s > MAX_WORD {
         return;
     }
-    // The first eight bytes, those past the word included (`is_stop` looks at its own).
-    let head = |b: &[u8]| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-    let mut buf = [0u8; MAX_WORD];
+    // The key is the word's first eight bytes, those past the word included (`is_stop`
+    // looks at its own); a lower-cased copy is made only for a word with upper-case letters.
+    let mut buf: [u8; MAX_WORD];
     let (w, key) = if upper {
+        buf = [0; MAX_WORD];
         for (d, c) in buf.iter_mut().zip(&text.as_bytes()[s..e]) {
             *d = c.to_ascii_lowercase();
         }
