@@ -48,17 +48,172 @@ defmodule CMDC.Tool.TestCheckout do
     copy
   end
 
+  # mix.exs names it as the application's module.
+  @tiny_application """
+  defmodule CMDC.Tool.Application do
+    @moduledoc false
+    use Application
+    def start(_type, _args), do: Supervisor.start_link([], strategy: :one_for_one)
+  end
+  """
+
+  @tiny_testing """
+  defmodule CMDC.Tool.Native.Testing do
+    @moduledoc false
+    defmacro __using__(_opts) do
+      quote do
+        def term_layout, do: err()
+      end
+    end
+  end
+  """
+
+  @tiny_names_rs """
+  #[rustler::nif]
+  fn tool_name_for(name: String, _format: rustler::Term) -> String {
+      name
+  }
+  """
+
+  @tiny_lib_rs """
+  mod names;
+
+  #[rustler::nif]
+  fn module_schema_drop(modules: Vec<rustler::Term>) -> usize {
+      modules.len()
+  }
+
+  #[cfg(feature = "testing")]
+  mod atoms {
+      rustler::atoms! { direct }
+  }
+
+  #[cfg(feature = "testing")]
+  #[rustler::nif]
+  fn term_layout() -> rustler::Atom {
+      atoms::direct()
+  }
+
+  rustler::init!("Elixir.CMDC.Tool.Native");
+  """
+
+  @doc """
+  A throwaway checkout in `dir/cmdc_tool` for the tests of the native compiler: this
+  checkout's `mix.exs` and `CMDC.Tool.Native.Build` as they are, `CMDC.Tool.Native` as it is
+  up to its stubs, and in place of the real NIF crate a tiny one of the same name, on the same
+  rustler, whose table is `tool_name_for/2`, `module_schema_drop/1` and, with `testing`,
+  `term_layout/0` (stubs of the same names). The build machinery runs for real; cargo compiles
+  a few lines instead of the real crate (minutes on a busy 2-core machine), and Mix a few
+  modules instead of the library.
+
+  Options: `library: path` installs a library built before (with its manifest, so it is not
+  rebuilt); `target: true` seeds cargo's build directory with the registry crates this checkout
+  built (`seed_target!/2`), so only the tiny crate compiles.
+  """
+  def tiny!(dir, opts \\ []) do
+    tiny = Path.join(dir, "cmdc_tool")
+    copy_keeping_times!(Path.join(@root, "mix.exs"), Path.join(tiny, "mix.exs"))
+
+    copy_keeping_times!(
+      Path.join(@root, "lib/cmdc/tool/native/build.ex"),
+      Path.join(tiny, "lib/cmdc/tool/native/build.ex")
+    )
+
+    write!(tiny, "lib/cmdc/tool/native.ex", tiny_native())
+    write!(tiny, "lib/cmdc/tool/native/testing.ex", @tiny_testing)
+    write!(tiny, "lib/cmdc/tool/application.ex", @tiny_application)
+    write!(tiny, "Cargo.toml", tiny_workspace())
+    copy_keeping_times!(Path.join(@root, "Cargo.lock"), Path.join(tiny, "Cargo.lock"))
+    write!(tiny, "native/cmdc_tool_nif/Cargo.toml", tiny_crate())
+    write!(tiny, "native/cmdc_tool_nif/src/lib.rs", @tiny_lib_rs)
+    write!(tiny, "native/cmdc_tool_nif/src/names.rs", @tiny_names_rs)
+    File.mkdir_p!(Path.join(tiny, "priv/native"))
+
+    if from = opts[:library] do
+      for file <- [from, manifest_of(from)],
+          do: copy_keeping_times!(file, Path.join([tiny, "priv/native", Path.basename(file)]))
+    end
+
+    if Keyword.get(opts, :target, false) do
+      target = seed_target!(tiny, registry_only: true)
+      ExUnit.Callbacks.on_exit(fn -> File.rm_rf(target) end)
+    end
+
+    tiny
+  end
+
+  defp manifest_of(library), do: library <> ".sources"
+
+  defp write!(root, rel, text) do
+    path = Path.join(root, rel)
+    File.mkdir_p!(Path.dirname(path))
+    File.write!(path, text)
+  end
+
+  # The real module up to its stubs (the library's loading, its warnings and fixes, the
+  # `testing` switch), then the tiny crate's stubs.
+  defp tiny_native do
+    text = File.read!(Path.join(@root, "lib/cmdc/tool/native.ex"))
+
+    case Regex.run(~r/\A.*?\n  defp err do\n.*?\n  end\n/s, text) do
+      [head] ->
+        head <>
+          """
+
+            def tool_name_for(_name, _format), do: err()
+            def module_schema_drop(_modules), do: err()
+          end
+          """
+
+      nil ->
+        raise "lib/cmdc/tool/native.ex has no `defp err do … end` before its stubs: " <>
+                "update CMDC.Tool.TestCheckout.tiny!/2"
+    end
+  end
+
+  # The real workspace's release profile: the seeded registry crates were built with it.
+  defp tiny_workspace do
+    real = File.read!(Path.join(@root, "Cargo.toml"))
+    [profile] = Regex.run(~r/^\[profile\.release\].*?(?=^\[|\z)/ms, real)
+    "[workspace]\nresolver = \"2\"\nmembers = [\"native/cmdc_tool_nif\"]\n\n" <> profile
+  end
+
+  # The real crate's rustler dependency line, so the seeded rustler build is fresh.
+  defp tiny_crate do
+    real = File.read!(Path.join(@root, "native/cmdc_tool_nif/Cargo.toml"))
+    [rustler] = Regex.run(~r/^rustler = .*$/m, real)
+
+    """
+    [package]
+    name = "cmdc_tool_nif"
+    version = "0.1.0"
+    edition = "2021"
+    publish = false
+
+    [lib]
+    crate-type = ["cdylib"]
+
+    [features]
+    testing = []
+
+    [dependencies]
+    #{rustler}
+    """
+  end
+
   @doc """
   Gives a copy cargo's release build directory from the checkout, so cargo finds every crate
-  it has built fresh. The registry crates' files (never rewritten while fresh) are hard links;
+  it has built fresh (`registry_only: true`: only the registry crates, for `tiny!/2`). The registry crates' files (never rewritten while fresh) are hard links;
   this workspace's crates' files, and everything cargo rewrites in place (its lock, its
   caches), are copies, so building in the copy never changes the checkout's build.
   """
-  def seed_target!(copy) do
+  def seed_target!(copy, opts \\ []) do
     from = Path.join(@root, "target")
     to = Path.join(copy, "target")
+    registry_only = Keyword.get(opts, :registry_only, false)
 
-    for rel <- files(from, "release") ++ top_files(from) do
+    for rel <- files(from, "release") ++ top_files(from),
+        not (registry_only and String.contains?(rel, "cmdc_tool")) do
       File.mkdir_p!(Path.dirname(Path.join(to, rel)))
 
       if linkable?(rel),
@@ -100,8 +255,11 @@ defmodule CMDC.Tool.TestCheckout do
     to
   end
 
-  @doc "Writes a throwaway project in `dir` depending on `dependency` by path, with one tool."
-  def throwaway!(dir, dependency \\ @root) do
+  @doc """
+  Writes a throwaway project in `dir` depending on `dependency` by path, with one tool
+  (`tool: false`: none, for a dependency without `CMDC.Tool`, such as `tiny!/2`).
+  """
+  def throwaway!(dir, dependency \\ @root, opts \\ []) do
     File.mkdir_p!(Path.join(dir, "lib"))
 
     File.write!(Path.join(dir, "mix.exs"), """
@@ -111,6 +269,11 @@ defmodule CMDC.Tool.TestCheckout do
     end
     """)
 
+    if Keyword.get(opts, :tool, true), do: hello_tool!(dir)
+    dir
+  end
+
+  defp hello_tool!(dir) do
     File.write!(Path.join(dir, "lib/hello_tool.ex"), """
     defmodule HelloTool do
       @behaviour CMDC.Tool
