@@ -110,7 +110,7 @@ defmodule CMDC.Tool.MCPServers do
     CMDC.Tool.Eventually.eventually(
       fn ->
         case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
-          {:ok, socket} -> :gen_tcp.close(socket) || true
+          {:ok, socket} -> :gen_tcp.close(socket) == :ok
           {:error, _} -> false
         end
       end,

@@ -106,8 +106,8 @@ defmodule CMDC.Tool.TestCheckout do
   a few lines instead of the real crate (minutes on a busy 2-core machine), and Mix a few
   modules instead of the library.
 
-  Options: `library: path` installs a library built before (with its manifest, so it is not
-  rebuilt); `target: true` seeds cargo's build directory with the registry crates this checkout
+  Options: `from: tiny` takes the library another tiny checkout built (with its manifest, so
+  it is not rebuilt); `target: true` seeds cargo's build directory with the registry crates this checkout
   built (`seed_target!/2`), so only the tiny crate compiles.
   """
   def tiny!(dir, opts \\ []) do
@@ -127,22 +127,77 @@ defmodule CMDC.Tool.TestCheckout do
     write!(tiny, "native/cmdc_tool_nif/Cargo.toml", tiny_crate())
     write!(tiny, "native/cmdc_tool_nif/src/lib.rs", @tiny_lib_rs)
     write!(tiny, "native/cmdc_tool_nif/src/names.rs", @tiny_names_rs)
+    prune_lock!(tiny)
     File.mkdir_p!(Path.join(tiny, "priv/native"))
 
-    if from = opts[:library] do
-      for file <- [from, manifest_of(from)],
-          do: copy_keeping_times!(file, Path.join([tiny, "priv/native", Path.basename(file)]))
+    if from = opts[:from] do
+      for file <- [@lib, @lib <> ".sources"],
+          do: copy_keeping_times!(Path.join(from, file), Path.join(tiny, file))
     end
 
     if Keyword.get(opts, :target, false) do
-      target = seed_target!(tiny, registry_only: true)
+      target = seed_target!(tiny, from: tiny_target!(), registry_only: true)
       ExUnit.Callbacks.on_exit(fn -> File.rm_rf(target) end)
     end
 
     tiny
   end
 
-  defp manifest_of(library), do: library <> ".sources"
+  # Cargo's build directory of a tiny checkout built once, in the test cache (outside the
+  # checkout: the next run, another clone or worktree reuse it): the registry crates (rustler
+  # and its graph) a tiny build finds fresh. Keyed by what decides them: the tiny crate's
+  # manifest, the pruned lock and the compiler.
+  defp tiny_target! do
+    {rustc, 0} = System.cmd("rustc", ["-vV"])
+    probe = Path.join(System.tmp_dir!(), "cmdc_tiny_probe_#{System.unique_integer([:positive])}")
+    tiny = tiny!(probe)
+    lock = File.read!(Path.join(tiny, "Cargo.lock"))
+    File.rm_rf!(probe)
+    key = :crypto.hash(:sha256, [tiny_crate(), lock, rustc]) |> Base.url_encode64(padding: false)
+    name = "tiny-nif-target-" <> binary_part(key, 0, 16)
+    dir = CMDC.Tool.TestCache.dir(name)
+    target = Path.join(dir, "cmdc_tool/target")
+
+    unless File.exists?(Path.join(dir, "ready")) do
+      CMDC.Tool.TestCache.with_lock(name, fn ->
+        unless File.exists?(Path.join(dir, "ready")), do: build_tiny_target!(dir)
+      end)
+    end
+
+    target
+  end
+
+  defp build_tiny_target!(dir) do
+    File.rm_rf!(dir)
+    tiny = tiny!(dir)
+
+    # As the native compiler runs cargo (build directory `target`, artifacts per feature set).
+    for features <- [[], ["--features", "testing"]] do
+      args =
+        ~w(build --release -p cmdc_tool_nif --manifest-path) ++
+          [Path.join(tiny, "Cargo.toml"), "--target-dir", Path.join(tiny, "target/features/x")] ++
+          ["--config", ~s(build.build-dir="#{Path.join(tiny, "target")}")] ++ features
+
+      case System.cmd(System.get_env("CARGO") || "cargo", args, stderr_to_stdout: true) do
+        {_, 0} -> :ok
+        {out, status} -> raise "the tiny crate did not build (#{status}):\n#{out}"
+      end
+    end
+
+    File.write!(Path.join(dir, "ready"), "")
+  end
+
+  # The real lock, pruned to the tiny crate's dependencies by cargo now: the first build would
+  # do it, and the library's manifest would see the lock changed under it (a second build).
+  defp prune_lock!(tiny) do
+    cargo = System.get_env("CARGO") || System.find_executable("cargo")
+    args = ~w(metadata --offline --format-version 1 --manifest-path) ++ [tiny <> "/Cargo.toml"]
+
+    case System.cmd(cargo, args, stderr_to_stdout: true) do
+      {_, 0} -> :ok
+      {out, status} -> raise "cargo metadata failed (#{status}) in #{tiny}: #{out}"
+    end
+  end
 
   defp write!(root, rel, text) do
     path = Path.join(root, rel)
@@ -208,7 +263,7 @@ defmodule CMDC.Tool.TestCheckout do
   caches), are copies, so building in the copy never changes the checkout's build.
   """
   def seed_target!(copy, opts \\ []) do
-    from = Path.join(@root, "target")
+    from = Keyword.get(opts, :from, Path.join(@root, "target"))
     to = Path.join(copy, "target")
     registry_only = Keyword.get(opts, :registry_only, false)
 

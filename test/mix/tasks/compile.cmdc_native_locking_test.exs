@@ -158,8 +158,11 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
 
   # Not an assertion (which `eventually/2` would try again): the build is over, nothing to wait for.
   defp wait_until!(done?, task) do
-    eventually(fn ->
-      done?.() or ((Process.alive?(task.pid) or raise("the build ended first")) && false)
-    end)
+    eventually(
+      fn ->
+        done?.() or ((Process.alive?(task.pid) or raise("the build ended first")) && false)
+      end,
+      within: 600_000
+    )
   end
 end

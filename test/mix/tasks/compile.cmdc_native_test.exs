@@ -24,13 +24,14 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     built = TestCheckout.tiny!(dir, target: true)
     {out, status} = mix(built, ["compile.cmdc_native"])
     if status != 0, do: raise("the tiny crate did not build:\n#{out}")
-    # The seeded build directory is big; the library and its manifest are all tests need.
+
+    # The seeded build directory is big; the library and its manifest are all tests take.
     File.rm_rf!(Path.join(built, "target"))
     on_exit(fn -> File.rm_rf(dir) end)
-    %{library: Path.join(built, @lib)}
+    %{built: built}
   end
 
-  defp tiny!(dir, ctx, opts \\ []), do: TestCheckout.tiny!(dir, [library: ctx.library] ++ opts)
+  defp tiny!(dir, ctx, opts \\ []), do: TestCheckout.tiny!(dir, [from: ctx.built] ++ opts)
 
   @tag :tmp_dir
   test "an unchanged tree is not rebuilt, whatever its files' times", %{tmp_dir: dir} = ctx do

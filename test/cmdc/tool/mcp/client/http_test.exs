@@ -341,7 +341,7 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
 
   defp listening?(port) do
     case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
-      {:ok, s} -> :gen_tcp.close(s) || true
+      {:ok, s} -> :gen_tcp.close(s) == :ok
       _ -> false
     end
   end
