@@ -4,10 +4,10 @@ defmodule CMDC.Tool.TestCheckout do
   # `mix` subprocesses: the tests of the native compiler in mix.exs and of cmdc_tool as a
   # dependency. Nothing here touches the checkout's own build.
   #
-  # A copy is made cheap to build: it keeps the sources' mtimes, can take the testing library
-  # this suite's `MIX_ENV=test mix compile` installed (with its manifest, so it is not rebuilt
-  # under `MIX_ENV=dev CMDC_NIF_TESTING=1`, the same features), and can take cargo's build
-  # directory, so a changed NIF source recompiles only the NIF crate, not its dependencies.
+  # A copy is made cheap to build: it keeps the sources' mtimes and can take the testing
+  # library this suite's `MIX_ENV=test mix compile` installed (with its manifest, so it is not
+  # rebuilt under `MIX_ENV=dev CMDC_NIF_TESTING=1`, the same features). Where the native
+  # compiler itself is tested, a tiny checkout (`tiny!/2`) stands for the real one.
 
   @root Path.expand("../..", __DIR__)
   @lib "priv/native/libcmdc_tool_nif_testing.so"
@@ -20,8 +20,7 @@ defmodule CMDC.Tool.TestCheckout do
 
   @doc """
   Copies the sources into `dir/cmdc_tool` and returns that path. Options: `library: true`
-  (default) installs the checkout's testing library and manifest; `target: true` seeds cargo's
-  build directory (`seed_target!/1`), removed when the calling test ends (hundreds of MB).
+  (default) installs the checkout's testing library and manifest.
   """
   def copy!(dir, opts \\ []) do
     copy = Path.join(dir, "cmdc_tool")
@@ -38,11 +37,6 @@ defmodule CMDC.Tool.TestCheckout do
 
         copy_keeping_times!(Path.join(@root, file), Path.join(copy, file))
       end
-    end
-
-    if Keyword.get(opts, :target, false) do
-      target = seed_target!(copy)
-      ExUnit.Callbacks.on_exit(fn -> File.rm_rf(target) end)
     end
 
     copy
@@ -107,8 +101,8 @@ defmodule CMDC.Tool.TestCheckout do
   modules instead of the library.
 
   Options: `from: tiny` takes the library another tiny checkout built (with its manifest, so
-  it is not rebuilt); `target: true` seeds cargo's build directory with the registry crates this checkout
-  built (`seed_target!/2`), so only the tiny crate compiles.
+  it is not rebuilt); `target: true` seeds cargo's build directory with rustler and its graph,
+  built once in the test cache, so only the tiny crate compiles (removed when the test ends).
   """
   def tiny!(dir, opts \\ []) do
     tiny = Path.join(dir, "cmdc_tool")
@@ -136,7 +130,7 @@ defmodule CMDC.Tool.TestCheckout do
     end
 
     if Keyword.get(opts, :target, false) do
-      target = seed_target!(tiny, from: tiny_target!(), registry_only: true)
+      target = seed_target!(tiny, tiny_target!())
       ExUnit.Callbacks.on_exit(fn -> File.rm_rf(target) end)
     end
 
@@ -256,19 +250,14 @@ defmodule CMDC.Tool.TestCheckout do
     """
   end
 
-  @doc """
-  Gives a copy cargo's release build directory from the checkout, so cargo finds every crate
-  it has built fresh (`registry_only: true`: only the registry crates, for `tiny!/2`). The registry crates' files (never rewritten while fresh) are hard links;
-  this workspace's crates' files, and everything cargo rewrites in place (its lock, its
-  caches), are copies, so building in the copy never changes the checkout's build.
-  """
-  def seed_target!(copy, opts \\ []) do
-    from = Keyword.get(opts, :from, Path.join(@root, "target"))
-    to = Path.join(copy, "target")
-    registry_only = Keyword.get(opts, :registry_only, false)
+  # Gives a tiny checkout cargo's release build directory `from`'s registry crates, so cargo
+  # finds them fresh. Their files (never rewritten while fresh) are hard links; what cargo
+  # rewrites in place (its lock, its caches) is copied, so building never changes `from`.
+  defp seed_target!(tiny, from) do
+    to = Path.join(tiny, "target")
 
     for rel <- files(from, "release") ++ top_files(from),
-        not (registry_only and String.contains?(rel, "cmdc_tool")) do
+        not String.contains?(rel, "cmdc_tool") do
       File.mkdir_p!(Path.dirname(Path.join(to, rel)))
 
       if linkable?(rel),

@@ -177,6 +177,43 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     end
   end
 
+  # `MIX_ENV=test` and `MIX_ENV=bench` want the same features, so they share one library (one
+  # cargo output directory, one installed file, built once under its locks); each environment
+  # compiles its own stubs. After a change that adds a NIF, a bench build installs the new
+  # library first: the first test command after it must load that library under its own
+  # recompiled stubs (issue 38 saw "native library is not loaded" there), without cargo.
+  @tag :tmp_dir
+  test "the first test command after a bench build that added a NIF loads the library",
+       %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx, target: true)
+    env = fn mix_env -> [{"MIX_ENV", mix_env}, {"CMDC_NIF_TESTING", nil}] end
+    call = fn nif -> ["run", "-e", "IO.puts(CMDC.Tool.Native.#{nif})"] end
+
+    {out, status} = mix(copy, call.("module_schema_drop([])"), env.("test"))
+    assert status == 0 and out =~ ~r/^0$/m, out
+
+    lib_rs = Path.join(copy, "native/cmdc_tool_nif/src/lib.rs")
+    probe = "#[rustler::nif]\nfn bench_added_probe() -> i64 {\n    7\n}\n\nrustler::init!"
+    File.write!(lib_rs, String.replace(File.read!(lib_rs), "rustler::init!", probe))
+    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    stub = "  def module_schema_drop(_modules), do: err()\n"
+    text = File.read!(native_ex)
+
+    File.write!(
+      native_ex,
+      String.replace(text, stub, stub <> "  def bench_added_probe, do: err()\n")
+    )
+
+    {out, status} = mix(copy, call.("bench_added_probe()"), env.("bench"))
+    assert status == 0 and out =~ @rebuild and out =~ ~r/^7$/m, out
+
+    {out, status} = mix(copy, call.("bench_added_probe()"), env.("test"))
+    assert status == 0, out
+    refute out =~ "cargo build", out
+    refute out =~ "could not be loaded", out
+    assert out =~ ~r/^7$/m, out
+  end
+
   # In a running VM (iex), `recompile` after lib/cmdc/tool/native.ex changed loads the new
   # module while the previous one holds the library, and the VM cannot swap a NIF library: the
   # warning says to restart, not to run `mix compile` (which would change nothing).
