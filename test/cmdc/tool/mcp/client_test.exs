@@ -160,7 +160,8 @@ defmodule CMDC.Tool.MCPClientTest do
           assert message =~ "exited with status 3"
         end)
 
-      assert System.monotonic_time(:millisecond) - started < 5_000
+      # Ended by the exit, not by the call's 60 s time-out.
+      assert System.monotonic_time(:millisecond) - started < 60_000
       assert log =~ "exited with status 3"
 
       # The next call waits for the restarted server.
