@@ -33,6 +33,8 @@ lint-format: setup
 # Also the build the ExUnit suite runs on (the NIF with its testing feature, then every module).
 lint-compile: setup
 	MIX_ENV=test mix compile --warnings-as-errors --force
+	@# Elixir files depend on each other one way, as native/cmdc_tool_core/tests/layers.rs checks for Rust.
+	mix xref graph --format cycles --fail-above 0
 
 CLIPPY = cargo clippy --workspace --all-targets -- -D warnings
 CLIPPY_TESTING = cargo clippy -p cmdc_tool_nif --all-targets --features testing -- -D warnings

@@ -113,7 +113,7 @@ defmodule CMDC.Tool.TestCheckout do
       Path.join(tiny, "lib/cmdc/tool/native/build.ex")
     )
 
-    write!(tiny, "lib/cmdc/tool/native.ex", tiny_native())
+    write!(tiny, "lib/cmdc/tool/native/native.ex", tiny_native())
     write!(tiny, "lib/cmdc/tool/native/testing.ex", @tiny_testing)
     write!(tiny, "lib/cmdc/tool/application.ex", @tiny_application)
     write!(tiny, "Cargo.toml", tiny_workspace())
@@ -202,7 +202,7 @@ defmodule CMDC.Tool.TestCheckout do
   # The real module up to its stubs (the library's loading, its warnings and fixes, the
   # `testing` switch), then the tiny crate's stubs.
   defp tiny_native do
-    text = File.read!(Path.join(@root, "lib/cmdc/tool/native.ex"))
+    text = File.read!(Path.join(@root, "lib/cmdc/tool/native/native.ex"))
 
     case Regex.run(~r/\A.*?\n  defp err do\n.*?\n  end\n/s, text) do
       [head] ->
@@ -215,7 +215,7 @@ defmodule CMDC.Tool.TestCheckout do
           """
 
       nil ->
-        raise "lib/cmdc/tool/native.ex has no `defp err do … end` before its stubs: " <>
+        raise "lib/cmdc/tool/native/native.ex has no `defp err do … end` before its stubs: " <>
                 "update CMDC.Tool.TestCheckout.tiny!/2"
     end
   end

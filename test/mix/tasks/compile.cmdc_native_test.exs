@@ -94,7 +94,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   test "the first command after the library gained a NIF loads it, without a bad_lib warning",
        %{tmp_dir: dir} = ctx do
     copy = tiny!(dir, ctx)
-    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
     text = File.read!(native_ex)
     stub = "  def module_schema_drop(_modules), do: err()\n"
     assert text =~ stub
@@ -125,7 +125,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
        %{tmp_dir: dir} = ctx do
     copy = tiny!(dir, ctx, target: true)
     app = TestCheckout.throwaway!(Path.join(dir, "app"), copy, tool: false)
-    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
     lib_rs = Path.join(copy, "native/cmdc_tool_nif/src/lib.rs")
     text = File.read!(native_ex)
     load_nif = "  def load_nif do\n"
@@ -195,7 +195,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     lib_rs = Path.join(copy, "native/cmdc_tool_nif/src/lib.rs")
     probe = "#[rustler::nif]\nfn bench_added_probe() -> i64 {\n    7\n}\n\nrustler::init!"
     File.write!(lib_rs, String.replace(File.read!(lib_rs), "rustler::init!", probe))
-    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
     stub = "  def module_schema_drop(_modules), do: err()\n"
     text = File.read!(native_ex)
 
@@ -214,7 +214,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     assert out =~ ~r/^7$/m, out
   end
 
-  # In a running VM (iex), `recompile` after lib/cmdc/tool/native.ex changed loads the new
+  # In a running VM (iex), `recompile` after lib/cmdc/tool/native/native.ex changed loads the new
   # module while the previous one holds the library, and the VM cannot swap a NIF library: the
   # warning says to restart, not to run `mix compile` (which would change nothing).
   @tag :tmp_dir
@@ -223,7 +223,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
 
     script = """
     IO.puts(CMDC.Tool.Native.module_schema_drop([1]))
-    File.write!("lib/cmdc/tool/native.ex", File.read!("lib/cmdc/tool/native.ex") <> "# edited\\n")
+    File.write!("lib/cmdc/tool/native/native.ex", File.read!("lib/cmdc/tool/native/native.ex") <> "# edited\\n")
     IEx.Helpers.recompile()
     """
 
