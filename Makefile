@@ -55,11 +55,12 @@ test-elixir: setup
 test: lint-format lint-compile
 	$(MAKE) --no-print-directory -j2 --output-sync=target rust-checks test-elixir
 
-# One after the other: the other job slot is the ExUnit suite's.
+# One after the other: the other job slot is the ExUnit suite's. (MAKEFLAGS emptied: cargo would
+# look for make's job server, whose descriptors a recipe does not get.)
 rust-checks: setup
-	$(CLIPPY)
-	$(CLIPPY_TESTING)
-	cargo test --workspace
+	MAKEFLAGS= $(CLIPPY)
+	MAKEFLAGS= $(CLIPPY_TESTING)
+	MAKEFLAGS= cargo test --workspace
 
 fmt:
 	cargo fmt --all
