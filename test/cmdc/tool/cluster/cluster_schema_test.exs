@@ -97,7 +97,7 @@ defmodule CMDC.Tool.ClusterSchemaTest do
     on_exit(fn ->
       Cluster.unpublish(local)
       Process.exit(sup, :shutdown)
-      for p <- [peer_a, peer_b], do: catch_exit(:peer.stop(p))
+      for p <- [peer_a, peer_b], do: Peers.stop(p)
     end)
 
     %{scope: scope, here: Map.new(here, &{&1.name(), &1}), peer_b: b}

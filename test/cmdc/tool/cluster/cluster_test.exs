@@ -88,7 +88,7 @@ defmodule CMDC.Tool.ClusterTest do
       scope = :"remote_#{System.unique_integer([:positive])}"
       publish_on(node, [T.Report, T.Stream, T.Sleep], scope: scope)
       eventually(fn -> match?({:ok, _}, Cluster.find("report", scope: scope)) end)
-      on_exit(fn -> catch_exit(:peer.stop(peer)) end)
+      on_exit(fn -> Peers.stop(peer) end)
 
       %{
         peer: peer,
@@ -116,7 +116,7 @@ defmodule CMDC.Tool.ClusterTest do
               (receive do
                  {:part, p} -> p
                after
-                 1_000 -> nil
+                 30_000 -> nil
                end)
 
       assert parts == Enum.map(1..20, &"step #{&1}")
@@ -142,7 +142,7 @@ defmodule CMDC.Tool.ClusterTest do
 
       call = %{id: "r1c", name: "report", arguments: Map.put(args, "ms", 30_000)}
       handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
-      assert_receive {:remote_started, ^node, tool, _child}, 5_000
+      assert_receive {:remote_started, ^node, tool, _child}
       :ok = CMDC.Tool.Runner.cancel(handle)
       assert %{reason: :cancelled} = CMDC.Tool.Runner.await(handle, await_timeout: 10_000)
       eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
@@ -212,7 +212,7 @@ defmodule CMDC.Tool.ClusterTest do
     test "cancel stops the remote execution", %{scope: scope, args: args, node: node} do
       call = %{id: "r4", name: "report", arguments: Map.put(args, "ms", 30_000)}
       handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
-      assert_receive {:remote_started, ^node, tool, child}, 5_000
+      assert_receive {:remote_started, ^node, tool, child}
       Cluster.cancel(handle)
       assert %{reason: :cancelled} = Cluster.await(handle)
       eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
@@ -227,7 +227,7 @@ defmodule CMDC.Tool.ClusterTest do
     } do
       call = %{id: "r5", name: "report", arguments: Map.put(args, "ms", 30_000)}
       handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
-      assert_receive {:remote_started, ^node, _, _}, 5_000
+      assert_receive {:remote_started, ^node, _, _}
       :peer.stop(peer)
       assert %{is_error: true, reason: :node_down, content: text} = Cluster.await(handle)
       assert text =~ "#{node} went down"
@@ -257,7 +257,7 @@ defmodule CMDC.Tool.ClusterTest do
 
       {:ok, _} = :erpc.call(node, Peers, :publish_registry, [modules, %{}, [scope: scope]])
       eventually(fn -> length(Cluster.list(scope)) == 3 end)
-      on_exit(fn -> catch_exit(:peer.stop(peer)) end)
+      on_exit(fn -> Peers.stop(peer) end)
       # The same names in a local registry: what CMDC.Tool.Runner answers for the same items.
       local = CMDC.Tool.Registry.new()
       :ok = CMDC.Tool.Registry.register(local, Enum.map(names, &CMDC.Tool.Test.Factory.tool/1))
