@@ -1,4 +1,6 @@
 defmodule CMDC.Tool.ClusterTest do
+  # Not async: peer nodes joining and leaving this node are seen by every cluster view here
+  # (the `:down` checks below), so the cluster modules run one at a time.
   use ExUnit.Case, async: false
 
   import CMDC.Tool.Eventually
