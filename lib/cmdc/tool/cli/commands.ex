@@ -323,7 +323,7 @@ defmodule CMDC.Tool.CLI.Commands do
     approver = Approver.for(tools, opts[:yes] == true, Approver.terminal?())
     policies = Map.new(Keyword.get_values(opts, :allow), &{&1, :auto})
 
-    hooks = [hooks: cli_hooks(opts)]
+    hooks = [settings_hooks: cli_hooks(opts)]
 
     run_opts =
       [on_update: on_update, approver: approver, policies: policies] ++
@@ -347,15 +347,28 @@ defmodule CMDC.Tool.CLI.Commands do
     if result.is_error, do: @failed, else: @ok
   end
 
-  # The command hooks of the settings files (`CMDC.Tool.Hooks.Config`); problems go to stderr.
+  # The settings files' command hooks the runner applies (`CMDC.Tool.Hooks.Settings`): their
+  # problems, and hooks inactive in an untrusted project, said once on stderr; `false` when the
+  # app's config turned them off.
   defp cli_hooks(opts) do
-    config = CMDC.Tool.Hooks.load(hooks_opts(opts))
+    if CMDC.Tool.Hooks.Settings.enabled?() do
+      settings = hooks_opts(opts)
+      config = CMDC.Tool.Hooks.Settings.config(settings)
 
-    for e <- config.errors,
-        do:
-          IO.puts(:stderr, "hooks: #{Path.relative_to_cwd(e.path)}#{hook_label(e)}: #{e.reason}")
+      for e <- config.errors,
+          do:
+            IO.puts(
+              :stderr,
+              "hooks: #{Path.relative_to_cwd(e.path)}#{hook_label(e)}: #{e.reason}"
+            )
 
-    CMDC.Tool.Hooks.Config.active(config)
+      if note = CMDC.Tool.Hooks.Settings.inactive_note(config),
+        do: IO.puts(:stderr, "hooks: " <> note)
+
+      settings
+    else
+      false
+    end
   end
 
   defp hook_label(%{hook: nil}), do: ""
