@@ -7,6 +7,7 @@ defmodule CMDC.Tool.CLI.Doctor do
   alias CMDC.Tool.CLI
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.{Providers, RoundTrip}
+  alias CMDC.Tool.Providers.Warnings
 
   @doc """
   The findings for `report` (`CMDC.Tool.CLI.load/2`) and the script cache problems, first the
@@ -66,12 +67,15 @@ defmodule CMDC.Tool.CLI.Doctor do
 
   defp strict(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :openai, strict: true)
-    Enum.map(warnings, &"#{&1.tool}: OpenAI strict mode: #{&1.message}")
+
+    warnings
+    |> Warnings.notable(tools)
+    |> Enum.map(&"#{&1.tool}: OpenAI strict mode: #{&1.message}")
   end
 
   defp gemini(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :gemini)
-    Enum.map(warnings, &"#{&1.tool}: Gemini: #{&1.message}")
+    warnings |> Warnings.notable(tools) |> Enum.map(&"#{&1.tool}: Gemini: #{&1.message}")
   end
 
   # Without a script loader, discovery lists scripts in :ignored: a scan that loads nothing.
