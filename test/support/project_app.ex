@@ -35,7 +35,12 @@ defmodule CMDC.Tool.ProjectApp do
   end
 
   @doc "Generates and compiles the app under `dir`; returns its folder."
-  def generate!(dir) do
+  def generate!(dir), do: make!(dir, &write_tools!/1)
+
+  @doc "`mix new my_agent` with the dependency and nothing else, compiled; returns its folder."
+  def bare!(dir), do: make!(dir, fn _app -> :ok end)
+
+  defp make!(dir, fill) do
     File.mkdir_p!(Path.join(dir, "home"))
 
     {out, 0} =
@@ -44,7 +49,7 @@ defmodule CMDC.Tool.ProjectApp do
     app = Path.join(dir, "my_agent")
     true = File.dir?(app) || raise out
     add_dependency!(app)
-    write_tools!(app)
+    fill.(app)
     {out, status} = mix(app, ["compile"])
     if status != 0, do: raise("compiling the generated app failed:\n" <> out)
     app

@@ -5,11 +5,18 @@ defmodule CMDC.Tool.Project do
   in the project's tool folders.
 
   Declare them in the application's config, as tool modules and/or modules listing them (a
-  module exporting `tools/0` that returns tool modules):
+  module exporting `tools/0` that returns tool modules), in `config/runtime.exs`: Mix
+  recompiles all of cmdc_tool after each edit of `config :cmdc_tool` in `config/config.exs`
+  (`compile_time_config/1` is the doctor's finding), an edit of `runtime.exs` recompiles
+  nothing.
 
-      # config/config.exs
+      # config/runtime.exs
       import Config
       config :cmdc_tool, tools: [MyAgent.Tools.Weather, MyAgent.ToolSet]
+
+  The other keys: `examples: true` (below), and `settings_hooks: false` — the runner then
+  applies no command hooks of the settings files (`.claude/settings.json`, …) in the app's
+  own calls, the CLI's or the MCP server's (`CMDC.Tool.Hooks.Settings`).
 
       # lib/my_agent/tool_set.ex
       defmodule MyAgent.ToolSet do
@@ -113,6 +120,37 @@ defmodule CMDC.Tool.Project do
             {:error, message}
         end
     end
+  end
+
+  @doc """
+  A finding when the project's compile-time config (`config/config.exs` and what it imports,
+  for `MIX_ENV`) sets `config :cmdc_tool`, else `nil`: Mix (1.14) recompiles every module of a
+  dependency whose own application config changed, so each such edit recompiles all of
+  cmdc_tool, while `config/runtime.exs`, read when the VM starts, recompiles nothing.
+
+      iex> CMDC.Tool.Project.compile_time_config("/nonexistent")
+      nil
+  """
+  @spec compile_time_config(Path.t()) :: String.t() | nil
+  def compile_time_config(dir) do
+    file = Path.join([dir, "config", "config.exs"])
+    env = String.to_atom(System.get_env("MIX_ENV") || "dev")
+
+    with true <- File.regular?(file),
+         config when is_list(config) <- read_config(file, env),
+         [_ | _] = keys <- Keyword.keys(Keyword.get(config, :cmdc_tool, [])) do
+      "config/config.exs sets `config :cmdc_tool, #{Enum.map_join(keys, ", ", &"#{&1}:")} ...`: " <>
+        "Mix recompiles all of cmdc_tool after each edit of it; move it to config/runtime.exs " <>
+        "(read when the VM starts: an edit there recompiles nothing)"
+    else
+      _ -> nil
+    end
+  end
+
+  defp read_config(file, env) do
+    Config.Reader.read!(file, env: env, target: :host)
+  rescue
+    _ -> nil
   end
 
   defp mix_project? do

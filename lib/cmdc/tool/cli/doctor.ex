@@ -15,6 +15,7 @@ defmodule CMDC.Tool.CLI.Doctor do
   """
   def findings(report, caches, opts \\ []) do
     List.wrap(CLI.unserved(report, nil, opts)) ++
+      List.wrap(CMDC.Tool.Project.compile_time_config(opts[:cwd] || File.cwd!())) ++
       names(report.tools) ++
       strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()
   end
