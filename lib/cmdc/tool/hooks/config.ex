@@ -167,16 +167,19 @@ defmodule CMDC.Tool.Hooks.Config do
   defp event(name, groups, path, cwd, active) do
     case {Map.fetch(Command.events(), name), groups} do
       {:error, _} ->
-        known = Command.events() |> Map.keys() |> Enum.join(", ")
+        known = Command.events() |> Map.keys() |> Enum.sort()
 
-        {[],
-         [
-           problem(
-             path,
-             name,
-             "unknown event #{inspect(name)}: cmdc_tool runs #{known}; its hooks are ignored"
-           )
-         ]}
+        hint =
+          case CMDC.Tool.Options.suggest(name, known) do
+            [best | _] -> " (did you mean #{inspect(best)}?)"
+            [] -> ""
+          end
+
+        why =
+          "unknown event #{inspect(name)}#{hint}: cmdc_tool runs #{Enum.join(known, ", ")}; " <>
+            "its hooks are ignored"
+
+        {[], [problem(path, name, why)]}
 
       {{:ok, event}, groups} when is_list(groups) ->
         groups

@@ -166,15 +166,7 @@ defmodule CMDC.Tool.MCP.Main do
         end
 
       {_, _, [{switch, nil} | _]} ->
-        known = for {name, _} <- switches, do: "--" <> String.replace(to_string(name), "_", "-")
-
-        hint =
-          case CMDC.Tool.Options.suggest(switch, known) do
-            [best | _] -> " (did you mean #{best}?)"
-            [] -> ""
-          end
-
-        {:error, "unknown option #{switch}#{hint}"}
+        {:error, CMDC.Tool.Options.switch_error(switch, switches)}
 
       {_, _, [{switch, value} | _]} ->
         {:error, "invalid value for #{switch}: #{value}"}
