@@ -632,6 +632,8 @@ defmodule CMDC.Tool.Runner do
   """
   @spec session_event(term(), atom(), CMDC.Context.t(), keyword()) :: :ok
   def session_event(tools, event, context, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:hooks, :settings_hooks], "CMDC.Tool.Runner.session_event/4")
+
     for module <- modules(tools),
         Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
       try do

@@ -30,19 +30,23 @@ defmodule CMDC.Tool.Search do
   alias CMDC.Tool.{Native, Registry, Structured}
   require Native
 
+  @options [:limit, :mode, :namespace, :annotations]
+
   @typedoc "A found tool: its registered name and score (higher is better)."
   @type hit :: {String.t(), float()}
 
   @doc """
   Searches `reg` for `query`: `{:ok, hits}` best first, or `{:error, message}` for a query that
   cannot be run (empty, over 4,096 bytes, a regex over 200 characters or that does not compile,
-  a bad option).
+  a bad option value). An unknown option raises `ArgumentError` (with "did you mean").
 
   Options: `limit:` (default 5, at most 1,000), `mode:` (`:bm25` or `:regex`), `namespace:`,
   `annotations:`.
   """
   @spec search(Registry.t(), String.t(), keyword()) :: {:ok, [hit()]} | {:error, String.t()}
   def search(%Registry{ref: ref}, query, opts \\ []) when is_binary(query) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Registry.search/3")
+
     with {:ok, nif_opts} <- options(opts) do
       case Native.with_dirty(registry_search(ref, query, nif_opts)) do
         {:ok, {_generation, hits}} -> {:ok, hits}

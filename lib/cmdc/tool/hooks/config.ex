@@ -41,6 +41,7 @@ defmodule CMDC.Tool.Hooks.Config do
         }
 
   @default_timeout_s 60
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :paths]
 
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
@@ -49,6 +50,7 @@ defmodule CMDC.Tool.Hooks.Config do
   """
   @spec load(keyword()) :: t()
   def load(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Hooks.Config.load/1")
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
     # A project that is the home folder has one settings file, not two.
     files =

@@ -65,12 +65,18 @@ defmodule CMDC.Tool.Hooks.Settings do
   def for_run(opts) when opts in [nil, true], do: {:ok, if(enabled?(), do: hooks([]), else: [])}
 
   def for_run(opts) when is_list(opts) do
-    if Keyword.keyword?(opts), do: {:ok, hooks(opts)}, else: for_run({:bad, opts})
+    if Keyword.keyword?(opts), do: checked(opts), else: bad(opts)
   end
 
-  def for_run(other) do
-    other = with {:bad, opts} <- other, do: opts
+  def for_run(other), do: bad(other)
 
+  defp checked(opts) do
+    {:ok, hooks(opts)}
+  rescue
+    e in ArgumentError -> {:error, "invalid :settings_hooks option: " <> Exception.message(e)}
+  end
+
+  defp bad(other) do
     {:error,
      "invalid :settings_hooks option: #{inspect(other)} (expected false, true or the options " <>
        "of CMDC.Tool.Hooks.Config.load/1)"}
