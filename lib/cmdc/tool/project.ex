@@ -160,8 +160,7 @@ defmodule CMDC.Tool.Project do
   defp expand(module) when is_atom(module) do
     cond do
       not loaded?(module) ->
-        {:error,
-         "#{inspect(module)} is not a compiled module (is it spelled right and under lib/?)"}
+        {:error, "#{inspect(module)} is not a compiled module#{spelling(module)}"}
 
       tool?(module) ->
         {:ok, [module]}
@@ -178,6 +177,23 @@ defmodule CMDC.Tool.Project do
 
   defp expand(other),
     do: {:error, "#{inspect(other)} is not a module: list tool modules or tool sets"}
+
+  # A misspelled module: the closest compiled module of the same top namespace (the app's).
+  defp spelling(module) do
+    name = inspect(module)
+    prefix = "Elixir." <> hd(String.split(name, ".")) <> "."
+
+    candidates =
+      for {file, _, _} <- :code.all_available(),
+          full = to_string(file),
+          String.starts_with?(full, prefix),
+          do: String.replace_prefix(full, "Elixir.", "")
+
+    case CMDC.Tool.Options.suggest(name, candidates) do
+      [best | _] -> " (did you mean #{best}?)"
+      [] -> " (is it spelled right and under lib/?)"
+    end
+  end
 
   defp expand_set(module) do
     case module.tools() do

@@ -252,7 +252,7 @@ defmodule CMDC.Tool.CLI.Commands do
   defp load_status(%{errors: errors}) do
     IO.puts(
       :stderr,
-      "#{length(errors)} tool file(s) failed to load (exit status #{@load_failed})"
+      "#{CLI.failed_summary(errors)} failed to load (exit status #{@load_failed})"
     )
 
     @load_failed

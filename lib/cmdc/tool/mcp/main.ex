@@ -256,7 +256,7 @@ defmodule CMDC.Tool.MCP.Main do
       true ->
         IO.puts(
           :stderr,
-          "cmdc-mcp: #{length(problems)} tool file(s) failed to load; serving the other " <>
+          "cmdc-mcp: #{CLI.failed_summary(problems)} failed to load; serving the other " <>
             "#{length(report.tools)} tools:"
         )
 

@@ -100,15 +100,31 @@ defmodule CMDC.Tool.CLI.NewUserTest do
     assert guarded =~ "repeat was denied by"
     assert guarded =~ "no repeating today"
 
-    # A config edit (the documented opt-out of the settings files' hooks, beside tools:)...
+    # A misspelled module in the config: did you mean, a config line without the typo, and
+    # counted as a configured tool, not a file.
     runtime = Path.join(app, "config/runtime.exs")
+    File.write!(runtime, "import Config\nconfig :cmdc_tool, tools: [MyAgent.Tools.Repaet]\n")
+    {typo, 4} = sh(app, "mix cmdc.tools list")
 
+    assert typo =~
+             "MyAgent.Tools.Repaet is not a compiled module (did you mean MyAgent.Tools.Repeat?)"
+
+    assert typo =~
+             "MyAgent.Tools.Repeat implements CMDC.Tool but is not served: add it to " <>
+               "config/runtime.exs: config :cmdc_tool, tools: [MyAgent.Tools.Repeat]"
+
+    assert typo =~ "1 configured tool(s) failed to load"
+    refute typo =~ "tool file(s)"
+
+    # A config edit (the documented opt-out of the settings files' hooks, beside tools:)...
     File.write!(
       runtime,
       "import Config\nconfig :cmdc_tool, tools: [MyAgent.Tools.Repeat], settings_hooks: false\n"
     )
 
-    # ...recompiles nothing of cmdc_tool, and the app's calls are no longer guarded.
+    # ...recompiles nothing of cmdc_tool (no more than the typo's edits did), and the app's
+    # calls are no longer guarded.
+    refute typo =~ ~r/==> cmdc_tool\nCompiling/
     {listed, 0} = sh(app, "mix cmdc.tools list")
     refute listed =~ ~r/==> cmdc_tool\nCompiling/
     assert listed =~ "repeat"

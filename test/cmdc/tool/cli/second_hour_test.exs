@@ -10,6 +10,8 @@ defmodule CMDC.Tool.CLI.SecondHourTest do
   alias CMDC.Tool.CLI.Commands
   alias CMDC.Tool.JSON
 
+  doctest CMDC.Tool.CLI
+
   @root Path.expand("../../../..", __DIR__)
 
   setup do
@@ -81,6 +83,16 @@ defmodule CMDC.Tool.CLI.SecondHourTest do
     [_, accepted] = Regex.run(~r/use one of: ([a-z_, ]+)/, error)
     assert String.split(listed, "|") == String.split(accepted, ", ")
     assert length(String.split(listed, "|")) == length(CMDC.Tool.Providers.formats())
+  end
+
+  test "a misspelled module in config :cmdc_tool, tools gets a did-you-mean" do
+    assert %{tools: [], errors: [error]} =
+             CMDC.Tool.Project.tools(tools: [CMDC.Tool.Examples.Ehco])
+
+    assert error.reason =~ "is not a compiled module (did you mean CMDC.Tool.Examples.Echo?)"
+
+    assert %{errors: [error]} = CMDC.Tool.Project.tools(tools: [Nowhere.Near.Anything])
+    assert error.reason =~ "(is it spelled right and under lib/?)"
   end
 
   test "a misspelled hook event gets a did-you-mean", %{project: p, home: h} do
