@@ -10,10 +10,10 @@
 # Prints the files recompiled (the figure that matters) and the wall time (load-dependent).
 # Run: MIX_ENV=bench mix run bench/config_edit.exs [RUNS]
 #
-# Measured 2026-11-28 13:36 UTC, shared 2-core machine (8 engineers building), 2 runs:
-#   config.exs edit of :cmdc_tool 103 files (27.4-29.0 s); config.exs edit of another app's
-#   key 0 files (2.2-4.6 s); runtime.exs: see the run below (the first run, on the checkout
-#   itself, counted files edited meanwhile: hence the copy).
+# Measured 2026-11-28 13:40 UTC, shared 2-core machine (8 engineers building), 2 runs each:
+#   runtime.exs edit of :cmdc_tool            0 files   2.5-3.3 s (Mix start + the listing)
+#   config.exs edit of :cmdc_tool           103 files  34.6-38.8 s
+#   config.exs edit of another app's key      0 files   4.2-4.5 s
 alias CMDC.Tool.ProjectApp
 
 runs = String.to_integer(List.first(System.argv()) || "2")

@@ -128,8 +128,10 @@ defmodule CMDC.Tool.Hooks.Settings do
   end
 
   # `{:fresh, config}` when read now, `{:kept, config}` when the cached read still holds.
+  # The key does not hold the current directory (reading it costs more than the rest of a
+  # call): the directory is one of the things checked at most once a second.
   defp cached(opts) do
-    key = {__MODULE__, cwd(opts), Keyword.delete(opts, :cwd)}
+    key = {__MODULE__, Keyword.delete(opts, :cwd), Keyword.get(opts, :cwd, :current)}
     now = System.monotonic_time(:millisecond)
 
     case lookup(key) do
@@ -137,6 +139,8 @@ defmodule CMDC.Tool.Hooks.Settings do
         {:kept, config}
 
       {:ok, {_checked, digest, config}} ->
+        opts = with_cwd(opts)
+
         case digest(opts) do
           ^digest ->
             store(key, {now, digest, config})
@@ -147,6 +151,7 @@ defmodule CMDC.Tool.Hooks.Settings do
         end
 
       :none ->
+        opts = with_cwd(opts)
         read(key, now, digest(opts), opts)
     end
   end
@@ -157,26 +162,13 @@ defmodule CMDC.Tool.Hooks.Settings do
     {:fresh, config}
   end
 
-  # The project directory: the option, else the VM's current directory (read without the file
-  # server, which `File.cwd/0` would ask).
-  defp cwd(opts) do
-    case Keyword.fetch(opts, :cwd) do
-      {:ok, cwd} ->
-        cwd
-
-      :error ->
-        case :prim_file.get_cwd() do
-          {:ok, cwd} -> cwd
-          {:error, _} -> File.cwd!()
-        end
-    end
-  end
+  defp with_cwd(opts), do: Keyword.put_new_lazy(opts, :cwd, &File.cwd!/0)
 
   # What decides `Config.load/1`'s answer: the files' contents (missing ones too) and the
   # variables that locate them.
   defp digest(opts) do
     files = for path <- Config.sources(opts), do: {path, File.read(path)}
-    :erlang.phash2({files, System.get_env("HOME"), System.get_env("CMDC_HOME")})
+    :erlang.phash2({opts[:cwd], files, System.get_env("HOME"), System.get_env("CMDC_HOME")})
   end
 
   # Without the application (a script using the runner bare) there is no cache: every call
