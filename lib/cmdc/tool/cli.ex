@@ -131,12 +131,16 @@ defmodule CMDC.Tool.CLI do
   @doc """
   What failed, counted: tool files apart from entries of `config :cmdc_tool, tools`.
 
-      iex> CMDC.Tool.CLI.failed_summary([%{type: :config}, %{path: "a.py"}, %{path: "b.ex"}])
+      iex> CMDC.Tool.CLI.failed_summary([
+      ...>   %{path: "config :cmdc_tool, tools", reason: "X is not a compiled module"},
+      ...>   %{path: "a.py", reason: "..."},
+      ...>   %{path: "b.ex", reason: "..."}
+      ...> ])
       "2 tool file(s) and 1 configured tool(s)"
   """
   @spec failed_summary([map()]) :: String.t()
   def failed_summary(errors) do
-    {config, files} = Enum.split_with(errors, &(Map.get(&1, :type) == :config))
+    {config, files} = Enum.split_with(errors, &(&1.path == CMDC.Tool.Project.config_path()))
 
     [{files, "tool file(s)"}, {config, "configured tool(s)"}]
     |> Enum.reject(fn {list, _} -> list == [] end)

@@ -46,6 +46,10 @@ defmodule CMDC.Tool.Project do
   @examples_dir Path.expand("../../../examples/tools", __DIR__)
   @where "config :cmdc_tool, tools"
 
+  @doc false
+  # The `path` of a configured tool's load error (what reports and counts recognize it by).
+  def config_path, do: @where
+
   @doc "The library's built-in example modules (served with `--examples`)."
   @spec examples() :: [module()]
   def examples, do: @examples

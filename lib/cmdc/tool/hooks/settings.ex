@@ -6,7 +6,7 @@ defmodule CMDC.Tool.Hooks.Settings do
 
   The files are read once per project and options, and read again when one of them, or a trust
   list, changes: a call checks whether anything changed at most once a second (a digest of the
-  files' contents), so a call costs an ETS lookup, not a file read.
+  files' contents), so a call costs a `:persistent_term` read, not a file read.
 
   The project is the current directory of the VM (your app's folder under `mix`, `iex -S mix`
   and a release started from it). An app that wants none of these hooks says so in its config,
@@ -40,7 +40,6 @@ defmodule CMDC.Tool.Hooks.Settings do
   alias CMDC.Tool.Hooks.{Config, Hook}
 
   @check_every_ms 1_000
-  @table :cmdc_tool_hooks
 
   @doc """
   Whether the runner applies the settings files' hooks when not told: `false` only when the
@@ -128,37 +127,42 @@ defmodule CMDC.Tool.Hooks.Settings do
   end
 
   # `{:fresh, config}` when read now, `{:kept, config}` when the cached read still holds.
-  # The key does not hold the current directory (reading it costs more than the rest of a
-  # call): the directory is one of the things checked at most once a second.
+  # A read is kept in `:persistent_term` (a call reads it without copying; it is written only
+  # when a file changed) with an atomic holding when it was last checked. The key does not hold
+  # the current directory (reading it costs more than the rest of a call): the directory is
+  # one of the things checked at most once a second.
   defp cached(opts) do
     key = {__MODULE__, Keyword.delete(opts, :cwd), Keyword.get(opts, :cwd, :current)}
     now = System.monotonic_time(:millisecond)
 
-    case lookup(key) do
-      {:ok, {checked, _digest, config}} when now - checked < @check_every_ms ->
-        {:kept, config}
+    case :persistent_term.get(key, nil) do
+      {checked, digest, config} ->
+        if now - :atomics.get(checked, 1) < @check_every_ms,
+          do: {:kept, config},
+          else: check(key, now, {checked, digest, config}, with_cwd(opts))
 
-      {:ok, {_checked, digest, config}} ->
-        opts = with_cwd(opts)
-
-        case digest(opts) do
-          ^digest ->
-            store(key, {now, digest, config})
-            {:kept, config}
-
-          fresh ->
-            read(key, now, fresh, opts)
-        end
-
-      :none ->
+      nil ->
         opts = with_cwd(opts)
         read(key, now, digest(opts), opts)
     end
   end
 
+  defp check(key, now, {checked, digest, config}, opts) do
+    case digest(opts) do
+      ^digest ->
+        :atomics.put(checked, 1, now)
+        {:kept, config}
+
+      fresh ->
+        read(key, now, fresh, opts)
+    end
+  end
+
   defp read(key, now, digest, opts) do
     config = Config.load(opts)
-    store(key, {now, digest, config})
+    checked = :atomics.new(1, signed: true)
+    :atomics.put(checked, 1, now)
+    :persistent_term.put(key, {checked, digest, config})
     {:fresh, config}
   end
 
@@ -169,23 +173,6 @@ defmodule CMDC.Tool.Hooks.Settings do
   defp digest(opts) do
     files = for path <- Config.sources(opts), do: {path, File.read(path)}
     :erlang.phash2({opts[:cwd], files, System.get_env("HOME"), System.get_env("CMDC_HOME")})
-  end
-
-  # Without the application (a script using the runner bare) there is no cache: every call
-  # reads the files.
-  defp lookup(key) do
-    case :ets.lookup(@table, key) do
-      [{_, entry}] -> {:ok, entry}
-      [] -> :none
-    end
-  rescue
-    ArgumentError -> :none
-  end
-
-  defp store(key, entry) do
-    :ets.insert(@table, {key, entry})
-  rescue
-    ArgumentError -> true
   end
 
   defp log(config, _opts) do
