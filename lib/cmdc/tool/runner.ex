@@ -45,8 +45,8 @@ defmodule CMDC.Tool.Runner do
       …; `CMDC.Tool.Hooks.Settings`), applied first. By default those of the current
       directory's project (its own files once it is trusted) and the user's, read once and
       again when a file changes; `config :cmdc_tool, settings_hooks: false` turns that
-      default off. `false`: none; a keyword list: the options of
-      `CMDC.Tool.Hooks.Config.load/1` (`cwd:`, `trust_project:`, `home:`).
+      default off (`true` applies them all the same). `false`: none; a keyword list: the
+      options of `CMDC.Tool.Hooks.Config.load/1` (`cwd:`, `trust_project:`, `home:`).
 
   ## Tool settings
 

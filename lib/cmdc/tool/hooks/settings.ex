@@ -50,8 +50,9 @@ defmodule CMDC.Tool.Hooks.Settings do
 
   @doc """
   The hooks of a runner call given its `:settings_hooks` option (`nil` when not given): none
-  for `false`, those of the current directory for `nil`/`true` (unless the config turned them
-  off), those of `CMDC.Tool.Hooks.Config.load/1`'s options for a keyword list.
+  for `false`; those of the current directory for `nil` (unless the config turned them off)
+  and for `true` (even then); those of `CMDC.Tool.Hooks.Config.load/1`'s options for a keyword
+  list.
 
       iex> CMDC.Tool.Hooks.Settings.for_run(false)
       {:ok, []}
@@ -61,7 +62,8 @@ defmodule CMDC.Tool.Hooks.Settings do
   """
   @spec for_run(term()) :: {:ok, [Hook.t()]} | {:error, String.t()}
   def for_run(false), do: {:ok, []}
-  def for_run(opts) when opts in [nil, true], do: {:ok, if(enabled?(), do: hooks([]), else: [])}
+  def for_run(nil), do: {:ok, if(enabled?(), do: hooks([]), else: [])}
+  def for_run(true), do: {:ok, hooks([])}
 
   def for_run(opts) when is_list(opts) do
     if Keyword.keyword?(opts), do: checked(opts), else: bad(opts)
