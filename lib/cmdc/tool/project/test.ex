@@ -121,7 +121,10 @@ defmodule CMDC.Tool.Test do
   defp convert!(tools, label, opts) do
     {list, warnings} = Providers.convert(tools, %{}, opts)
 
-    case Warnings.notable(warnings, tools) do
+    modules =
+      if is_struct(tools, CMDC.Tool.Registry), do: CMDC.Tool.Registry.list(tools), else: tools
+
+    case Warnings.notable(warnings, modules) do
       [] ->
         list
 

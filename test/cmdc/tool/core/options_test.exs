@@ -109,7 +109,7 @@ defmodule CMDC.Tool.OptionsTest do
       {"CMDC.Tool.Registry.search/3", :limt, :limit,
        fn -> CMDC.Tool.Registry.search(reg, "issue", limt: 3) end},
       {"CMDC.Tool.Registry.search/3", :namepsace, :namespace,
-       fn -> CMDC.Tool.Search.search(reg, "issue", namepsace: "x") end},
+       fn -> CMDC.Tool.Registry.search(reg, "issue", namepsace: "x") end},
       {"CMDC.Tool.Session.new/2", :defr, :defer,
        fn -> CMDC.Tool.Session.new(reg, defr: true) end},
       {"CMDC.Tool.Deferred.openai_search_output/3", :stirct, :strict,
