@@ -147,3 +147,34 @@ defmodule CMDC.Tool.Hooks.SettingsHooksTest do
     end
   end
 end
+
+defmodule CMDC.Tool.Hooks.SettingsConfigTest do
+  # `config :cmdc_tool, settings_hooks: false` (the app's opt-out) turns the runner's default
+  # off; `settings_hooks: true` on a call applies them all the same. Not async: it sets the
+  # application's environment.
+  use ExUnit.Case, async: false
+
+  alias CMDC.Tool.Hooks.Settings
+
+  setup do
+    previous = Application.fetch_env(:cmdc_tool, :settings_hooks)
+
+    on_exit(fn ->
+      case previous do
+        {:ok, value} -> Application.put_env(:cmdc_tool, :settings_hooks, value)
+        :error -> Application.delete_env(:cmdc_tool, :settings_hooks)
+      end
+    end)
+  end
+
+  test "the config turns the default off, not an explicit true" do
+    assert Settings.enabled?()
+    {:ok, default} = Settings.for_run(nil)
+    assert {:ok, ^default} = Settings.for_run(true)
+
+    Application.put_env(:cmdc_tool, :settings_hooks, false)
+    refute Settings.enabled?()
+    assert Settings.for_run(nil) == {:ok, []}
+    assert {:ok, ^default} = Settings.for_run(true)
+  end
+end
