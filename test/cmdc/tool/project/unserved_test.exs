@@ -69,8 +69,9 @@ defmodule CMDC.Tool.Project.UnservedTest do
       started = System.monotonic_time(:millisecond)
       assert Unserved.defining(modules, "forecast", 300) == UnsT.Forecast
       assert Unserved.defining(modules, "nothing", 300) == nil
-      # Both calls within the bound (plus scheduling), whatever the modules do.
-      assert System.monotonic_time(:millisecond) - started < 10_000
+      # Both calls return, bounded, though UnsT.Stuck's name/0 never does (the 300 ms bound
+      # itself is what `defining/3` is given; a busy machine adds its own delays).
+      assert System.monotonic_time(:millisecond) - started < 60_000
 
       hint = Unserved.call_hint(modules, "forecast", [Existing], "config/config.exs")
 
