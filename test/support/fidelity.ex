@@ -95,11 +95,9 @@ defmodule CMDC.Tool.Fidelity do
       (calls(generated[key(c, :original)]) ++ (c.entry["args"] || []))
       |> Enum.filter(&match?({:ok, _}, Schema.validate(original, &1)))
 
-    sent_refused =
-      for call <- from_sent, reason = refused_by_runner(c, call), do: {call, reason}
+    sent_refused = for call <- from_sent, reason = refused_by_runner(c, call), do: {call, reason}
 
-    original_refused =
-      for call <- from_original, reason = admits.(call), do: {call, reason}
+    original_refused = for call <- from_original, reason = admits.(call), do: {call, reason}
 
     silent =
       if(looser?, do: [], else: Enum.map(sent_refused, &{:runner_refused, id, &1})) ++
@@ -117,7 +115,10 @@ defmodule CMDC.Tool.Fidelity do
         form_refuses: length(original_refused),
         form_refuses_silent: if(tighter?, do: 0, else: length(original_refused)),
         generation_errors:
-          Enum.count([generated[key(c, :sent)], generated[key(c, :original)]], &(&1["error"] != nil))
+          Enum.count(
+            [generated[key(c, :sent)], generated[key(c, :original)]],
+            &(&1["error"] != nil)
+          )
       }
     }
   end
