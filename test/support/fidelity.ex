@@ -205,7 +205,8 @@ defmodule CMDC.Tool.Fidelity do
       Path.join(System.tmp_dir!(), "cmdc_fidelity_#{System.unique_integer([:positive])}.json")
 
     File.write!(input, JSON.encode!(requests))
-    {out, status} = System.cmd(python, [@gen, input])
+    # hypothesis keeps a cache in its working directory: not in the checkout.
+    {out, status} = System.cmd(python, [@gen, input], cd: System.tmp_dir!())
     File.rm(input)
     if status != 0, do: raise("gen_calls.py failed (#{status}): #{out}")
     JSON.decode!(out)

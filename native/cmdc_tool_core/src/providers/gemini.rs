@@ -58,7 +58,8 @@ pub(super) fn gemini_root(cx: &mut Cx, schema: &Value) -> Option<Value> {
                         "omitted with `parameters`",
                         "an object without properties is refused, so the declaration has no \
                          parameters and the model can send no arguments, while the original \
-                         takes any keys",
+                         takes any keys (a tool that takes none says `additionalProperties: \
+                         false`)",
                         Effect::Less,
                     );
                 }
