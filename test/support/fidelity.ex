@@ -236,7 +236,10 @@ defmodule CMDC.Tool.Fidelity do
     File.exists?(py) and
       match?(
         {_, 0},
-        System.cmd(py, ["-c", "import hypothesis_jsonschema, jsonschema"], stderr_to_stdout: true)
+        System.cmd(py, ["-c", "import hypothesis_jsonschema, jsonschema"],
+          stderr_to_stdout: true,
+          cd: System.tmp_dir!()
+        )
       )
   end
 
