@@ -42,8 +42,11 @@ defmodule CMDC.Tool.Hooks do
   An Elixir hook that raises, exits, answers something else or runs past its time-out fails
   safe: its call is denied (before) or its result blocked (after), with a message naming the
   hook; the runner never crashes. A command hook's failure (exit status other than 0 and 2, a
-  signal, its time-out, output that is not JSON or over 1 MB) is a non-blocking error in
-  `:notes` and the log, as Claude Code treats it.
+  signal, its time-out, output that is not JSON or over 1 MB, a matcher that cannot be run) is a
+  non-blocking error in `:notes` and the log, as Claude Code treats it, unless the hook fails
+  closed (`"cmdc": {"failClosed": true}`, or the runner's `hooks_fail_closed: true`): then it
+  denies as an Elixir hook does. Output over 1 MB that begins with a decision denies in both
+  modes. See `CMDC.Tool.Hooks.Failure` and the table in `docs/HOOKS.md`.
 
   ## Session events (`SessionStart`, `SessionEnd`, `c:on_session/2`)
 
@@ -142,8 +145,12 @@ defmodule CMDC.Tool.Hooks do
     session = if context.session_id, do: Store.get({:session, context.session_id}), else: []
 
     case new(Keyword.get(opts, :hooks, [])) do
-      {:ok, own} -> Store.get(:global) ++ registry ++ session ++ own
-      {:error, message} -> {:error, "invalid :hooks option: " <> message}
+      {:ok, own} ->
+        hooks = Store.get(:global) ++ registry ++ session ++ own
+        if opts[:hooks_fail_closed] == true, do: Config.close(hooks), else: hooks
+
+      {:error, message} ->
+        {:error, "invalid :hooks option: " <> message}
     end
   end
 
