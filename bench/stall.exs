@@ -154,6 +154,12 @@ defmodule Bench.Stall do
     row("encode a 2 MB bignum", big2m, fn -> JSON.encode(big2m) end)
     big100k = Bitwise.bsl(1, 800_000)
     row("validate a 100 KB bignum", big100k, fn -> Schema.validate(any, big100k) end)
+    # Issue 37's case: a 200,000-digit integer (10,382 words), validated and encoded. Every
+    # normal-scheduler NIF yields before converting it (stall_test.exs); the conversion (~9 ms,
+    # quadratic) runs on a dirty scheduler.
+    digits = Integer.pow(10, 200_000) - 1
+    row("validate a 200,000-digit integer", digits, fn -> Schema.validate(any, digits) end)
+    row("encode a 200,000-digit integer", digits, fn -> JSON.encode(digits) end)
     list = List.duplicate(1, 2_000_000)
     row("validate a 2M-element list", list, fn -> Schema.validate(any, list) end)
     row("encode a 2M-element list", list, fn -> JSON.encode(list) end)

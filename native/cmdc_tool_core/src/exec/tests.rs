@@ -344,7 +344,8 @@ async fn kill_strays_ends_daemons_the_program_left_after_a_normal_exit() {
     }
 
     // Without the option a daemon is the program's own business (a service it starts).
-    let s = spec("sh", &["-c", "setsid sleep 1000 & echo $!"]);
+    // (Its output goes elsewhere: a daemon holding the pipes would keep the run draining.)
+    let s = spec("sh", &["-c", "setsid sleep 1000 >/dev/null 2>&1 & echo $!"]);
     let o = run_simple(s).await.unwrap();
     let pid: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
     assert!(alive(pid));
