@@ -51,6 +51,7 @@ defmodule CMDC.Tool.Hooks.Config do
         }
 
   @default_timeout_s 60
+  @strict "; the hook fails closed until this is fixed"
 
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
@@ -230,6 +231,7 @@ defmodule CMDC.Tool.Hooks.Config do
 
       case command(spec, base, "#{where}.hooks[#{i}]") do
         {:ok, hook} -> {hooks ++ [hook], errors}
+        {:ok, hook, at, why} -> {hooks ++ [hook], errors ++ [problem(path, at, why)]}
         {:error, hook_name, why} -> {hooks, errors ++ [problem(path, hook_name, why)]}
       end
     end)
@@ -240,12 +242,16 @@ defmodule CMDC.Tool.Hooks.Config do
 
   defp command(%{"type" => "command", "command" => cmd} = spec, base, where)
        when is_binary(cmd) and cmd != "" do
-    with {:ok, t} <- timeout(Map.get(spec, "timeout", @default_timeout_s), where),
-         {:ok, closed} <- own(Map.get(spec, "cmdc", %{}), where) do
+    with {:ok, t} <- timeout(Map.get(spec, "timeout", @default_timeout_s), where) do
       label = "#{base.source} #{where} (#{Matcher.source(base.matcher)}: #{short(cmd)})"
+      hook = %{base | command: cmd, timeout_ms: round(t * 1000), label: label}
 
-      {:ok,
-       %{base | command: cmd, timeout_ms: round(t * 1000), label: label, fail_closed: closed}}
+      # A "cmdc" key that cannot be read was meant to change how the hook fails: the hook
+      # loads fail-closed (the stricter reading), and the problem is reported.
+      case own(Map.get(spec, "cmdc", %{})) do
+        {:ok, closed} -> {:ok, %{hook | fail_closed: closed}}
+        {:error, why} -> {:ok, %{hook | fail_closed: true}, where, why <> @strict}
+      end
     end
   end
 
@@ -264,7 +270,7 @@ defmodule CMDC.Tool.Hooks.Config do
     do: {:error, where, "timeout must be a positive number of seconds (got #{inspect(t)})"}
 
   # cmdc_tool's own keys of a hook (`"cmdc": {...}`): `failClosed`.
-  defp own(%{} = cmdc, where) do
+  defp own(%{} = cmdc) do
     case Map.keys(cmdc) -- ["failClosed"] do
       [] ->
         case Map.get(cmdc, "failClosed", false) do
@@ -272,7 +278,7 @@ defmodule CMDC.Tool.Hooks.Config do
             {:ok, closed}
 
           other ->
-            {:error, where, "cmdc.failClosed must be true or false (got #{inspect(other)})"}
+            {:error, "cmdc.failClosed must be true or false (got #{inspect(other)})"}
         end
 
       [key | _] ->
@@ -282,13 +288,13 @@ defmodule CMDC.Tool.Hooks.Config do
             [near | _] -> " (did you mean #{inspect(near)}?)"
           end
 
-        {:error, where, "unknown key #{inspect(key)} in \"cmdc\"#{hint}; known: \"failClosed\""}
+        {:error, "unknown key #{inspect(key)} in \"cmdc\"#{hint}; known: \"failClosed\""}
     end
   end
 
-  defp own(other, where),
+  defp own(other),
     do:
-      {:error, where,
+      {:error,
        "\"cmdc\" must be an object such as {\"failClosed\": true} (got #{inspect(other)})"}
 
   defp short(cmd),

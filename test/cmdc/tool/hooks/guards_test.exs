@@ -225,7 +225,7 @@ defmodule CMDC.Tool.Hooks.GuardsTest do
       assert OsProc.wait_dead(pid), "the hook's daemon #{pid} outlived it"
     end
 
-    test "a bad \"cmdc\" key is a problem naming the key, with did-you-mean", ctx do
+    test "a bad \"cmdc\" key is a problem naming the key, and the hook fails closed", ctx do
       settings!(ctx, %{
         "PreToolUse" => [
           group("echo", "true", %{"cmdc" => %{"failClose" => true}}),
@@ -233,9 +233,14 @@ defmodule CMDC.Tool.Hooks.GuardsTest do
         ]
       })
 
-      assert [typo, value] = load(ctx).errors
+      config = load(ctx)
+      assert [typo, value] = config.errors
+      assert typo.hook == "PreToolUse[0].hooks[0]"
       assert typo.reason =~ ~s(unknown key "failClose" in "cmdc" (did you mean "failClosed"?\))
       assert value.reason =~ "cmdc.failClosed must be true or false"
+      # Meant to change how the hook fails: it loads, fail-closed, until fixed.
+      assert value.reason =~ "the hook fails closed until this is fixed"
+      assert [%{fail_closed: true}, %{fail_closed: true}] = config.hooks
     end
   end
 end
