@@ -157,7 +157,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
     cond do
       explicit -> explicit
-      name == CMDC.Tool.Search.Tool.name() -> nil
+      name == CMDC.Tool.Search.ToolSpec.name() -> nil
       spec.auto and Map.has_key?(names, name) -> own_namespace(source, names[name], name)
       true -> nil
     end
@@ -305,7 +305,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     held = &held?(tools, ns, name, &1, spec)
     candidates = candidates(ns, name)
 
-    direct = for c <- candidates, match?({:ok, _}, CMDC.Tool.find(tools, c)), do: c
+    direct = for c <- candidates, found(tools, c) != nil, do: c
 
     case Enum.find(direct, held) do
       nil -> mapped(names_of(tools), candidates, held)
@@ -337,11 +337,22 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   end
 
   defp own_of(tools, registered) do
-    case CMDC.Tool.find(tools, registered) do
-      {:ok, module} -> own_namespace(tools, module, registered)
+    case found(tools, registered) do
+      nil -> nil
+      module -> own_namespace(tools, module, registered)
+    end
+  end
+
+  # CMDC.Tool.find/2's lookup (this module is below CMDC.Tool: it must not call it).
+  defp found(%Registry{} = reg, name) do
+    case Registry.find(reg, name) do
+      {:ok, module} -> module
       _ -> nil
     end
   end
+
+  defp found(modules, name) when is_list(modules), do: Enum.find(modules, &(&1.name() == name))
+  defp found(_tools, _name), do: nil
 
   defp mapped(names, candidates, held) do
     Enum.find_value(candidates, :error, fn c ->
@@ -410,14 +421,22 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
     cond do
       leaves != [] ->
-        ns_message(CMDC.Tool.unknown_tool_message(leaves, name), name, ns)
+        "Unknown tool: #{name} in namespace #{ns}." <> did_you_mean(leaves, name)
 
       name in names ->
         "Unknown tool: #{name} in namespace #{ns}: no tool is in #{ns} " <>
           "(call #{name} without a namespace)."
 
       true ->
-        ns_message(CMDC.Tool.unknown_tool_message(names, name), name, ns)
+        "Unknown tool: #{name} in namespace #{ns}." <> did_you_mean(names, name)
+    end
+  end
+
+  # CMDC.Tool.unknown_tool_message/2's suggestions (this module is below CMDC.Tool).
+  defp did_you_mean(names, name) do
+    case CMDC.Tool.Native.tool_suggest(names, name) do
+      [] -> ""
+      close -> " Did you mean: #{Enum.join(close, ", ")}?"
     end
   end
 
@@ -425,10 +444,6 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   # `unknown_message/4` over a tool list (the runner's unknown namespaced call).
   def unknown(tools, ns, name),
     do: unknown_message(names_of(tools), &own_of(tools, &1), ns, name)
-
-  defp ns_message("Unknown tool: " <> rest, name, ns) do
-    "Unknown tool: #{name} in namespace #{ns}" <> String.replace_prefix(rest, name, "")
-  end
 
   defp candidates(ns, name), do: [ns <> "__" <> name, ns <> "." <> name, name]
 
@@ -461,7 +476,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     {:ok,
      %{
        id: item["call_id"] || item["id"],
-       name: CMDC.Tool.Search.Tool.name(),
+       name: CMDC.Tool.Search.ToolSpec.name(),
        arguments: item["arguments"] || %{}
      }}
   end
