@@ -77,17 +77,16 @@ defmodule CMDC.Tool.Search do
 
   @doc false
   # What the index reads of a module beyond name, description and parameters:
-  # `{title, namespace, true_annotations}` (CMDC.Tool.Registry sends it with the module).
-  @spec meta(module(), String.t()) :: {String.t() | nil, String.t() | nil, [String.t()]}
-  def meta(module, name) do
+  # `{title, namespace, true_annotations}` (CMDC.Tool.Registry sends it with the module and the
+  # registry's settings of the name).
+  @spec meta(module(), String.t(), map()) :: {String.t() | nil, String.t() | nil, [String.t()]}
+  def meta(module, name, settings \\ %{}) do
     title = safe(fn -> Structured.title(module) end)
     annotations = safe(fn -> Structured.annotations(module) end) || %{}
     hints = for {key, true} <- annotations, do: to_string(key)
-    {if(is_binary(title), do: title), namespace(module, name), hints}
+    namespace = CMDC.Tool.Deferred.OwnNamespace.of(module, name, settings)
+    {if(is_binary(title), do: title), namespace, hints}
   end
-
-  # The one rule of what a tool's namespace is (`to_schema`'s `namespaces: true` groups by it).
-  defp namespace(module, name), do: CMDC.Tool.Deferred.OwnNamespace.of(module, name)
 
   defp safe(fun) do
     fun.()

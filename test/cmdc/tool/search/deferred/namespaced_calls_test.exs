@@ -131,6 +131,24 @@ defmodule CMDC.Tool.Deferred.NamespacedCallsTest do
       assert {:ok, [{"list_orders", _}]} = Registry.search(reg, "orders", namespace: "crm")
       assert {:ok, []} = Registry.search(reg, "create issue", namespace: "github")
       assert Namespaces.own_namespace(reg, ListOrders, "list_orders") == "crm"
+
+      # A namespace in the registry's settings (a discovered tool's metadata, its plugin's
+      # name) is the tool's namespace for search, to_schema and calls alike.
+      :ok = Registry.put_settings(reg, "admin__wipe", %{"namespace" => "ops"})
+      assert {:ok, [{"admin__wipe", _}]} = Registry.search(reg, "wipe", namespace: "ops")
+      grouped = CMDC.Tool.to_schema(reg, %{}, format: :openai_responses, namespaces: true)
+
+      assert Enum.sort(for %{"type" => "namespace", "name" => n} <- grouped, do: n) == [
+               "crm",
+               "ops"
+             ]
+
+      ops = Runner.run(reg, call("admin__wipe", "ops"), %CMDC.Context{})
+      assert ops.content == "admin__wipe"
+      # Taken back: gone from the namespace everywhere.
+      :ok = Registry.put_settings(reg, "admin__wipe", %{})
+      assert {:ok, []} = Registry.search(reg, "wipe", namespace: "ops")
+      assert Runner.run(reg, call("admin__wipe", "ops"), %CMDC.Context{}).reason == :unknown_tool
     end
 
     test "a namespaces: entry no tool ends up in is a warning (log, raise or ignore)" do
