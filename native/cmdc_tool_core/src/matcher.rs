@@ -13,10 +13,11 @@ use crate::error::{Error, Result};
 const SIZE_LIMIT: usize = 1 << 20;
 /// Longest pattern accepted (a settings file's matcher is a line, not a document).
 pub const MAX_PATTERN: usize = 4_096;
-/// Text bytes one normal-scheduler call matches (~1 µs per 100 bytes at worst on a small
-/// program, so well under the ~1 ms a NIF may hold a scheduler); beyond, the caller matches on a
+/// Text bytes one normal-scheduler call matches: tool names and a session event's source fit
+/// many times over. A fresh matcher builds its automaton's states as it reads (measured up to
+/// ~2.5 ms for 8 KB of text on a loaded machine, a few µs once built), so a longer text goes to a
 /// dirty scheduler.
-pub const NORMAL_TEXT_BYTES: usize = 8 * 1024;
+pub const NORMAL_TEXT_BYTES: usize = 1024;
 
 /// One compiled matcher.
 #[derive(Debug, Clone)]

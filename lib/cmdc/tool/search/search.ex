@@ -14,7 +14,8 @@ defmodule CMDC.Tool.Search do
       linear time: no pattern can stall it) over the same text; name matches first.
 
   Filters: `namespace:` (a name or a list; a tool's namespace by the one rule
-  `CMDC.Tool.Deferred.OwnNamespace` states and `to_schema`'s `namespaces: true` groups by: its
+  `CMDC.Tool.Deferred.OwnNamespace` states and `to_schema`'s `namespaces: true` groups by: the
+  registry settings' `"namespace"` (a plugin's name, metadata, `Registry.put_settings/3`), its
   `tool_options/0` or metadata `namespace`, an MCP tool's server; a name's `github__` prefix
   alone is none) and `annotations:` (hints that must be true: `:read_only`,
   `"readOnlyHint"`, `:destructive`, ...).

@@ -86,6 +86,12 @@ defmodule CMDC.Tool.Hooks.GuardsTest do
       {:ok, m} = Matcher.parse("(a|aa)*b|delete")
       assert Matcher.match(m, [String.duplicate("a", 100_000) <> "_delete"]) == {:ok, true}
       assert Matcher.match(m, [String.duplicate("a", 100_000)]) == {:ok, false}
+      # A long text is matched on a dirty scheduler: the normal-scheduler NIF yields first.
+      {:regex, compiled, _} = m
+      assert CMDC.Tool.Native.matcher_match(compiled, [@hostile]) == {:ok, true}
+
+      assert CMDC.Tool.Native.matcher_match(compiled, [String.duplicate("a", 2_000)]) ==
+               {:error, :yield}
     end
 
     test "JavaScript-only matchers are reported when read, listed, and never a silent non-match",
