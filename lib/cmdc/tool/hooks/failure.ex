@@ -48,7 +48,8 @@ defmodule CMDC.Tool.Hooks.Failure do
         %Verdict{hook: label, block: "#{label} #{why} (#{mode}: result withheld)"}
 
       _ ->
-        Logger.warning("cmdc_tool: #{label} #{why}")
+        # A command hook's are tagged: the CLI shows them as the result's notes, not twice.
+        Logger.warning("cmdc_tool: #{label} #{why}", cmdc_hook_error: hook.kind == :command)
         %Verdict{hook: label, error: why}
     end
   end

@@ -43,6 +43,12 @@ defmodule CMDC.Tool.Runner do
     * `:hooks` - hooks for this run (`CMDC.Tool.Hooks`), after those attached globally, to
       the registry and to the session. A `resolve` call applies a pending action of the
       session (`CMDC.Tool.Pending`).
+    * `:settings_hooks` - the command hooks of the settings files (`.claude/settings.json`,
+      …; `CMDC.Tool.Hooks.Settings`), applied first. By default those of the current
+      directory's project (its own files once it is trusted) and the user's, read once and
+      again when a file changes; `config :cmdc_tool, settings_hooks: false` turns that
+      default off (`true` applies them all the same). `false`: none; a keyword list: the
+      options of `CMDC.Tool.Hooks.Config.load/1` (`cwd:`, `trust_project:`, `home:`).
     * `:hooks_fail_closed` - `true`: every command hook of the call fails closed (a time-out,
       kill, bad exit, invalid or oversize answer, or a matcher that cannot be run denies the
       call), as `"cmdc": {"failClosed": true}` does for one hook (`CMDC.Tool.Hooks.Failure`).
@@ -86,6 +92,7 @@ defmodule CMDC.Tool.Runner do
     :subscriber,
     :await_timeout,
     :hooks,
+    :settings_hooks,
     :hooks_fail_closed,
     :namespaces
   ]
@@ -649,6 +656,8 @@ defmodule CMDC.Tool.Runner do
   """
   @spec session_event(term(), atom(), CMDC.Context.t(), keyword()) :: :ok
   def session_event(tools, event, context, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:hooks, :settings_hooks], "CMDC.Tool.Runner.session_event/4")
+
     for module <- modules(tools),
         Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
       try do
