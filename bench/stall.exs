@@ -156,7 +156,10 @@ defmodule Bench.Stall do
     row("validate a 100 KB bignum", big100k, fn -> Schema.validate(any, big100k) end)
     # Issue 37's case: a 200,000-digit integer (10,382 words), validated and encoded. Every
     # normal-scheduler NIF yields before converting it (stall_test.exs); the conversion (~9 ms,
-    # quadratic) runs on a dirty scheduler.
+    # quadratic) runs on a dirty scheduler. 2026-11-28 14:17, 1-minute load ~20 from other
+    # builds (figures not comparable with the quiet ones above), 2 runs: validate ours worst
+    # 103-203 p99 42-59 ms vs control worst 1,286-1,609 p99 418-1,264 ms; encode ours worst
+    # 55-67 p99 49-55 ms vs control worst 1,357-1,439 p99 807-1,299 ms. Re-measure quietly.
     digits = Integer.pow(10, 200_000) - 1
     row("validate a 200,000-digit integer", digits, fn -> Schema.validate(any, digits) end)
     row("encode a 200,000-digit integer", digits, fn -> JSON.encode(digits) end)
