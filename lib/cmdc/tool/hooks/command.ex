@@ -19,7 +19,7 @@ defmodule CMDC.Tool.Hooks.Command do
       `updatedMCPToolOutput`. Other text is a failure of the hook. More than 1 MB is a failure
       too, except that a JSON object at its start holding a decision (`permissionDecision`,
       `decision`) denies the call (blocks the result after it), whatever that decision was: an
-      answer cut short never allows.
+      answer cut short never allows. The same holds for a JSON answer followed by other text.
     * exit 2: blocks; stderr is the reason the model reads (before a call: denied; after: the
       result is replaced; after a failure: added as context).
     * any other status, a signal or the time-out: a failure of the hook.
@@ -233,11 +233,17 @@ defmodule CMDC.Tool.Hooks.Command do
         fields(hook, event, json)
 
       _ ->
-        Failure.verdict(
-          hook,
-          event,
-          "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
-        )
+        case leading_decision(event, text) do
+          nil ->
+            Failure.verdict(
+              hook,
+              event,
+              "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
+            )
+
+          said ->
+            oversize_decision(hook, event, said, "printed more text after its JSON answer")
+        end
     end
   end
 

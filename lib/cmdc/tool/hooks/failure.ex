@@ -13,9 +13,10 @@ defmodule CMDC.Tool.Hooks.Failure do
       Code behave as they do there): the call goes on; the failure is logged and in the result's
       `:notes`.
 
-  Output past the limit whose first part already holds a deny (`"permissionDecision": "deny"`,
-  `"decision": "block"`) is a deny (a block after the call) in both modes: a decision is
-  never lost to what follows it (`CMDC.Tool.Hooks.Command`).
+  Output past the limit, or followed by text that is not JSON, whose first part holds a
+  decision (`"permissionDecision"`, `"decision": "block"`) is a deny (a block after the call)
+  in both modes, whatever the decision: a decision is never lost to what follows it, and an
+  answer cut short never allows (`CMDC.Tool.Hooks.Command`).
 
       iex> hook = %CMDC.Tool.Hooks.Hook{kind: :command, label: "check.sh", fail_closed: true}
       iex> v = CMDC.Tool.Hooks.Failure.verdict(hook, :pre_tool_use, "timed out")

@@ -214,6 +214,11 @@ defmodule CMDC.Tool.Hooks.GuardsTest do
       # Without a decision at its start it is an ordinary failure (non-blocking by default).
       settings!(ctx, %{"PreToolUse" => [group("echo", flood)]})
       assert run(ctx, [Echo], "echo").content == "ran"
+
+      # A short tail of other text after the decision: the same rule.
+      settings!(ctx, %{"PreToolUse" => [group("echo", "printf '%s and more' '#{deny}'")]})
+      r = run(ctx, [Echo], "echo")
+      assert r.reason == :denied and r.content =~ "printed more text after its JSON answer"
     end
 
     test "a daemon the hook forks is killed with it", ctx do
