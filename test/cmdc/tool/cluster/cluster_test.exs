@@ -250,7 +250,7 @@ defmodule CMDC.Tool.ClusterTest do
     setup do
       {peer, node} = Peers.start!(:ns)
       scope = :"ns_#{System.unique_integer([:positive])}"
-      names = ["github__create_issue", "fs.read", "echo_text"]
+      names = ["github__create_issue", "fs.read", "echo_text", "admin__wipe", "create_issue"]
 
       # The tools are made on the peer: their modules exist only there.
       modules =
@@ -258,7 +258,7 @@ defmodule CMDC.Tool.ClusterTest do
             do: :erpc.call(node, CMDC.Tool.Test.Factory, :tool, [n, "Does #{n}."])
 
       {:ok, _} = :erpc.call(node, Peers, :publish_registry, [modules, %{}, [scope: scope]])
-      eventually(fn -> length(Cluster.list(scope)) == 3 end)
+      eventually(fn -> length(Cluster.list(scope)) == 5 end)
       on_exit(fn -> Peers.stop(peer) end)
       # The same names in a local registry: what CMDC.Tool.Runner answers for the same items.
       local = CMDC.Tool.Registry.new()
@@ -284,8 +284,7 @@ defmodule CMDC.Tool.ClusterTest do
     test "run on the owner's node as through the runner", %{scope: scope, local: local} do
       for {name, ns, registered} <- [
             {"create_issue", "github", "github__create_issue"},
-            {"read", "fs", "fs.read"},
-            {"echo_text", "util", "echo_text"}
+            {"read", "fs", "fs.read"}
           ] do
         call = item("c_" <> name, name, ns)
         result = Cluster.run(call, CMDC.Context.new(), scope: scope)
@@ -307,7 +306,28 @@ defmodule CMDC.Tool.ClusterTest do
       call = item("c_x", "close_issue", "github")
       result = Cluster.run(call, CMDC.Context.new(), scope: scope)
       assert %{is_error: true, reason: :unknown_tool, name: "close_issue"} = result
+      assert result.content =~ "in namespace github"
       assert seen(result) == seen(CMDC.Tool.Runner.run(local, call, CMDC.Context.new()))
+    end
+
+    # Issue 37 item 3: a namespace that does not hold the name never reaches a tool of another
+    # namespace or of none; the answer is the runner's, word for word.
+    test "a namespace that does not hold the name is an unknown tool, never that tool", %{
+      scope: scope,
+      local: local
+    } do
+      for {name, ns, says} <- [
+            {"admin__wipe", "crm", "Unknown tool: admin__wipe in namespace crm"},
+            {"create_issue", "nonexistent", "no tool is in nonexistent"},
+            {"echo_text", "util", "no tool is in util"}
+          ] do
+        call = item("c_" <> ns, name, ns)
+        result = Cluster.run(call, CMDC.Context.new(), scope: scope)
+        assert %{is_error: true, reason: :unknown_tool, name: ^name} = result
+        assert result.content =~ says
+        refute result.content == name
+        assert seen(result) == seen(CMDC.Tool.Runner.run(local, call, CMDC.Context.new()))
+      end
     end
   end
 end
