@@ -576,6 +576,17 @@ defmodule CMDC.Tool.Discovery do
   defp file_modules(_), do: []
 
   defp scan!(opts, previous) do
+    case Native.discovery_scan(native_opts(opts), previous) do
+      {:ok, {:unchanged, _digest}} -> :unchanged
+      {:ok, {scan, digest}} -> {scan, digest}
+      {:error, message} -> raise ArgumentError, message
+    end
+  end
+
+  @doc false
+  # The scan's options as the native side takes them (also read by
+  # `CMDC.Tool.Discovery.ClaudePlugins`, which reads the same folders).
+  def native_opts(opts) do
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
     sources = Keyword.get(opts, :sources, @sources)
     # A relative or empty home or CMDC_HOME is passed on as given: the scan reports it
@@ -598,7 +609,7 @@ defmodule CMDC.Tool.Discovery do
             "unknown discovery sources #{inspect(unknown)}; the sources are #{inspect(@sources)}"
     end
 
-    native = %{
+    %{
       cwd: cwd,
       home: home,
       cmdc_home: cmdc_home,
@@ -610,12 +621,6 @@ defmodule CMDC.Tool.Discovery do
       trust: Keyword.get(opts, :trust_project),
       trusted: Enum.map(Keyword.get(opts, :trusted, []), &to_string/1)
     }
-
-    case Native.discovery_scan(native, previous) do
-      {:ok, {:unchanged, _digest}} -> :unchanged
-      {:ok, {scan, digest}} -> {scan, digest}
-      {:error, message} -> raise ArgumentError, message
-    end
   end
 
   # -------------------------------------------------------------------------------------------

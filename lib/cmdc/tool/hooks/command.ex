@@ -23,25 +23,10 @@ defmodule CMDC.Tool.Hooks.Command do
 
   require Logger
 
-  alias CMDC.Tool.Hooks.Verdict
+  alias CMDC.Tool.Hooks.{Events, Verdict}
   alias CMDC.Tool.JSON
 
   @max_output 1_000_000
-  @names %{
-    pre_tool_use: "PreToolUse",
-    post_tool_use: "PostToolUse",
-    post_tool_use_failure: "PostToolUseFailure",
-    session_start: "SessionStart",
-    session_end: "SessionEnd"
-  }
-
-  @doc "The event's name in settings files (`:pre_tool_use` → `\"PreToolUse\"`)."
-  @spec event_name(atom()) :: String.t()
-  def event_name(event), do: Map.fetch!(@names, event)
-
-  @doc "The events by their settings-file name."
-  @spec events() :: %{String.t() => atom()}
-  def events, do: Map.new(@names, fn {k, v} -> {v, k} end)
 
   @doc "Runs the hook for `event` (see `CMDC.Tool.Hooks.Dispatch` for `input`)."
   @spec run(CMDC.Tool.Hooks.Hook.t(), atom(), map()) :: Verdict.t()
@@ -49,7 +34,8 @@ defmodule CMDC.Tool.Hooks.Command do
     opts = [
       stdin: JSON.encode!(stdin(hook, event, input)),
       cwd: hook.dir,
-      env: %{"CLAUDE_PROJECT_DIR" => hook.dir, "CMDC_PROJECT_DIR" => hook.dir},
+      env:
+        Map.merge(hook.env, %{"CLAUDE_PROJECT_DIR" => hook.dir, "CMDC_PROJECT_DIR" => hook.dir}),
       timeout: hook.timeout_ms,
       kill_after: 1_000,
       max_output: @max_output
@@ -69,13 +55,15 @@ defmodule CMDC.Tool.Hooks.Command do
       "transcript_path" => nil,
       "cwd" => ctx.working_dir || hook.dir,
       "permission_mode" => "default",
-      "hook_event_name" => event_name(event)
+      "hook_event_name" => Events.name(event)
     }
     |> Map.merge(event_fields(event, input))
   end
 
   defp event_fields(:session_start, input), do: %{"source" => input.session_event}
   defp event_fields(:session_end, input), do: %{"reason" => input.session_event}
+  # Agent events (`CMDC.Tool.Hooks.event/3`): the caller's fields, as given.
+  defp event_fields(_event, %{fields: fields}), do: fields
 
   defp event_fields(event, %{call: call} = input) do
     tool = %{
@@ -141,12 +129,16 @@ defmodule CMDC.Tool.Hooks.Command do
 
   defp read(hook, _event, %{signal: signal}), do: error(hook, "was killed by signal #{signal}")
 
-  defp blocking(hook, :pre_tool_use, why),
-    do: %Verdict{hook: hook.label, decision: :deny, reason: why}
-
-  defp blocking(hook, :post_tool_use, why), do: %Verdict{hook: hook.label, block: why}
-  defp blocking(hook, :post_tool_use_failure, why), do: %Verdict{hook: hook.label, context: why}
-  defp blocking(hook, _session, why), do: error(hook, "exited with status 2: #{why}")
+  # What exit status 2 means is the event's (`CMDC.Tool.Hooks.Events`).
+  defp blocking(hook, event, why) do
+    case Events.on_exit_2(event) do
+      :deny -> %Verdict{hook: hook.label, decision: :deny, reason: why}
+      :block -> %Verdict{hook: hook.label, block: why}
+      :context -> %Verdict{hook: hook.label, context: why}
+      :message -> %Verdict{hook: hook.label, message: why}
+      :error -> error(hook, "exited with status 2: #{why}")
+    end
+  end
 
   defp reason(stderr) do
     case stderr |> CMDC.Tool.Result.fit_text(10_000) |> String.trim() do
@@ -161,10 +153,14 @@ defmodule CMDC.Tool.Hooks.Command do
         fields(hook, event, json)
 
       _ ->
-        error(
-          hook,
-          "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
-        )
+        # Some events take plain text as context (`SessionStart`, `UserPromptSubmit`).
+        if Events.plain_stdout(event) == :context,
+          do: %Verdict{hook: hook.label, context: CMDC.Tool.Result.fit_text(text, 100_000)},
+          else:
+            error(
+              hook,
+              "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
+            )
     end
   end
 
@@ -216,6 +212,15 @@ defmodule CMDC.Tool.Hooks.Command do
     |> take(s, "additionalContext", &is_binary/1, &%{&1 | context: &2})
     |> take(s, "updatedToolOutput", &(is_binary(&1) or is_map(&1)), &%{&1 | rewrite: output(&2)})
     |> take(s, "updatedMCPToolOutput", &mcp_output?/1, &%{&1 | rewrite: output(&2)})
+  end
+
+  # Agent events whose `decision: "block"` refuses the prompt or keeps the agent going.
+  defp specific(acc, event, json, s) when event in [:user_prompt_submit, :stop, :subagent_stop] do
+    acc
+    |> take(json, "decision", &(&1 in ["block", "approve"]), fn v, d ->
+      if d == "block", do: %{v | block: str(json["reason"]) || "blocked by a hook"}, else: v
+    end)
+    |> take(s, "additionalContext", &is_binary/1, &%{&1 | context: &2})
   end
 
   defp specific(acc, _event, _json, s),

@@ -1,7 +1,9 @@
 defmodule CMDC.Tool.Hooks.Dispatch do
   @moduledoc """
-  Runs the hooks of one event that match, concurrently, each in a process of its own under its
-  time-out, and returns their `CMDC.Tool.Hooks.Verdict`s in hook order (not finishing order).
+  Runs the hooks of one event that match (their matcher, and for tool events their `if`
+  condition), concurrently, each in a process of its own under its time-out, and returns their
+  `CMDC.Tool.Hooks.Verdict`s in hook order (not finishing order). `async`/`asyncRewake` command
+  hooks are started in the background instead (`CMDC.Tool.Hooks.Background`): no verdict.
 
   An Elixir hook that raises, exits or runs past its time-out fails safe: before a call it denies
   the call, after a call it blocks the result, at a session event it is a logged error; the
@@ -20,7 +22,7 @@ defmodule CMDC.Tool.Hooks.Dispatch do
 
   require Logger
 
-  alias CMDC.Tool.Hooks.{Command, Hook, Verdict}
+  alias CMDC.Tool.Hooks.{Background, Command, Hook, Verdict}
 
   # A command hook's own time-out is enforced natively; this only covers a stuck VM process.
   @command_margin 5_000
@@ -32,9 +34,21 @@ defmodule CMDC.Tool.Hooks.Dispatch do
   """
   @spec run([Hook.t()], Hook.event(), [String.t()], map()) :: [Verdict.t()] | :cancelled
   def run(hooks, event, names, input) do
-    case Enum.filter(hooks, &Hook.matches?(&1, event, names)) do
+    args = with %{call: %{args: args}} <- input, do: args, else: (_ -> nil)
+
+    matching =
+      Enum.filter(
+        hooks,
+        &(Hook.matches?(&1, event, names) and Hook.condition?(&1, event, names, args))
+      )
+
+    # `async`/`asyncRewake` command hooks never hold the event up (`Background`).
+    {background, now} = Enum.split_with(matching, &(&1.kind == :command and &1.async != nil))
+    Enum.each(background, &Background.start(&1, event, input))
+
+    case now do
       [] -> []
-      matching -> matching |> start(event, input) |> collect(event, %{})
+      now -> now |> start(event, input) |> collect(event, %{})
     end
   end
 

@@ -1,7 +1,9 @@
 defmodule CMDC.Tool.Hooks.Listing do
   @moduledoc """
-  What `mix cmdc.tools hooks` prints: every command hook of the settings files (event, matcher,
-  command, time-out, file, active or why not), then the files read and the problems found.
+  What `mix cmdc.tools hooks` prints: every command hook of the settings files and enabled
+  Claude Code plugins (event and whether it runs in the background, matcher and `if`
+  condition, command, time-out, file or plugin, active or why not), then the files read and
+  the problems found.
 
       iex> CMDC.Tool.Hooks.Listing.render(%CMDC.Tool.Hooks.Config{}, "/tmp")
       "no command hooks configured"
@@ -15,11 +17,12 @@ defmodule CMDC.Tool.Hooks.Listing do
     rows =
       for hook <- config.hooks do
         [
-          hook.event_name,
-          Matcher.source(hook.matcher),
+          hook.event_name <> async(hook),
+          Matcher.source(hook.matcher) <>
+            if(hook.condition, do: " if " <> hook.condition.source, else: ""),
           hook.command,
           "#{div(hook.timeout_ms, 1000)}s",
-          relative(hook.source, cwd),
+          if(hook.plugin, do: "plugin #{hook.plugin}", else: relative(hook.source, cwd)),
           if(hook.active, do: "yes", else: "no (project not trusted)")
         ]
       end
@@ -29,8 +32,12 @@ defmodule CMDC.Tool.Hooks.Listing do
         do: "no command hooks configured",
         else: table(["EVENT", "MATCHER", "COMMAND", "TIMEOUT", "FILE", "ACTIVE"], rows)
       ),
-      section("settings files", config.files, fn f ->
-        "#{relative(f.path, cwd)} (#{f.source}#{if f.active, do: "", else: ", inactive: the project is not trusted; pass --trust or list it in ~/.cmdc/trusted.json"})"
+      section("settings files", config.files, fn
+        %{source: :plugin} = f ->
+          "#{relative(f.path, cwd)} (plugin #{f.plugin})"
+
+        f ->
+          "#{relative(f.path, cwd)} (#{f.source}#{if f.active, do: "", else: ", inactive: the project is not trusted; pass --trust or list it in ~/.cmdc/trusted.json"})"
       end),
       section("problems", config.errors, fn e ->
         "#{relative(e.path, cwd)}#{if e.hook, do: " " <> e.hook}: #{e.reason}"
@@ -39,6 +46,10 @@ defmodule CMDC.Tool.Hooks.Listing do
     |> Enum.reject(&(&1 == ""))
     |> Enum.join("\n\n")
   end
+
+  defp async(%{async: :async}), do: " (async)"
+  defp async(%{async: :rewake}), do: " (asyncRewake)"
+  defp async(_), do: ""
 
   defp section(_title, [], _fun), do: ""
 

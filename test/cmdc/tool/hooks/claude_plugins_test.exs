@@ -1,0 +1,313 @@
+defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
+  # Claude Code plugins as a source of hooks: Anthropic's own plugins installed in a test HOME
+  # as Claude Code lays them out, their real scripts run by the runner, and plugins broken in
+  # each way the plugin rule refuses.
+  use ExUnit.Case, async: true
+
+  @moduletag :capture_log
+
+  alias CMDC.Tool.{ClaudeCodePlugins, Discovery, Hooks, Runner}
+  alias CMDC.Tool.Discovery.ClaudePlugins
+
+  doctest CMDC.Tool.Discovery.ClaudePlugins
+  doctest CMDC.Tool.CLI.Plugins
+
+  defmodule Write do
+    # Claude Code's Write tool, as an agent built on this library may offer it.
+    @behaviour CMDC.Tool
+    def name, do: "Write"
+    def description, do: "Writes a file."
+
+    def parameters,
+      do: %{
+        "type" => "object",
+        "properties" => %{
+          "file_path" => %{"type" => "string"},
+          "content" => %{"type" => "string"}
+        },
+        "required" => ["file_path", "content"]
+      }
+
+    def execute(%{"file_path" => path, "content" => text}, _ctx) do
+      File.write!(path, text)
+      {:ok, "wrote #{byte_size(text)} bytes to #{path}"}
+    end
+  end
+
+  defmodule Bash do
+    @behaviour CMDC.Tool
+    def name, do: "Bash"
+    def description, do: "Runs a shell command."
+
+    def parameters,
+      do: %{
+        "type" => "object",
+        "properties" => %{"command" => %{"type" => "string"}},
+        "required" => ["command"]
+      }
+
+    def execute(%{"command" => cmd}, ctx) do
+      {out, _} = System.cmd("sh", ["-c", cmd], cd: ctx.working_dir, stderr_to_stdout: true)
+      {:ok, out}
+    end
+  end
+
+  setup do
+    root = Path.join(System.tmp_dir!(), "cmdc_plugins_#{System.unique_integer([:positive])}")
+    project = Path.join(root, "project")
+    home = Path.join(root, "home")
+    File.mkdir_p!(project)
+    File.mkdir_p!(home)
+    on_exit(fn -> File.rm_rf!(root) end)
+    %{root: root, project: project, home: home}
+  end
+
+  defp load(c, opts \\ []), do: Hooks.load([cwd: c.project, home: c.home] ++ opts)
+
+  defp call(c, tools, name, args, config, session \\ "s1") do
+    context = %CMDC.Context{session_id: session, working_dir: c.project}
+
+    Runner.run(tools, %{id: "c1", name: name, arguments: args}, context,
+      hooks: Hooks.Config.active(config)
+    )
+  end
+
+  describe "Anthropic's plugins, installed as Claude Code installs them" do
+    test "load with no problem: every hook labelled, CLAUDE_PLUGIN_ROOT expanded and set", c do
+      {:ok, roots} = ClaudeCodePlugins.install(c.home, ClaudeCodePlugins.plugins())
+      config = load(c)
+      assert config.errors == []
+
+      by_plugin = Enum.group_by(config.hooks, & &1.plugin)
+
+      counts =
+        Map.new(by_plugin, fn {plugin, hooks} -> {plugin, Enum.map(hooks, & &1.event_name)} end)
+
+      assert counts[ClaudeCodePlugins.id("security-guidance")] ==
+               ~w(SessionStart UserPromptSubmit PostToolUse PostToolUse PostToolUse Stop)
+
+      assert counts[ClaudeCodePlugins.id("explanatory-output-style")] == ["SessionStart"]
+
+      assert counts[ClaudeCodePlugins.id("hookify")] ==
+               ~w(UserPromptSubmit PreToolUse PostToolUse Stop)
+
+      assert counts[ClaudeCodePlugins.id("ralph-wiggum")] == ["Stop"]
+
+      for hook <- config.hooks do
+        root = roots[hook.plugin |> String.split("@") |> hd()]
+        assert hook.env == %{"CLAUDE_PLUGIN_ROOT" => root}
+        refute hook.command =~ "${CLAUDE_PLUGIN_ROOT}"
+        assert hook.command =~ root
+        assert hook.label =~ "plugin #{hook.plugin}"
+        assert hook.active
+      end
+
+      # The commit and push reviews: `if` conditions, in the background.
+      reviews = for h <- config.hooks, h.condition, do: {h.condition.source, h.async}
+      assert reviews == [{"Bash(git commit:*)", :rewake}, {"Bash(git push:*)", :rewake}]
+
+      listing = Hooks.Listing.render(config, c.project)
+      assert listing =~ "plugin security-guidance@claude-code-plugins"
+      assert listing =~ "PostToolUse (asyncRewake)"
+      assert listing =~ "Bash if Bash(git commit:*)"
+      refute listing =~ "problems"
+    end
+
+    test "a disabled, an uninstalled and a project-disabled plugin bring nothing", c do
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["hookify"], enabled: false)
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["ralph-wiggum"], enabled: nil)
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["explanatory-output-style"])
+
+      assert load(c).hooks |> Enum.map(& &1.plugin) |> Enum.uniq() ==
+               [ClaudeCodePlugins.id("explanatory-output-style")]
+
+      # A trusted project switches it off in its own settings; an untrusted one cannot.
+      File.mkdir_p!(Path.join(c.project, ".claude"))
+
+      File.write!(
+        Path.join(c.project, ".claude/settings.local.json"),
+        ~s({"enabledPlugins": {"#{ClaudeCodePlugins.id("explanatory-output-style")}": false}})
+      )
+
+      assert load(c, trust_project: true).hooks == []
+      assert length(load(c, trust_project: false).hooks) == 1
+
+      report = ClaudePlugins.load(cwd: c.project, home: c.home)
+      status = Map.new(report.plugins, &{&1.name, &1.status})
+
+      assert status == %{
+               "hookify" => :disabled,
+               "ralph-wiggum" => :disabled,
+               "explanatory-output-style" => :enabled
+             }
+    end
+
+    test "security-guidance warns about eval( in a Write, as in Claude Code", c do
+      case ClaudeCodePlugins.install(c.home, ["security-guidance"], scripts: true) do
+        {:skip, why} ->
+          IO.puts("skipped: #{why}")
+
+        {:ok, _roots} ->
+          config = load(c)
+          assert config.errors == []
+          file = Path.join(c.project, "app.js")
+          args = %{"file_path" => file, "content" => "const x = eval(userInput);\n"}
+          result = call(c, [Write], "Write", args, config)
+          refute result.is_error
+          assert result.content =~ "wrote 27 bytes"
+          assert result.content =~ "Security Warning: eval() executes arbitrary code"
+          assert result.content =~ "[from security-guidance@claude-code-plugins plugin]"
+
+          # A harmless file gets no warning; a Bash call is not matched by the Edit|Write group.
+          args = %{"file_path" => Path.join(c.project, "ok.js"), "content" => "const x = 1;\n"}
+          assert call(c, [Write], "Write", args, config).content =~ ~r/\Awrote 13 bytes[^\n]*\z/
+      end
+    end
+
+    test "hookify blocks a dangerous rm with its rule file (its PreToolUse hook)", c do
+      # hookify imports itself as the package `hookify`: a directory marketplace's layout.
+      case ClaudeCodePlugins.install(c.home, ["hookify"], scripts: true, layout: :marketplace) do
+        {:skip, why} ->
+          IO.puts("skipped: #{why}")
+
+        {:ok, _} ->
+          File.mkdir_p!(Path.join(c.project, ".claude"))
+
+          File.write!(Path.join(c.project, ".claude/hookify.dangerous-rm.local.md"), """
+          ---
+          name: block-dangerous-rm
+          enabled: true
+          event: bash
+          pattern: rm\\s+-rf
+          action: block
+          ---
+
+          Dangerous rm command detected!
+          """)
+
+          config = load(c)
+          assert config.errors == []
+          File.mkdir_p!(Path.join(c.project, "victim"))
+          result = call(c, [Bash], "Bash", %{"command" => "rm -rf victim"}, config)
+          assert result.reason == :denied
+          assert File.dir?(Path.join(c.project, "victim"))
+          assert Enum.any?(result.notes, &(&1 =~ "Dangerous rm command detected"))
+          assert call(c, [Bash], "Bash", %{"command" => "echo fine"}, config).content == "fine\n"
+      end
+    end
+
+    test "explanatory-output-style's SessionStart and ralph-wiggum's Stop through event/3", c do
+      case ClaudeCodePlugins.install(c.home, ["explanatory-output-style", "ralph-wiggum"],
+             scripts: true
+           ) do
+        {:skip, why} ->
+          IO.puts("skipped: #{why}")
+
+        {:ok, _} ->
+          hooks = Hooks.Config.active(load(c))
+          context = %CMDC.Context{session_id: "s-ev", working_dir: c.project}
+
+          {:ok, start} =
+            Hooks.event(:session_start, %{source: "startup"}, hooks: hooks, context: context)
+
+          assert [insight] = start.context
+          assert insight =~ "You are in 'explanatory' output style mode"
+
+          # No loop running: the agent may stop.
+          {:ok, stop} =
+            Hooks.event(:stop, %{stop_hook_active: false}, hooks: hooks, context: context)
+
+          assert {stop.blocked, stop.errors} == {nil, []}
+
+          # A loop running (its state file, a transcript with the last answer): the Stop hook
+          # blocks and hands the prompt back, as Claude Code's loop does.
+          File.mkdir_p!(Path.join(c.project, ".claude"))
+
+          File.write!(Path.join(c.project, ".claude/ralph-loop.local.md"), """
+          ---
+          active: true
+          iteration: 1
+          max_iterations: 5
+          completion_promise: "DONE"
+          started_at: "2026-11-28T00:00:00Z"
+          ---
+
+          Fix the failing test.
+          """)
+
+          transcript = Path.join(c.project, "transcript.jsonl")
+
+          line = %{
+            "role" => "assistant",
+            "message" => %{"content" => [%{"type" => "text", "text" => "working on it"}]}
+          }
+
+          File.write!(transcript, CMDC.Tool.JSON.encode!(line) <> "\n")
+
+          {:ok, stop} =
+            Hooks.event(:stop, %{stop_hook_active: false, transcript_path: transcript},
+              hooks: hooks,
+              context: context
+            )
+
+          assert stop.blocked =~ "Fix the failing test."
+          assert stop.blocked_by =~ "ralph-wiggum"
+      end
+    end
+  end
+
+  describe "broken plugins" do
+    test "outside its folder, a missing file, a loop: refused, reported; the others load", c do
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["explanatory-output-style"])
+
+      plugin = fn name, manifest ->
+        root = Path.join([c.home, ".claude/plugins/cache/local", name, "1.0.0"])
+        File.mkdir_p!(Path.join(root, ".claude-plugin"))
+
+        File.write!(
+          Path.join(root, ".claude-plugin/plugin.json"),
+          CMDC.Tool.JSON.encode!(manifest)
+        )
+
+        ClaudeCodePlugins.register(c.home, "#{name}@local", root, "1.0.0", true)
+        root
+      end
+
+      File.write!(Path.join(c.root, "elsewhere.json"), ~s({"hooks": {}}))
+      plugin.("out", %{"name" => "out", "hooks" => "../../../../../../elsewhere.json"})
+      plugin.("gone", %{"name" => "gone", "mcpServers" => "./servers.json"})
+      loop = plugin.("loop", %{"name" => "loop", "hooks" => ["./a.json"]})
+      File.ln_s!(Path.join(loop, "b.json"), Path.join(loop, "a.json"))
+      File.ln_s!(Path.join(loop, "a.json"), Path.join(loop, "b.json"))
+
+      config = load(c)
+
+      assert Enum.map(config.hooks, & &1.plugin) |> Enum.uniq() ==
+               [ClaudeCodePlugins.id("explanatory-output-style")]
+
+      problems = Map.new(config.errors, &{&1.hook, &1.reason})
+      assert problems["plugin out@local"] =~ "leaves the plugin folder"
+      assert problems["plugin gone@local"] =~ "names a missing file"
+      assert problems["plugin loop@local"] =~ "loops (a symlink cycle)"
+
+      # Discovery (list, doctor) reports them too, an outside path as :outside_plugin.
+      report = Discovery.discover(cwd: c.project, home: c.home, sources: [:plugins])
+      kinds = Map.new(report.errors, &{&1.provider, &1.type})
+
+      assert kinds == %{
+               "claude-plugin:gone@local" => :bad_manifest,
+               "claude-plugin:loop@local" => :bad_manifest,
+               "claude-plugin:out@local" => :outside_plugin
+             }
+
+      # `mix cmdc.tools plugins` lists each with its problem, and fails.
+      text = CMDC.Tool.CLI.Plugins.render(ClaudePlugins.load(cwd: c.project, home: c.home))
+      assert text =~ ~r/explanatory-output-style@claude-code-plugins\s+1\.0\.0\s+enabled/
+      assert text =~ "hooks: SessionStart×1"
+      assert text =~ "plugins refused (3)"
+
+      assert text =~
+               "out@local: hooks \"../../../../../../elsewhere.json\" leaves the plugin folder"
+    end
+  end
+end
