@@ -385,7 +385,7 @@ defmodule CMDC.Tool.CLI.Commands do
   @doc false
   def plugins(_args, opts) do
     report = CMDC.Tool.Discovery.ClaudePlugins.load(hooks_opts(opts))
-    IO.puts(CMDC.Tool.CLI.Plugins.render(report))
+    IO.puts(CMDC.Tool.CLI.Plugins.render(report, opts[:home] || System.user_home()))
 
     if Enum.any?(report.plugins, &(&1.status in [:broken, :not_installed])) or
          report.problems != [],

@@ -5,19 +5,22 @@ defmodule CMDC.Tool.CLI.Plugins do
   it lives, what it brings (hooks by event, MCP servers by the name they get, tool paths), then
   each refused plugin's problems and those of the files listing plugins.
 
-      iex> CMDC.Tool.CLI.Plugins.render(%{plugins: [], problems: [], settings: []})
+      iex> CMDC.Tool.CLI.Plugins.render(%{plugins: [], problems: [], settings: []}, "/home/u")
       "no Claude Code plugins installed (~/.claude/plugins/installed_plugins.json)"
   """
 
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.Discovery.ClaudePlugins
 
-  @doc "The listing of a `CMDC.Tool.Discovery.ClaudePlugins.load/1` report as text."
-  @spec render(ClaudePlugins.report()) :: String.t()
-  def render(%{plugins: plugins, problems: problems}) do
+  @doc """
+  The listing of a `CMDC.Tool.Discovery.ClaudePlugins.load/1` report as text (paths under
+  `home` written `~/…`).
+  """
+  @spec render(ClaudePlugins.report(), String.t() | nil) :: String.t()
+  def render(%{plugins: plugins, problems: problems}, home) do
     rows =
       for p <- plugins do
-        [p.id, p.version || "", status(p), p.scope || "", p.root || "", brings(p)]
+        [p.id, p.version || "", status(p, home), p.scope || "", tilde(p.root, home), brings(p)]
       end
 
     refused = for p <- plugins, p.problems != [], do: p
@@ -28,16 +31,25 @@ defmodule CMDC.Tool.CLI.Plugins do
         else: Output.table(["PLUGIN", "VERSION", "STATUS", "SCOPE", "FOLDER", "BRINGS"], rows)
       ),
       section("plugins refused", refused, &"#{&1.id}: #{Enum.join(&1.problems, "; ")}"),
-      section("problems", problems, &"#{&1.path}: #{&1.reason}")
+      section("problems", problems, &"#{tilde(&1.path, home)}: #{&1.reason}")
     ]
     |> Enum.reject(&(&1 == ""))
     |> Enum.join("\n\n")
   end
 
-  defp status(%{status: status, decided_by: nil}), do: to_string(status)
+  defp status(%{status: status, decided_by: nil}, _home), do: to_string(status)
 
-  defp status(%{status: status, decided_by: file}),
-    do: "#{status} (#{Path.relative_to(file, System.user_home() || "/")})"
+  defp status(%{status: status, decided_by: file}, home),
+    do: "#{status} (#{tilde(file, home)})"
+
+  defp tilde(path, home) when path in [nil, ""] or home in [nil, ""], do: path || ""
+
+  defp tilde(path, home) do
+    case Path.relative_to(path, home) do
+      ^path -> path
+      rel -> "~/" <> rel
+    end
+  end
 
   defp brings(%{status: status}) when status in [:not_installed, :broken], do: "-"
 

@@ -301,13 +301,156 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
              }
 
       # `mix cmdc.tools plugins` lists each with its problem, and fails.
-      text = CMDC.Tool.CLI.Plugins.render(ClaudePlugins.load(cwd: c.project, home: c.home))
+      text =
+        CMDC.Tool.CLI.Plugins.render(ClaudePlugins.load(cwd: c.project, home: c.home), c.home)
+
       assert text =~ ~r/explanatory-output-style@claude-code-plugins\s+1\.0\.0\s+enabled/
       assert text =~ "hooks: SessionStart×1"
       assert text =~ "plugins refused (3)"
 
       assert text =~
                "out@local: hooks \"../../../../../../elsewhere.json\" leaves the plugin folder"
+    end
+  end
+
+  describe "what else a plugin brings" do
+    test "its MCP server joins the configured servers, named as Claude Code names it", c do
+      {:ok, %{command: python}} = CMDC.Tool.MCPServers.python_stdio()
+      root = Path.join([c.home, ".claude/plugins/cache/local/db-tools/1.0.0"])
+      File.mkdir_p!(Path.join(root, ".claude-plugin"))
+      File.write!(Path.join(root, ".claude-plugin/plugin.json"), ~s({"name": "db-tools"}))
+      File.cp!(CMDC.Tool.MCPServers.py_server(), Path.join(root, "server.py"))
+
+      File.write!(
+        Path.join(root, ".mcp.json"),
+        CMDC.Tool.JSON.encode!(%{
+          "py" => %{"command" => python, "args" => ["${CLAUDE_PLUGIN_ROOT}/server.py", "stdio"]}
+        })
+      )
+
+      ClaudeCodePlugins.register(c.home, "db-tools@local", root, "1.0.0", true)
+      # A disabled plugin's server is not started.
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["hookify"], enabled: false)
+
+      report =
+        CMDC.Tool.MCP.Servers.load(
+          cwd: c.project,
+          home: c.home,
+          cmdc_home: nil,
+          sources: [:plugins]
+        )
+
+      on_exit(fn -> CMDC.Tool.MCP.Servers.stop(report) end)
+      assert report.errors == []
+      assert [{"plugin:db-tools:py", _pid}] = report.clients
+      add = Enum.find(report.tools, &(&1.name == "plugin_db-tools_py__add"))
+      assert add.provider == "mcp:plugin:db-tools:py"
+
+      # Hook matchers see it as Claude Code names it: mcp__plugin_<plugin>_<server>__<tool>.
+      File.mkdir_p!(Path.join(c.project, ".claude"))
+
+      File.write!(
+        Path.join(c.project, ".claude/settings.json"),
+        ~s({"hooks": {"PreToolUse": [
+        {"matcher": "mcp__plugin_db-tools_py__add", "hooks": [{"type": "command", "command": "echo 'no adding' >&2; exit 2"}]}]}})
+      )
+
+      config = load(c, trust_project: true)
+      tools = Enum.map(report.tools, & &1.module)
+      denied = call(c, tools, "plugin_db-tools_py__add", %{"a" => 1, "b" => 2}, config)
+      assert denied.reason == :denied and denied.content =~ "no adding"
+      File.rm!(Path.join(c.project, ".claude/settings.json"))
+
+      assert call(c, tools, "plugin_db-tools_py__add", %{"a" => 1, "b" => 2}, load(c)).content ==
+               "3"
+    end
+
+    test "its tool files join discovery", c do
+      root = Path.join([c.home, ".claude/plugins/cache/local/kit/1.0.0"])
+      File.mkdir_p!(Path.join(root, "tools"))
+      mod = "PluginKit#{System.unique_integer([:positive])}"
+
+      File.write!(Path.join(root, "tools/hello.ex"), """
+      defmodule #{mod} do
+        @behaviour CMDC.Tool
+        def name, do: "#{String.downcase(mod)}"
+        def description, do: "Says hello."
+        def parameters, do: %{"type" => "object"}
+        def execute(_, _), do: {:ok, "hello"}
+      end
+      """)
+
+      ClaudeCodePlugins.register(c.home, "kit@local", root, "1.0.0", true)
+      report = Discovery.discover(cwd: c.project, home: c.home, sources: [:plugins])
+      assert [tool] = report.tools
+      assert {tool.name, tool.provider} == {String.downcase(mod), "claude-plugin:kit@local"}
+      assert tool.module.execute(%{}, nil) == {:ok, "hello"}
+
+      ClaudeCodePlugins.register(c.home, "kit@local", root, "1.0.0", false)
+      assert Discovery.discover(cwd: c.project, home: c.home, sources: [:plugins]).tools == []
+    end
+  end
+
+  describe "mix cmdc.tools" do
+    import ExUnit.CaptureIO
+    alias CMDC.Tool.CLI.Commands
+
+    test "plugins lists each plugin, what it brings, and fails on a refused one", c do
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["security-guidance", "ralph-wiggum"])
+      {:ok, _} = ClaudeCodePlugins.install(c.home, ["hookify"], enabled: false)
+      out = capture_io(fn -> assert 0 = Commands.plugins([], cwd: c.project, home: c.home) end)
+      assert out =~ ~r/PLUGIN\s+VERSION\s+STATUS\s+SCOPE\s+FOLDER\s+BRINGS/
+      assert out =~ ~r/hookify@claude-code-plugins\s+0\.1\.0\s+disabled/
+
+      assert out =~
+               ~r/security-guidance@claude-code-plugins\s+2\.0\.0\s+enabled \(~\/.claude\/settings.json\)\s+user\s+\S+\s+hooks: PostToolUse×3, SessionStart×1, Stop×1, UserPromptSubmit×1/
+
+      ClaudeCodePlugins.register(c.home, "ghost@local", "/nonexistent/ghost", "1.0.0", true)
+      out = capture_io(fn -> assert 1 = Commands.plugins([], cwd: c.project, home: c.home) end)
+      assert out =~ "plugins refused (1):\n  - ghost@local: its folder does not exist"
+    end
+
+    test "call runs a plugin's hooks: security-guidance warns about eval(", c do
+      case ClaudeCodePlugins.install(c.home, ["security-guidance"], scripts: true) do
+        {:skip, why} ->
+          IO.puts("skipped: #{why}")
+
+        {:ok, _} ->
+          mod = "PluginWrite#{System.unique_integer([:positive])}"
+          File.mkdir_p!(Path.join(c.project, ".cmdc/tools"))
+
+          File.write!(Path.join(c.project, ".cmdc/tools/write.ex"), """
+          defmodule #{mod} do
+            @behaviour CMDC.Tool
+            def name, do: "Write"
+            def description, do: "Writes a file."
+            def parameters, do: %{"type" => "object", "properties" => %{"file_path" => %{"type" => "string"}, "content" => %{"type" => "string"}}}
+            def execute(%{"file_path" => p, "content" => t}, _), do: (File.write!(p, t); {:ok, "written"})
+          end
+          """)
+
+          args =
+            CMDC.Tool.JSON.encode!(%{
+              "file_path" => Path.join(c.project, "a.py"),
+              "content" => "eval(x)\n"
+            })
+
+          out =
+            capture_io(fn ->
+              capture_io(:stderr, fn ->
+                assert 0 =
+                         Commands.call(["Write", args],
+                           cwd: c.project,
+                           home: c.home,
+                           trust: true,
+                           mcp: false
+                         )
+              end)
+            end)
+
+          assert out =~ "written"
+          assert out =~ "Security Warning: eval() executes arbitrary code"
+      end
     end
   end
 end
