@@ -48,27 +48,26 @@ defmodule CMDC.Tool.Hooks.Background do
   @doc "Starts `hook` for `event` in the background (see `CMDC.Tool.Hooks.Dispatch` for `input`)."
   @spec start(Hook.t(), atom(), map()) :: :ok
   def start(%Hook{} = hook, event, input) do
-    # Set once per VM (a persistent_term write is costly, a read is not): until the first
-    # background hook, `take/1` reads nothing.
-    unless :persistent_term.get({__MODULE__, :used}, false),
-      do: :persistent_term.put({__MODULE__, :used}, true)
+    used()
 
-    session = session(input)
-    spawn(fn -> finish(session, report(hook, event, input)) end)
+    spawn(fn ->
+      verdict =
+        try do
+          Command.run(hook, event, input)
+        rescue
+          e -> %CMDC.Tool.Hooks.Verdict{hook: hook.label, error: Exception.message(e)}
+        end
+
+      finish(input, report(hook, event, verdict))
+    end)
+
     :ok
   end
 
-  defp session(%{context: %{session_id: id}}), do: id
-  defp session(_), do: nil
-
-  defp report(hook, event, input) do
-    verdict =
-      try do
-        Command.run(hook, event, input)
-      rescue
-        e -> %CMDC.Tool.Hooks.Verdict{hook: hook.label, error: Exception.message(e)}
-      end
-
+  @doc false
+  # The report of a background hook's verdict (also for a hook that went to the background on
+  # its own, `CMDC.Tool.Hooks.Command.run/4`).
+  def report(hook, event, verdict) do
     rewake = hook.async == :rewake
     # Exit status 2: the hook's findings (for a tool event read as a deny, a block or context).
     findings = verdict.block || (verdict.decision == :deny && verdict.reason) || nil
@@ -98,7 +97,15 @@ defmodule CMDC.Tool.Hooks.Background do
   defp join(nil, text), do: text
   defp join(message, text), do: message <> "\n\n" <> text
 
-  defp finish(session, report) do
+  @doc false
+  # Keeps the report for the session of `input` and tells its subscribers.
+  def finish(input, report) do
+    session =
+      case input do
+        %{context: %{session_id: id}} -> id
+        _ -> nil
+      end
+
     if report.context || report.message || report.error do
       :ets.insert(@table, {{:report, session}, System.unique_integer([:monotonic]), report})
     end
@@ -108,6 +115,14 @@ defmodule CMDC.Tool.Hooks.Background do
   rescue
     # The application is not running (a script using the runner bare): the report is logged.
     ArgumentError -> Logger.info("cmdc_tool: background hook #{report.hook}: #{inspect(report)}")
+  end
+
+  @doc false
+  # Set once per VM (a persistent_term write is costly, a read is not): until the first
+  # background hook, `take/1` reads nothing.
+  def used do
+    unless :persistent_term.get({__MODULE__, :used}, false),
+      do: :persistent_term.put({__MODULE__, :used}, true)
   end
 
   @doc "Takes (and removes) the reports waiting for a session, oldest first."

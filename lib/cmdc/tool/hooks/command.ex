@@ -23,14 +23,21 @@ defmodule CMDC.Tool.Hooks.Command do
 
   require Logger
 
-  alias CMDC.Tool.Hooks.{Events, Verdict}
+  alias CMDC.Tool.Hooks.{Background, Events, Verdict}
   alias CMDC.Tool.JSON
 
   @max_output 1_000_000
 
-  @doc "Runs the hook for `event` (see `CMDC.Tool.Hooks.Dispatch` for `input`)."
-  @spec run(CMDC.Tool.Hooks.Hook.t(), atom(), map()) :: Verdict.t()
-  def run(hook, event, input) do
+  @doc """
+  Runs the hook for `event` (see `CMDC.Tool.Hooks.Dispatch` for `input`). `detach`, when given,
+  is called (once, in this process) if the hook says on its first stdout line that it goes on
+  in the background (`{"async": true}`, as Claude Code's hooks may): the caller takes that as
+  the hook's (empty) answer, and what the hook says when it ends becomes a background report
+  (`CMDC.Tool.Hooks.Background`); `run/4` then returns `:detached`.
+  """
+  @spec run(CMDC.Tool.Hooks.Hook.t(), atom(), map(), (() -> any()) | nil) ::
+          Verdict.t() | :detached
+  def run(hook, event, input, detach \\ nil) do
     opts = [
       stdin: JSON.encode!(stdin(hook, event, input)),
       cwd: hook.dir,
@@ -38,13 +45,36 @@ defmodule CMDC.Tool.Hooks.Command do
         Map.merge(hook.env, %{"CLAUDE_PROJECT_DIR" => hook.dir, "CMDC_PROJECT_DIR" => hook.dir}),
       timeout: hook.timeout_ms,
       kill_after: 1_000,
-      max_output: @max_output
+      max_output: @max_output,
+      on_line: &first_line(&1, detach)
     ]
 
-    case CMDC.Tool.Exec.run("sh", ["-c", hook.command], opts) do
-      {:ok, result} -> read(hook, event, result)
-      {:error, message} -> error(hook, "could not start: #{message}")
+    verdict =
+      case CMDC.Tool.Exec.run("sh", ["-c", hook.command], opts) do
+        {:ok, result} -> read(hook, event, result)
+        {:error, message} -> error(hook, "could not start: #{message}")
+      end
+
+    if Process.delete({__MODULE__, :detached}) do
+      Background.finish(input, Background.report(hook, event, verdict))
+      :detached
+    else
+      verdict
     end
+  end
+
+  # The first stdout line may say the hook goes on in the background.
+  defp first_line(line, detach) do
+    if detach && Process.get({__MODULE__, :lines}, 0) == 0 && async_line?(line) do
+      Process.put({__MODULE__, :detached}, true)
+      detach.()
+    end
+
+    Process.put({__MODULE__, :lines}, Process.get({__MODULE__, :lines}, 0) + 1)
+  end
+
+  defp async_line?(line) do
+    match?({:ok, %{"async" => true}}, JSON.decode(String.trim(line)))
   end
 
   defp stdin(hook, event, input) do
@@ -116,7 +146,7 @@ defmodule CMDC.Tool.Hooks.Command do
     do: error(hook, "printed more than #{@max_output} bytes on stdout; its answer is ignored")
 
   defp read(hook, event, %{code: 0, stdout: out}) do
-    case String.trim(out) do
+    case out |> without_async_line() |> String.trim() do
       "" -> %Verdict{hook: hook.label}
       text -> answer(hook, event, text)
     end
@@ -130,6 +160,21 @@ defmodule CMDC.Tool.Hooks.Command do
   defp read(hook, _event, %{signal: signal}), do: error(hook, "was killed by signal #{signal}")
 
   # What exit status 2 means is the event's (`CMDC.Tool.Hooks.Events`).
+  # A hook that said `{"async": true}` first answers with the first JSON line after it.
+  defp without_async_line(out) do
+    case String.split(out, "\n", parts: 2) do
+      [first, rest] ->
+        if async_line?(first),
+          do: rest |> String.split("\n") |> Enum.find("", &json_object?/1),
+          else: out
+
+      _ ->
+        out
+    end
+  end
+
+  defp json_object?(line), do: match?({:ok, %{}}, JSON.decode(String.trim(line)))
+
   defp blocking(hook, event, why) do
     case Events.on_exit_2(event) do
       :deny -> %Verdict{hook: hook.label, decision: :deny, reason: why}

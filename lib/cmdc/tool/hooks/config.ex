@@ -56,7 +56,7 @@ defmodule CMDC.Tool.Hooks.Config do
 
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
-  `:home`, `:cmdc_home`, `:trust_project`, `:trusted` (as for `CMDC.Tool.Discovery`), `:paths`
+  `:home` (given, the hooks also run with it as `HOME`), `:cmdc_home`, `:trust_project`, `:trusted` (as for `CMDC.Tool.Discovery`), `:paths`
   (more settings files, treated as the user's), `:plugins` (`false`: no Claude Code plugins'
   hooks; default `true`).
   """
@@ -76,13 +76,14 @@ defmodule CMDC.Tool.Hooks.Config do
     project? = Enum.any?(files, &(elem(&1, 0) == :project))
     trusted? = project? and trusted?(cwd, opts)
     home_errors = for e <- Home.errors(opts), do: problem("(user folders)", nil, e.reason)
+    env = home_env(opts)
 
     config =
       Enum.reduce(files, %__MODULE__{errors: home_errors}, fn {source, path}, acc ->
         active = source == :user or trusted?
 
         {hooks, errors} =
-          read(path, %Hook{kind: :command, dir: cwd, source: path, active: active})
+          read(path, %Hook{kind: :command, dir: cwd, source: path, active: active, env: env})
 
         %{
           acc
@@ -93,13 +94,24 @@ defmodule CMDC.Tool.Hooks.Config do
       end)
 
     if Keyword.get(opts, :plugins, true) and match?({:ok, _}, Home.user_home(opts)),
-      do: plugins(config, cwd, opts),
+      do: plugins(config, cwd, opts, env),
       else: config
+  end
+
+  # Hooks read from a home given by the caller run with that `HOME` (the home their files, and
+  # the state a plugin keeps under `~/.claude`, belong to); otherwise they inherit the VM's.
+  defp home_env(opts) do
+    with true <- Keyword.has_key?(opts, :home),
+         {:ok, home} <- Home.user_home(opts) do
+      %{"HOME" => home}
+    else
+      _ -> %{}
+    end
   end
 
   # The enabled Claude Code plugins' hooks, after the settings files'; a broken plugin (and a
   # bad installed list) is a problem, and brings nothing.
-  defp plugins(config, cwd, opts) do
+  defp plugins(config, cwd, opts, env) do
     report =
       ClaudePlugins.load(Keyword.take(opts, [:cwd, :home, :cmdc_home, :trust_project, :trusted]))
 
@@ -118,7 +130,7 @@ defmodule CMDC.Tool.Hooks.Config do
             source: path,
             active: true,
             plugin: plugin.id,
-            env: %{"CLAUDE_PLUGIN_ROOT" => plugin.root}
+            env: Map.put(env, "CLAUDE_PLUGIN_ROOT", plugin.root)
           }
 
           {hooks, errors} = hooks_of(json, path, base)
@@ -355,7 +367,7 @@ defmodule CMDC.Tool.Hooks.Config do
   end
 
   # Claude Code substitutes the plugin's folder into its commands (and sets the variable).
-  defp expand_root(cmd, %{"CLAUDE_PLUGIN_ROOT" => root}),
+  defp expand_root(cmd, %{"CLAUDE_PLUGIN_ROOT" => root} = _env),
     do: String.replace(cmd, "${CLAUDE_PLUGIN_ROOT}", root)
 
   defp expand_root(cmd, _env), do: cmd

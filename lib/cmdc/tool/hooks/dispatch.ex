@@ -62,7 +62,22 @@ defmodule CMDC.Tool.Hooks.Dispatch do
       |> Enum.map(fn {hook, i} ->
         # Linked: a hook dies with its caller (and a command hook's program with it). Nothing
         # inside can exit abnormally, so the link never takes the caller down.
-        pid = spawn_link(fn -> send(parent, {ref, i, safely(hook, event, input)}) end)
+        # A command hook that goes to the background on its own (`{"async": true}` first)
+        # answers at once and unlinks: it no longer dies with its caller.
+        detach = fn ->
+          Background.used()
+          send(parent, {ref, i, %Verdict{hook: hook.label}})
+          Process.unlink(parent)
+        end
+
+        pid =
+          spawn_link(fn ->
+            case safely(hook, event, input, detach) do
+              :detached -> :ok
+              verdict -> send(parent, {ref, i, verdict})
+            end
+          end)
+
         margin = if hook.kind == :command, do: @command_margin, else: 0
         {i, hook, pid, System.monotonic_time(:millisecond) + hook.timeout_ms + margin}
       end)
@@ -101,13 +116,13 @@ defmodule CMDC.Tool.Hooks.Dispatch do
     Process.exit(pid, :kill)
   end
 
-  defp safely(%Hook{kind: :command} = hook, event, input) do
-    Command.run(hook, event, input)
+  defp safely(%Hook{kind: :command} = hook, event, input, detach) do
+    Command.run(hook, event, input, detach)
   rescue
     e -> failed(hook, event, "failed: " <> Exception.message(e))
   end
 
-  defp safely(hook, event, input) do
+  defp safely(hook, event, input, _detach) do
     CMDC.Tool.Hooks.Elixir.run(hook, event, input)
   rescue
     e -> failed(hook, event, "raised " <> Exception.format_banner(:error, e, __STACKTRACE__))

@@ -95,7 +95,7 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
 
       for hook <- config.hooks do
         root = roots[hook.plugin |> String.split("@") |> hd()]
-        assert hook.env == %{"CLAUDE_PLUGIN_ROOT" => root}
+        assert hook.env == %{"CLAUDE_PLUGIN_ROOT" => root, "HOME" => c.home}
         refute hook.command =~ "${CLAUDE_PLUGIN_ROOT}"
         assert hook.command =~ root
         assert hook.label =~ "plugin #{hook.plugin}"
@@ -416,6 +416,10 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
           IO.puts("skipped: #{why}")
 
         {:ok, _} ->
+          # `call` starts a session: security-guidance's SessionStart would build a venv with
+          # pip in the background; its own lock says another session is building it already.
+          File.mkdir_p!(Path.join(c.home, ".claude/security"))
+          File.write!(Path.join(c.home, ".claude/security/agent-sdk-venv.building"), "")
           mod = "PluginWrite#{System.unique_integer([:positive])}"
           File.mkdir_p!(Path.join(c.project, ".cmdc/tools"))
 

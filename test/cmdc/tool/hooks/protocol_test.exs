@@ -155,21 +155,49 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
       assert run(c, hooks, "ls").content == "ran: ls"
     end
 
+    test "a hook that says {\"async\": true} first goes on in the background", c do
+      release = Path.join(c.project, "release")
+
+      script =
+        ~s(echo '{"async": true, "asyncTimeout": 180000}'; ) <>
+          "while [ ! -e #{release} ]; do sleep 0.05; done; " <>
+          ~s(echo '{"hookSpecificOutput": {"additionalContext": "venv built"}}')
+
+      {hooks, []} = settings!(c, %{"SessionStart" => [%{"hooks" => [hook(script)]}]})
+      :ok = Background.subscribe(c.session)
+      context = %CMDC.Context{session_id: c.session, working_dir: c.project}
+
+      # The event returns while the hook still waits for `release`.
+      {:ok, start} =
+        Hooks.event(:session_start, %{source: "startup"}, hooks: hooks, context: context)
+
+      assert {start.context, start.errors} == {[], []}
+      refute File.exists?(release)
+
+      File.write!(release, "")
+      assert_receive {:cmdc_tool_hook_report, _, %{context: "venv built", rewake: false}}, 60_000
+      assert run(c, hooks, "ls").content == "ran: ls\n\nvenv built"
+      # Nothing else reached the caller's mailbox (the detached hook answered once).
+      assert {:messages, []} = Process.info(self(), :messages)
+    end
+
     test "async: its JSON answer comes later; failures are notes, never a block", c do
+      # Each waits for `release`, so none can end before the call's result.
+      wait = "while [ ! -e #{Path.join(c.project, "release")} ]; do sleep 0.05; done; "
+
       {hooks, []} =
         settings!(c, %{
           "PreToolUse" => [
             %{
               "hooks" => [
                 hook(
-                  ~s(echo '{"hookSpecificOutput": {"additionalContext": "lint: 2 warnings"}}'),
-                  %{
-                    "async" => true
-                  }
+                  wait <>
+                    ~s(echo '{"hookSpecificOutput": {"additionalContext": "lint: 2 warnings"}}'),
+                  %{"async" => true, "if" => "Bash(make)"}
                 ),
-                hook("echo broken >&2; exit 7", %{"async" => true}),
+                hook(wait <> "echo broken >&2; exit 7", %{"async" => true, "if" => "Bash(make)"}),
                 # An async hook cannot deny: exit 2 is not a decision.
-                hook("exit 2", %{"async" => true})
+                hook(wait <> "exit 2", %{"async" => true, "if" => "Bash(make)"})
               ]
             }
           ]
@@ -177,6 +205,7 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
 
       :ok = Background.subscribe(c.session)
       assert run(c, hooks, "make").content == "ran: make"
+      File.write!(Path.join(c.project, "release"), "")
 
       reports =
         for _ <- 1..3 do
