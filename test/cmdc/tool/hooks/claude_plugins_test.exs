@@ -457,4 +457,46 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
       end
     end
   end
+
+  describe "bin/cmdc-mcp" do
+    @describetag timeout: 600_000
+    @root Path.expand("../../../..", __DIR__)
+
+    test "a client's Write call gets security-guidance's warning (the official Python SDK)", c do
+      with {:ok, _} <- ClaudeCodePlugins.install(c.home, ["security-guidance"], scripts: true),
+           {:ok, python} <- CMDC.Tool.PythonEnv.python() do
+        # The server starts a session: see the `call` test for this lock.
+        File.mkdir_p!(Path.join(c.home, ".claude/security"))
+        File.write!(Path.join(c.home, ".claude/security/agent-sdk-venv.building"), "")
+        tool = Path.join(c.root, "write_tool.ex")
+        mod = "McpPluginWrite#{System.unique_integer([:positive])}"
+
+        File.write!(tool, """
+        defmodule #{mod} do
+          @behaviour CMDC.Tool
+          def name, do: "Write"
+          def description, do: "Writes a file."
+          def parameters, do: %{"type" => "object", "properties" => %{"file_path" => %{"type" => "string"}, "content" => %{"type" => "string"}}}
+          def execute(%{"file_path" => p, "content" => t}, _), do: (File.write!(p, t); {:ok, "written"})
+        end
+        """)
+
+        calls = Path.join(c.root, "calls.json")
+        args = %{"file_path" => Path.join(c.project, "a.js"), "content" => "eval(x)\n"}
+        File.write!(calls, CMDC.Tool.JSON.encode!([["Write", args]]))
+        client = Path.join(@root, "test/support/mcp_client.py")
+        server = Path.join(@root, "bin/cmdc-mcp")
+        command = "#{python} #{client} #{server} --examples #{tool} < #{calls}"
+        env = [{"MIX_ENV", "test"}, {"HOME", c.home}, {"CMDC_HOME", Path.join(c.home, ".cmdc")}]
+        {out, 0} = System.cmd("sh", ["-c", command], env: env, cd: c.project)
+        report = out |> String.split("\n", trim: true) |> List.last() |> CMDC.Tool.JSON.decode!()
+        assert [%{"name" => "Write", "is_error" => false, "text" => text}] = report["calls"]
+        assert text =~ "written"
+        assert text =~ "Security Warning: eval() executes arbitrary code"
+      else
+        {:skip, why} -> IO.puts("skipped: #{why}")
+        {:error, why} -> IO.puts("skipped: no Python MCP SDK: #{why}")
+      end
+    end
+  end
 end
