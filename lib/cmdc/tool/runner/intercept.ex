@@ -184,6 +184,8 @@ defmodule CMDC.Tool.Runner.Intercept do
         Logger.warning("cmdc_tool: session #{inspect(event)}: #{message}")
 
       hooks ->
+        # Background reports nobody took die with their session.
+        if event == :shutdown, do: Background.take(context.session_id)
         {hook_event, source} = Map.get(@session_events, event, {:session_start, nil})
         # Events without a command-hook name reach Elixir hooks only.
         hooks = if source, do: hooks, else: Enum.filter(hooks, &(&1.kind == :elixir))
