@@ -191,10 +191,11 @@ defmodule CMDC.Tool.Hooks do
          :ok <- required(event, fields),
          hooks when is_list(hooks) <-
            for_call(Keyword.get(opts, :tools), context, hooks: Keyword.get(opts, :hooks, [])) do
-      names =
+      # An event without a matcher field ignores matchers, as in Claude Code.
+      {names, commands} =
         case Events.matcher_field(event) do
-          nil -> []
-          field -> [to_string(fields[field])]
+          nil -> {[], for(h <- hooks, h.kind == :command, do: %{h | matcher: :all})}
+          field -> {[to_string(fields[field])], Enum.filter(hooks, &(&1.kind == :command))}
         end
 
       input = %{
@@ -202,8 +203,6 @@ defmodule CMDC.Tool.Hooks do
         fields: fields,
         session_event: fields["source"] || fields["reason"]
       }
-
-      commands = Enum.filter(hooks, &(&1.kind == :command))
 
       case Dispatch.run(commands, event, names, input) do
         :cancelled -> {:error, "cancelled"}

@@ -142,8 +142,9 @@ fn scan_claude_plugins(cx: &mut Ctx, config: &Config) {
         let provider = format!("claude-plugin:{}", p.id);
         match p.status {
             PluginStatus::Enabled => {
+                // The plain name: it is also the tools' namespace (no `@`).
                 let plugin = Plugin {
-                    name: p.id.clone(),
+                    name: p.name.clone(),
                     version: p.version.clone(),
                     dir: p.root.clone(),
                 };

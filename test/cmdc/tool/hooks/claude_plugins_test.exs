@@ -384,6 +384,8 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
       report = Discovery.discover(cwd: c.project, home: c.home, sources: [:plugins])
       assert [tool] = report.tools
       assert {tool.name, tool.provider} == {String.downcase(mod), "claude-plugin:kit@local"}
+      # The plugin's plain name is its tools' namespace (OpenAI Responses namespaces).
+      assert tool.settings["namespace"] == "kit"
       assert tool.module.execute(%{}, nil) == {:ok, "hello"}
 
       ClaudeCodePlugins.register(c.home, "kit@local", root, "1.0.0", false)

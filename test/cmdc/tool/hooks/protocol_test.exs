@@ -260,8 +260,12 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
     test "Stop: decision block keeps the agent going; PreCompact and Notification match", c do
       {hooks, []} =
         settings!(c, %{
+          # Stop has no matcher field: a matcher is ignored, as in Claude Code.
           "Stop" => [
-            %{"hooks" => [hook(~s(echo '{"decision": "block", "reason": "tests still fail"}'))]}
+            %{
+              "matcher" => "whatever",
+              "hooks" => [hook(~s(echo '{"decision": "block", "reason": "tests still fail"}'))]
+            }
           ],
           "PreCompact" => [
             %{"matcher" => "manual", "hooks" => [hook("echo 'saving notes' >&2; exit 2")]}
