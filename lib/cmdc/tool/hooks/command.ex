@@ -7,16 +7,21 @@ defmodule CMDC.Tool.Hooks.Command do
   stdin (`session_id`, `transcript_path`, `cwd`, `permission_mode`, `hook_event_name`,
   `tool_name`, `tool_input`, `tool_use_id`; `tool_response` after a call; `error` and
   `is_interrupt` after a failed call; `source` / `reason` for session events; `pending_action`
-  (`id`, `label`, `details`, `tool`) for a `resolve` call). Past its
-  `timeout` it is killed with its whole process group.
+  (`id`, `label`, `details`, `tool`) for a `resolve` call; the caller's fields for the agent
+  events of `CMDC.Tool.Hooks.event/3`), and the hook's own environment (`CLAUDE_PLUGIN_ROOT`
+  for a plugin's, `HOME` when the settings came from a given home). Past its `timeout` it is
+  killed with its whole process group.
 
     * exit 0: stdout, when not empty, must be a JSON object: `continue` (`false` stops the turn,
       with `stopReason`), `systemMessage` (for the user), `suppressOutput`, `decision` +
       `reason`, and `hookSpecificOutput` with `permissionDecision` (`allow`/`deny`/`ask`/`defer`),
       `permissionDecisionReason`, `updatedInput`, `additionalContext`, `updatedToolOutput`,
-      `updatedMCPToolOutput`. Other text, or more than 1 MB, is a non-blocking error.
-    * exit 2: blocks; stderr is the reason the model reads (before a call: denied; after: the
-      result is replaced; after a failure: added as context).
+      `updatedMCPToolOutput`. Other text, or more than 1 MB, is a non-blocking error (context
+      for `SessionStart` and `UserPromptSubmit`). A first line `{"async": true, …}` sends the
+      hook to the background (see `run/4`).
+    * exit 2: what it means is the event's (`CMDC.Tool.Hooks.Events.on_exit_2/1`): before a
+      call denied (stderr is the reason the model reads); after: the result is replaced; after
+      a failure: added as context; a prompt refused; a stop refused; a message for the user.
     * any other status, a signal or the time-out: a non-blocking error, logged with the hook's
       file and command; the call goes on.
   """
@@ -54,6 +59,8 @@ defmodule CMDC.Tool.Hooks.Command do
         {:ok, result} -> read(hook, event, result)
         {:error, message} -> error(hook, "could not start: #{message}")
       end
+
+    Process.delete({__MODULE__, :lines})
 
     if Process.delete({__MODULE__, :detached}) do
       Background.finish(input, Background.report(hook, event, verdict))
@@ -159,7 +166,6 @@ defmodule CMDC.Tool.Hooks.Command do
 
   defp read(hook, _event, %{signal: signal}), do: error(hook, "was killed by signal #{signal}")
 
-  # What exit status 2 means is the event's (`CMDC.Tool.Hooks.Events`).
   # A hook that said `{"async": true}` first answers with the first JSON line after it.
   defp without_async_line(out) do
     case String.split(out, "\n", parts: 2) do
@@ -175,6 +181,7 @@ defmodule CMDC.Tool.Hooks.Command do
 
   defp json_object?(line), do: match?({:ok, %{}}, JSON.decode(String.trim(line)))
 
+  # What exit status 2 means is the event's (`CMDC.Tool.Hooks.Events`).
   defp blocking(hook, event, why) do
     case Events.on_exit_2(event) do
       :deny -> %Verdict{hook: hook.label, decision: :deny, reason: why}

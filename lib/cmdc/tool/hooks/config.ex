@@ -98,6 +98,10 @@ defmodule CMDC.Tool.Hooks.Config do
       else: config
   end
 
+  # A plugin's folder, or (not installed) the settings file that enabled it.
+  defp where(%{root: root}) when root not in [nil, ""], do: root
+  defp where(%{decided_by: file, id: id}), do: file || id
+
   # Hooks read from a home given by the caller run with that `HOME` (the home their files, and
   # the state a plugin keeps under `~/.claude`, belong to); otherwise they inherit the VM's.
   defp home_env(opts) do
@@ -119,7 +123,7 @@ defmodule CMDC.Tool.Hooks.Config do
       for(p <- report.problems, do: problem(p.path, nil, p.reason)) ++
         for %{status: status} = p <- report.plugins,
             status in [:broken, :not_installed],
-            do: problem(p.root || p.id, "plugin #{p.id}", Enum.join(p.problems, "; "))
+            do: problem(where(p), "plugin #{p.id}", Enum.join(p.problems, "; "))
 
     Enum.reduce(ClaudePlugins.enabled(report), %{config | errors: config.errors ++ problems}, fn
       plugin, acc ->
