@@ -20,6 +20,10 @@ defmodule CMDC.Tool.Discovery.ClaudePlugins do
     * its tool files (a `tools/` folder, or the paths of a `cmdc-plugin.json` at its root) join
       discovery (`CMDC.Tool.Discovery`, provider `claude-plugin:<name@marketplace>`).
 
+  This library's own plugins (`~/.cmdc/plugins/<folder>/` with a `cmdc-plugin.json`) are
+  listed too, as `<name>@cmdc` (scope `"cmdc"`): their hooks and MCP servers join the same way;
+  their tools are discovery's own plugin source.
+
   A disabled or uninstalled plugin brings nothing. Every path a plugin names follows the plugin
   rule of this library's own plugins (relative, never `..`, resolving inside the plugin folder):
   a plugin that points outside its folder, names a missing file, or loops through symlinks is

@@ -163,7 +163,54 @@ pub fn claude_plugins(config: &Config) -> ClaudePlugins {
         }
     }
     out.plugins.sort_by(|a, b| a.id.cmp(&b.id));
+    out.plugins.extend(cmdc_plugins(config));
     out
+}
+
+/// This library's own plugins (`<cmdc home>/plugins/<folder>/` with a `cmdc-plugin.json`) bring
+/// hooks and MCP servers the same way (`hooks/hooks.json`, `.mcp.json`, `.claude-plugin/
+/// plugin.json`), as `<name>@cmdc`, enabled unless their manifest says `"disabled": true`. Their
+/// tools are walked by the scan's own plugin pass (a manifest it cannot read is reported there).
+fn cmdc_plugins(config: &Config) -> Vec<ClaudePlugin> {
+    let mut found = Vec::new();
+    for home in config.cmdc_homes(&config.home) {
+        let Ok(entries) = fs::read_dir(home.join("plugins")) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .filter(|p| {
+                !p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let Ok(text) = read_regular(&dir.join(MANIFEST), MAX_METADATA_BYTES) else {
+                continue;
+            };
+            let Ok((name, version, _tools, disabled)) = read_manifest(&text) else {
+                continue;
+            };
+            let install = Install {
+                id: format!("{name}@cmdc"),
+                scope: "cmdc".into(),
+                root: dir,
+                version,
+            };
+            let mut plugin = read_plugin(install);
+            // The scan walks its tools (cmdc plugins' own rule).
+            plugin.tools.clear();
+            plugin.status = match (disabled, plugin.problems.is_empty()) {
+                (true, _) => PluginStatus::Disabled,
+                (false, true) => PluginStatus::Enabled,
+                (false, false) => PluginStatus::Broken,
+            };
+            found.push(plugin);
+        }
+    }
+    found
 }
 
 fn split_id(id: &str) -> (String, String) {

@@ -139,7 +139,10 @@ fn scan_claude_plugins(cx: &mut Ctx, config: &Config) {
         );
     }
     for p in &found.plugins {
-        let provider = format!("claude-plugin:{}", p.id);
+        let provider = match p.id.strip_suffix("@cmdc") {
+            Some(name) if p.scope == "cmdc" => format!("plugin:{name}"),
+            _ => format!("claude-plugin:{}", p.id),
+        };
         match p.status {
             PluginStatus::Enabled => {
                 // The plain name: it is also the tools' namespace (no `@`).
@@ -163,11 +166,12 @@ fn scan_claude_plugins(cx: &mut Ctx, config: &Config) {
                 } else {
                     NoteKind::BadManifest
                 };
-                let reason = format!(
-                    "Claude Code plugin {} refused: {}",
-                    p.id,
-                    p.problems.join("; ")
-                );
+                let what = if p.scope == "cmdc" {
+                    "plugin (hooks and MCP servers)"
+                } else {
+                    "Claude Code plugin"
+                };
+                let reason = format!("{what} {} refused: {}", p.id, p.problems.join("; "));
                 cx.note(&p.root, kind, reason);
             }
             PluginStatus::Disabled => {}

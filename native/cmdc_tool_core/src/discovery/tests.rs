@@ -1006,3 +1006,66 @@ fn a_bad_installed_list_is_a_problem_not_a_failure() {
         .contains("\"enabledPlugins\" must be an object"));
     assert!(found.problems[1].1.contains("invalid JSON"));
 }
+
+#[test]
+fn this_librarys_own_plugins_bring_hooks_and_servers_too() {
+    let t = Tmp::new();
+    t.write(
+        "home/.cmdc/plugins/kit/cmdc-plugin.json",
+        r#"{"name": "kit", "version": "0.3.0"}"#,
+    );
+    t.write("home/.cmdc/plugins/kit/hooks/hooks.json", HOOKS);
+    t.write(
+        "home/.cmdc/plugins/kit/.mcp.json",
+        r#"{"mcpServers": {"db": {"command": "db"}}}"#,
+    );
+    t.write("home/.cmdc/plugins/kit/tools/k.ex", "");
+    t.write(
+        "home/.cmdc/plugins/off/cmdc-plugin.json",
+        r#"{"name": "off", "disabled": true}"#,
+    );
+    t.write("home/.cmdc/plugins/off/hooks/hooks.json", HOOKS);
+    t.write(
+        "home/.cmdc/plugins/bad/cmdc-plugin.json",
+        r#"{"name": "bad", "hooks": "/etc/hooks.json"}"#,
+    );
+    t.write("home/.cmdc/plugins/bad/tools/b.ex", "");
+    t.write(
+        "home/.cmdc/plugins/bad/.claude-plugin/plugin.json",
+        r#"{"name": "bad", "hooks": "/etc/hooks.json"}"#,
+    );
+    let found = claude_plugins(&t.config());
+    let status: Vec<_> = found
+        .plugins
+        .iter()
+        .map(|p| (p.id.as_str(), p.status, p.hooks.len(), p.mcp.len()))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("bad@cmdc", PluginStatus::Broken, 0, 0),
+            ("kit@cmdc", PluginStatus::Enabled, 1, 1),
+            ("off@cmdc", PluginStatus::Disabled, 1, 0)
+        ]
+    );
+    // Its tools are walked once, by the plugin pass; the broken one's hooks are an error.
+    let mut c = t.config();
+    c.user = false;
+    c.project = false;
+    let s = scan(&c);
+    // cmdc plugins' tools follow their own rule (the broken hooks do not stop them).
+    let tools: Vec<(String, String)> = vec![
+        ("plugin:bad".into(), "b.ex".into()),
+        ("plugin:kit".into(), "k.ex".into()),
+    ];
+    assert_eq!(names(&s), tools);
+    let errors: Vec<_> = s
+        .errors
+        .iter()
+        .map(|n| (n.provider.as_str(), n.kind))
+        .collect();
+    assert_eq!(errors, [("plugin:bad", NoteKind::OutsidePlugin)]);
+    assert!(s.errors[0]
+        .reason
+        .contains("plugin (hooks and MCP servers) bad@cmdc refused"));
+}

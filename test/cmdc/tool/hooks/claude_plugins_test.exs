@@ -314,6 +314,26 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
   end
 
   describe "what else a plugin brings" do
+    test "this library's own plugins bring hooks the same way", c do
+      root = Path.join(c.home, ".cmdc/plugins/guard")
+      File.mkdir_p!(Path.join(root, "hooks"))
+      File.write!(Path.join(root, "cmdc-plugin.json"), ~s({"name": "guard", "version": "1.0.0"}))
+
+      File.write!(
+        Path.join(root, "hooks/hooks.json"),
+        ~s({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo \\"from $CLAUDE_PLUGIN_ROOT\\" >&2; exit 2"}]}]}})
+      )
+
+      File.mkdir_p!(Path.join(root, "tools"))
+      config = load(c, cmdc_home: Path.join(c.home, ".cmdc"))
+      assert config.errors == []
+      assert [%{plugin: "guard@cmdc"}] = config.hooks
+      denied = call(c, [Bash], "Bash", %{"command" => "ls"}, config)
+      assert denied.reason == :denied
+      assert denied.content =~ "from #{root}"
+    end
+
     test "its MCP server joins the configured servers, named as Claude Code names it", c do
       {:ok, %{command: python}} = CMDC.Tool.MCPServers.python_stdio()
       root = Path.join([c.home, ".claude/plugins/cache/local/db-tools/1.0.0"])
