@@ -265,7 +265,7 @@ defmodule CMDC.Tool.Registry do
   Searches the registry's tools (a native index kept current with every registration):
   `{:ok, [{name, score}]}` best first, or `{:error, message}` for a query that cannot be run
   (empty, over 4,096 bytes, a regex over 200 characters or that does not compile, a bad
-  option). See `CMDC.Tool.Search` for the modes (`mode: :bm25 | :regex`) and the `namespace:` /
+  option value; an unknown option raises `ArgumentError`, with "did you mean"). See `CMDC.Tool.Search` for the modes (`mode: :bm25 | :regex`) and the `namespace:` /
   `annotations:` filters; `limit:` defaults to 5 (at most 1,000).
 
       iex> reg = CMDC.Tool.Registry.new()

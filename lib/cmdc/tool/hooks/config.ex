@@ -53,6 +53,7 @@ defmodule CMDC.Tool.Hooks.Config do
         }
 
   @default_timeout_s 60
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :paths]
 
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
@@ -150,6 +151,22 @@ defmodule CMDC.Tool.Hooks.Config do
     end)
   end
 
+  @doc false
+  # Every file whose contents decide what `load/1` answers for `opts`, present or not: the
+  # settings files and the trust lists (`CMDC.Tool.Hooks.Settings` reads them to see a change).
+  def sources(opts) do
+    cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
+
+    home_dir =
+      case Home.user_home(opts) do
+        {:ok, home} -> Path.join(home, ".cmdc")
+        {:error, _} -> nil
+      end
+
+    trust = for dir <- Enum.uniq([Home.cmdc_dir(opts), home_dir]), dir, do: dir <> "/trusted.json"
+    Enum.map(files(cwd, opts), &elem(&1, 1)) ++ trust
+  end
+
   @doc "The active hooks of `load/1` (what a runner should use)."
   @spec active(t()) :: [Hook.t()]
   def active(%__MODULE__{hooks: hooks}), do: Enum.filter(hooks, & &1.active)
@@ -240,8 +257,8 @@ defmodule CMDC.Tool.Hooks.Config do
            problem(
              path,
              name,
-             "unknown event #{inspect(name)}: cmdc_tool runs #{Enum.join(Events.names(), ", ")}; " <>
-               "its hooks are ignored" <> did_you_mean(name, Events.names())
+             "unknown event #{inspect(name)}#{did_you_mean(name, Events.names())}: " <>
+               "cmdc_tool runs #{Enum.join(Events.names(), ", ")}; its hooks are ignored"
            )
          ]}
 
@@ -389,7 +406,7 @@ defmodule CMDC.Tool.Hooks.Config do
 
   defp did_you_mean(word, known) do
     case CMDC.Tool.Options.suggest(word, known) do
-      [best | _] -> " — did you mean #{inspect(best)}?"
+      [best | _] -> " (did you mean #{inspect(best)}?)"
       [] -> ""
     end
   end

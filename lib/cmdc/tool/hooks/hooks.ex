@@ -10,11 +10,14 @@ defmodule CMDC.Tool.Hooks do
 
   ## Where hooks apply
 
-  Hooks are found per call, in this order (the order of "last rewrite wins"): hooks attached
-  `:global`ly on the node, to the call's registry, to its session (`{:session, id}`), then the
-  runner's `:hooks` option. `CMDC.Tool.Runner` applies them, so every path that runs calls
-  through it does too: `mix cmdc.tools call`, the MCP server, and a cluster call (on the node
-  that executes, with that node's hooks).
+  Hooks are found per call, in this order (the order of "last rewrite wins"): the command
+  hooks of the settings files (the user's, and the project's once trusted: loaded once,
+  reloaded when a file changes, see `CMDC.Tool.Hooks.Settings`; `config :cmdc_tool,
+  settings_hooks: false` turns them off), hooks attached `:global`ly on the node, to the
+  call's registry, to its session (`{:session, id}`), then the runner's `:hooks` option.
+  `CMDC.Tool.Runner` applies them, so every path that runs calls through it does too: your
+  agent's `Runner.run/4`, `mix cmdc.tools call`, the MCP server, and a cluster call (on the
+  node that executes, with that node's hooks).
 
   ## Before a call (`PreToolUse`, `c:before_call/2`)
 
@@ -75,7 +78,7 @@ defmodule CMDC.Tool.Hooks do
   or a missing field.
   """
 
-  alias CMDC.Tool.Hooks.{Background, Config, Dispatch, Events, Hook, Store, Verdict}
+  alias CMDC.Tool.Hooks.{Background, Config, Dispatch, Events, Hook, Settings, Store, Verdict}
 
   @typedoc "A call as Elixir hooks see it."
   @type call :: %{tool: String.t(), args: map(), call_id: term(), module: module()}
@@ -150,7 +153,7 @@ defmodule CMDC.Tool.Hooks do
           reports: [Background.report()]
         }
 
-  @event_options [:hooks, :tools, :context]
+  @event_options [:hooks, :tools, :context, :settings_hooks]
 
   @doc """
   Offers an agent event to the command hooks that take it, and returns what they said.
@@ -163,9 +166,11 @@ defmodule CMDC.Tool.Hooks do
   `hook_event_name`, …; a matcher matches the field `CMDC.Tool.Hooks.Events.matcher_field/1`
   names (`trigger`, `notification_type`, `source`, `reason`; the others match every hook).
 
-  Options: `:hooks` (hooks to run, e.g. `CMDC.Tool.Hooks.Config.active(CMDC.Tool.Hooks.load())`),
-  `:tools` (a registry: its attached hooks too), `:context` (a `CMDC.Context`: its
-  `session_id` and `working_dir`). Hooks attached `:global`ly and to the session run too.
+  The hooks are those a runner call would have: the settings files' and enabled plugins' (by
+  default, as `CMDC.Tool.Hooks.Settings` reads them; `settings_hooks: false` for none, or the
+  options of `CMDC.Tool.Hooks.Config.load/1`), hooks attached `:global`ly, to the registry and
+  to the session, then `:hooks`. Options: `:hooks` (more hooks), `:tools` (a registry),
+  `:context` (a `CMDC.Context`: its `session_id` and `working_dir`), `:settings_hooks`.
 
   The outcome: `blocked` (and `blocked_by`) when a hook exited with status 2 or answered
   `decision: "block"` (a `UserPromptSubmit`: do not send the prompt; a `Stop`: go on, the
@@ -175,10 +180,11 @@ defmodule CMDC.Tool.Hooks do
 
       iex> hook = %CMDC.Tool.Hooks.Hook{kind: :command, events: [:user_prompt_submit],
       ...>   command: "echo 'the user is on call this week'", dir: "/tmp", label: "oncall"}
-      iex> {:ok, outcome} = CMDC.Tool.Hooks.event(:user_prompt_submit, %{prompt: "hi"}, hooks: [hook])
+      iex> opts = [hooks: [hook], settings_hooks: false]
+      iex> {:ok, outcome} = CMDC.Tool.Hooks.event(:user_prompt_submit, %{prompt: "hi"}, opts)
       iex> {outcome.blocked, outcome.context}
       {nil, ["the user is on call this week"]}
-      iex> CMDC.Tool.Hooks.event(:user_prompt_submit, %{}, hooks: [hook])
+      iex> CMDC.Tool.Hooks.event(:user_prompt_submit, %{}, opts)
       {:error, ~s(the user_prompt_submit event needs the field "prompt")}
   """
   @spec event(Events.event(), map(), keyword()) :: {:ok, outcome()} | {:error, String.t()}
@@ -190,7 +196,11 @@ defmodule CMDC.Tool.Hooks do
     with :ok <- offered(event),
          :ok <- required(event, fields),
          hooks when is_list(hooks) <-
-           for_call(Keyword.get(opts, :tools), context, hooks: Keyword.get(opts, :hooks, [])) do
+           for_call(
+             Keyword.get(opts, :tools),
+             context,
+             Keyword.take(opts, [:hooks, :settings_hooks])
+           ) do
       # An event without a matcher field ignores matchers, as in Claude Code.
       {names, commands} =
         case Events.matcher_field(event) do
@@ -241,8 +251,9 @@ defmodule CMDC.Tool.Hooks do
   end
 
   @doc false
-  # The hooks of one call, in order: global, registry, session, the runner's `:hooks`;
-  # `{:error, message}` when the `:hooks` option holds a bad hook.
+  # The hooks of one call, in order: the settings files' (`CMDC.Tool.Hooks.Settings`), global,
+  # registry, session, the runner's `:hooks`; `{:error, message}` when the `:hooks` option
+  # holds a bad hook.
   def for_call(tools, context, opts) do
     registry =
       case tools do
@@ -252,9 +263,11 @@ defmodule CMDC.Tool.Hooks do
 
     session = if context.session_id, do: Store.get({:session, context.session_id}), else: []
 
-    case new(Keyword.get(opts, :hooks, [])) do
-      {:ok, own} -> Store.get(:global) ++ registry ++ session ++ own
-      {:error, message} -> {:error, "invalid :hooks option: " <> message}
+    with {:ok, settings} <- Settings.for_run(Keyword.get(opts, :settings_hooks)) do
+      case new(Keyword.get(opts, :hooks, [])) do
+        {:ok, own} -> settings ++ Store.get(:global) ++ registry ++ session ++ own
+        {:error, message} -> {:error, "invalid :hooks option: " <> message}
+      end
     end
   end
 

@@ -362,15 +362,18 @@ defmodule CMDC.Tool.MCP do
 
   defp notification(_method, _params, state), do: {[], state}
 
-  @doc "A tool's entry in `tools/list` (with `title`, `annotations`, `outputSchema` when set)."
+  @doc """
+  A tool's entry in `tools/list`: its entry of `CMDC.Tool.to_schema/3`'s `format: :mcp` (so
+  what `mix cmdc.tools schema --format mcp` prints is what a client gets: the description's
+  `Examples:` block, `title`, `annotations`, `outputSchema` when set).
+
+      iex> CMDC.Tool.MCP.describe(CMDC.Tool.Examples.Echo)["inputSchema"]["required"]
+      ["text"]
+  """
   @spec describe(module()) :: map()
   def describe(module) do
-    %{
-      "name" => module.name(),
-      "description" => CMDC.Tool.description(module),
-      "inputSchema" => module.parameters()
-    }
-    |> Map.merge(CMDC.Tool.Structured.mcp_fields(module))
+    {[entry], _warnings} = CMDC.Tool.Providers.convert([module], %{}, format: :mcp)
+    entry
   end
 
   @doc """

@@ -41,6 +41,12 @@ defmodule CMDC.Tool.Runner do
     * `:hooks` - hooks for this run (`CMDC.Tool.Hooks`), after those attached globally, to
       the registry and to the session. A `resolve` call applies a pending action of the
       session (`CMDC.Tool.Pending`).
+    * `:settings_hooks` - the command hooks of the settings files (`.claude/settings.json`,
+      …; `CMDC.Tool.Hooks.Settings`), applied first. By default those of the current
+      directory's project (its own files once it is trusted) and the user's, read once and
+      again when a file changes; `config :cmdc_tool, settings_hooks: false` turns that
+      default off (`true` applies them all the same). `false`: none; a keyword list: the
+      options of `CMDC.Tool.Hooks.Config.load/1` (`cwd:`, `trust_project:`, `home:`).
 
   ## Tool settings
 
@@ -77,7 +83,8 @@ defmodule CMDC.Tool.Runner do
     :policies,
     :subscriber,
     :await_timeout,
-    :hooks
+    :hooks,
+    :settings_hooks
   ]
 
   @doc false
@@ -625,6 +632,8 @@ defmodule CMDC.Tool.Runner do
   """
   @spec session_event(term(), atom(), CMDC.Context.t(), keyword()) :: :ok
   def session_event(tools, event, context, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:hooks, :settings_hooks], "CMDC.Tool.Runner.session_event/4")
+
     for module <- modules(tools),
         Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
       try do

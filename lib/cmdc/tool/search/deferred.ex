@@ -302,6 +302,12 @@ defmodule CMDC.Tool.Deferred do
   """
   @spec openai_search_output(Result.t(), Providers.source(), keyword()) :: map()
   def openai_search_output(%Result{} = result, source, opts \\ []) do
+    CMDC.Tool.Options.check!(
+      opts,
+      Providers.schema_options(),
+      "CMDC.Tool.Deferred.openai_search_output/3"
+    )
+
     {status, tools} =
       case found(result) do
         {:ok, found} -> {"completed", loaded(found, source, opts)}

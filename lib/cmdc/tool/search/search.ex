@@ -30,6 +30,8 @@ defmodule CMDC.Tool.Search do
   alias CMDC.Tool.{Native, Structured}
   require Native
 
+  @options [:limit, :mode, :namespace, :annotations]
+
   @typedoc "A found tool: its registered name and score (higher is better)."
   @type hit :: {String.t(), float()}
 
@@ -38,6 +40,8 @@ defmodule CMDC.Tool.Search do
   # registry calls this module, never the reverse.
   @spec run(reference(), String.t(), keyword()) :: {:ok, [hit()]} | {:error, String.t()}
   def run(ref, query, opts) when is_binary(query) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Registry.search/3")
+
     with {:ok, nif_opts} <- options(opts) do
       case Native.with_dirty(registry_search(ref, query, nif_opts)) do
         {:ok, {_generation, hits}} -> {:ok, hits}

@@ -5,6 +5,8 @@ defmodule CMDC.Tool.ClusterSchemaTest do
   # for the same tools here.
   use ExUnit.Case, async: false
 
+  import CMDC.Tool.Eventually
+
   alias CMDC.Tool.{Cluster, DeferredCheck, MCPServers, Peers, Registry}
   alias CMDC.Tool.Examples.Echo
   alias CMDC.Tool.Test.Factory
@@ -87,7 +89,10 @@ defmodule CMDC.Tool.ClusterSchemaTest do
     :ok = CMDC.Tool.MCP.Client.await_ready(pid)
     here = [weather, Echo | Factory.tools(@made) ++ CMDC.Tool.MCP.Client.tools(pid)]
     total = length(here)
-    wait(fn -> length(Cluster.list(scope)) == total end)
+
+    eventually(fn -> length(Cluster.list(scope)) == total end,
+      message: "the cluster view never held every tool"
+    )
 
     on_exit(fn ->
       Cluster.unpublish(local)
@@ -96,14 +101,6 @@ defmodule CMDC.Tool.ClusterSchemaTest do
     end)
 
     %{scope: scope, here: Map.new(here, &{&1.name(), &1}), peer_b: b}
-  end
-
-  defp wait(fun, tries \\ 100) do
-    cond do
-      fun.() -> :ok
-      tries == 0 -> flunk("the cluster view never held every tool")
-      true -> Process.sleep(50) && wait(fun, tries - 1)
-    end
   end
 
   # The local modules in the view's order.
@@ -210,7 +207,9 @@ defmodule CMDC.Tool.ClusterSchemaTest do
       {:ok, pub} =
         :erpc.call(ctx.peer_b, Peers, :publish_registry, [modules, @settings, [scope: scope]])
 
-      wait(fn -> length(Cluster.list(scope)) == length(made) end)
+      eventually(fn -> length(Cluster.list(scope)) == length(made) end,
+        message: "the cluster view never held every tool"
+      )
 
       local = Registry.new()
       :ok = Registry.register(local, Factory.tools(made))

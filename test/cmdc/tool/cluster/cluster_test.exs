@@ -1,6 +1,8 @@
 defmodule CMDC.Tool.ClusterTest do
   use ExUnit.Case, async: false
 
+  import CMDC.Tool.Eventually
+
   alias CMDC.Tool.{Cluster, Peers}
   alias CMDC.Tool.Examples.{Echo, ReadFile}
   alias CMDC.Tool.TestTools, as: T
@@ -16,16 +18,6 @@ defmodule CMDC.Tool.ClusterTest do
     # The publisher must live on `node`: start it there, unlinked from the erpc process.
     {:ok, pid} = :erpc.call(node, Cluster, :publish, [tools, opts])
     pid
-  end
-
-  defp eventually(fun, tries \\ 50) do
-    if fun.() do
-      :ok
-    else
-      if tries == 0, do: flunk("condition never became true")
-      Process.sleep(50)
-      eventually(fun, tries - 1)
-    end
   end
 
   test "tools published on a peer are listed, found and described here" do

@@ -132,15 +132,19 @@ defmodule CMDC.Tool.ExecTest do
   test "the program is killed when its handle is garbage collected" do
     me = self()
 
-    spawn(fn ->
-      os_pid = start_and_forget()
-      :erlang.garbage_collect()
-      send(me, {:pid, os_pid})
-      Process.sleep(5000)
-    end)
+    # Alive until the program is seen dead: the handle's collection killed it, not an exit.
+    holder =
+      spawn(fn ->
+        os_pid = start_and_forget()
+        :erlang.garbage_collect()
+        send(me, {:pid, os_pid})
+        receive(do: (:done -> :ok))
+      end)
 
     assert_receive {:pid, os_pid}, 5000
     assert OsProc.wait_dead(os_pid)
+    assert Process.alive?(holder)
+    send(holder, :done)
   end
 
   defp start_and_forget do

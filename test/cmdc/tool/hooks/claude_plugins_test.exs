@@ -68,7 +68,8 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
     context = %CMDC.Context{session_id: session, working_dir: c.project}
 
     Runner.run(tools, %{id: "c1", name: name, arguments: args}, context,
-      hooks: Hooks.Config.active(config)
+      hooks: Hooks.Config.active(config),
+      settings_hooks: false
     )
   end
 
@@ -208,14 +209,22 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
           context = %CMDC.Context{session_id: "s-ev", working_dir: c.project}
 
           {:ok, start} =
-            Hooks.event(:session_start, %{source: "startup"}, hooks: hooks, context: context)
+            Hooks.event(:session_start, %{source: "startup"},
+              hooks: hooks,
+              context: context,
+              settings_hooks: false
+            )
 
           assert [insight] = start.context
           assert insight =~ "You are in 'explanatory' output style mode"
 
           # No loop running: the agent may stop.
           {:ok, stop} =
-            Hooks.event(:stop, %{stop_hook_active: false}, hooks: hooks, context: context)
+            Hooks.event(:stop, %{stop_hook_active: false},
+              hooks: hooks,
+              context: context,
+              settings_hooks: false
+            )
 
           assert {stop.blocked, stop.errors} == {nil, []}
 
@@ -247,7 +256,8 @@ defmodule CMDC.Tool.Hooks.ClaudePluginsTest do
           {:ok, stop} =
             Hooks.event(:stop, %{stop_hook_active: false, transcript_path: transcript},
               hooks: hooks,
-              context: context
+              context: context,
+              settings_hooks: false
             )
 
           assert stop.blocked =~ "Fix the failing test."

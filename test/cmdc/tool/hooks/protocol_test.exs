@@ -56,7 +56,8 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
     context = %CMDC.Context{session_id: c.session, working_dir: c.project}
 
     Runner.run([Bash], %{id: "c", name: "Bash", arguments: %{"command" => command}}, context,
-      hooks: hooks
+      hooks: hooks,
+      settings_hooks: false
     )
   end
 
@@ -169,7 +170,11 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
 
       # The event returns while the hook still waits for `release`.
       {:ok, start} =
-        Hooks.event(:session_start, %{source: "startup"}, hooks: hooks, context: context)
+        Hooks.event(:session_start, %{source: "startup"},
+          hooks: hooks,
+          context: context,
+          settings_hooks: false
+        )
 
       assert {start.context, start.errors} == {[], []}
       refute File.exists?(release)
@@ -243,14 +248,19 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
 
       # The second hook reads the event on stdin: the prompt is in it.
       {:ok, ok} =
-        Hooks.event(:user_prompt_submit, %{prompt: "fix the bug"}, hooks: hooks, context: context)
+        Hooks.event(:user_prompt_submit, %{prompt: "fix the bug"},
+          hooks: hooks,
+          context: context,
+          settings_hooks: false
+        )
 
       assert {ok.blocked, ok.context, ok.errors} == {nil, ["branch: main"], []}
 
       {:ok, no} =
         Hooks.event(:user_prompt_submit, %{"prompt" => "my password is x"},
           hooks: hooks,
-          context: context
+          context: context,
+          settings_hooks: false
         )
 
       assert no.blocked == "no secrets in prompts"
@@ -278,17 +288,25 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
           ]
         })
 
-      {:ok, stop} = Hooks.event(:stop, %{stop_hook_active: false}, hooks: hooks)
+      {:ok, stop} =
+        Hooks.event(:stop, %{stop_hook_active: false}, hooks: hooks, settings_hooks: false)
+
       assert stop.blocked == "tests still fail"
 
-      {:ok, manual} = Hooks.event(:pre_compact, %{trigger: "manual"}, hooks: hooks)
+      {:ok, manual} =
+        Hooks.event(:pre_compact, %{trigger: "manual"}, hooks: hooks, settings_hooks: false)
+
       assert {manual.blocked, manual.messages} == {nil, ["saving notes"]}
-      {:ok, auto} = Hooks.event(:pre_compact, %{trigger: "auto"}, hooks: hooks)
+
+      {:ok, auto} =
+        Hooks.event(:pre_compact, %{trigger: "auto"}, hooks: hooks, settings_hooks: false)
+
       assert auto.messages == []
 
       {:ok, note} =
         Hooks.event(:notification, %{message: "waiting", notification_type: "idle_prompt"},
-          hooks: hooks
+          hooks: hooks,
+          settings_hooks: false
         )
 
       assert note.messages == ["pinged"]
@@ -337,7 +355,7 @@ defmodule CMDC.Tool.Hooks.ProtocolTest do
 
       assert Enum.any?(
                reasons,
-               &(&1 =~ ~s(unknown event "PreToolUze") and &1 =~ ~s(did you mean "PreToolUse"))
+               &(&1 =~ ~s[unknown event "PreToolUze" (did you mean "PreToolUse"?)])
              )
 
       assert Enum.any?(reasons, &(&1 =~ ~s(unknown key "color")))

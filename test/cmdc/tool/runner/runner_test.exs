@@ -124,9 +124,10 @@ defmodule CMDC.Tool.RunnerTest do
     started = System.monotonic_time(:millisecond)
 
     assert %{is_error: true, reason: :timeout, content: "timed out after 100 ms"} =
-             Runner.run(@tools, call("sleep", %{"ms" => 10_000}), ctx(), timeout: 100)
+             Runner.run(@tools, call("sleep", %{"ms" => 60_000}), ctx(), timeout: 100)
 
-    assert System.monotonic_time(:millisecond) - started < 5_000
+    # Over before the tool would have ended (a busy machine may take seconds to say so).
+    assert System.monotonic_time(:millisecond) - started < 60_000
     # The tool's own default applies without an option.
     assert %{content: "slept 10"} = Runner.run(@tools, call("sleep", %{"ms" => 10}), ctx())
   end
