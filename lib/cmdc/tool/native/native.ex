@@ -78,6 +78,7 @@ defmodule CMDC.Tool.Native do
 
   # discovery.rs
   def discovery_scan(_opts, _previous_digest), do: err()
+  def discovery_claude_plugins(_opts), do: err()
 
   # exec.rs
   def exec_start(_opts, _stdin), do: err()
