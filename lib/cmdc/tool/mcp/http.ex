@@ -127,7 +127,7 @@ defmodule CMDC.Tool.MCP.HTTP do
     origins = Keyword.get(opts, :allowed_origins, [])
 
     with {:ok, auth} <- Auth.new(Keyword.get(opts, :auth)),
-         {:ok, {listener, port}} <- Wire.listen(ip, Keyword.get(opts, :port, 0), limits, origins) do
+         {:ok, {listener, port}} <- listen(ip, Keyword.get(opts, :port, 0), limits, origins) do
       table = :ets.new(__MODULE__, [:set, :public, read_concurrency: true])
       config = config(opts, ip, port, auth, limits, table)
       :ets.insert(table, {:mcp, mcp})
@@ -136,7 +136,14 @@ defmodule CMDC.Tool.MCP.HTTP do
 
       {:ok, %{listener: listener, table: table, port: port, config: config, described: described}}
     else
-      {:error, reason} -> {:stop, "cannot serve MCP over HTTP: #{reason}"}
+      {:error, reason} -> {:stop, reason}
+    end
+  end
+
+  defp listen(ip, port, limits, origins) do
+    case Wire.listen(ip, port, limits, origins) do
+      {:ok, listening} -> {:ok, listening}
+      {:error, reason} -> {:error, "cannot serve MCP over HTTP: #{reason}"}
     end
   end
 
