@@ -30,6 +30,8 @@ lint: setup
 	cargo clippy -p cmdc_tool_nif --all-targets --features testing -- -D warnings
 	mix format --check-formatted
 	MIX_ENV=test mix compile --warnings-as-errors --force
+	@# Elixir files depend on each other one way, as native/cmdc_tool_core/tests/layers.rs checks for Rust.
+	mix xref graph --format cycles --fail-above 0
 
 test-rust: setup
 	cargo test --workspace

@@ -131,13 +131,8 @@ defmodule CMDC.Tool do
       "Read a UTF-8 text file under /srv."
   """
   @spec description(module(), tool_context()) :: String.t()
-  def description(tool_module, context \\ %{}) do
-    if exports?(tool_module, :description, 1) do
-      tool_module.description(context)
-    else
-      tool_module.description()
-    end
-  end
+  def description(tool_module, context \\ %{}),
+    do: CMDC.Tool.Structured.description(tool_module, context)
 
   @doc """
   Finds the tool module with the given name: `{:ok, module}` or `{:error, :not_found}`.

@@ -81,7 +81,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   test "the first command after the library gained a NIF loads it, without a bad_lib warning",
        %{tmp_dir: dir} do
     copy = copy!(dir)
-    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
     text = File.read!(native_ex)
     stub = "  def module_schema_drop(_modules), do: err()\n"
     assert text =~ stub
@@ -114,7 +114,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   } do
     copy = copy!(dir, target: true)
     app = TestCheckout.throwaway!(Path.join(dir, "app"), copy)
-    native_ex = Path.join(copy, "lib/cmdc/tool/native.ex")
+    native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
     names_rs = Path.join(copy, "native/cmdc_tool_nif/src/names.rs")
     text = File.read!(native_ex)
     load_nif = "  def load_nif do\n"
@@ -162,7 +162,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     end
   end
 
-  # In a running VM (iex), `recompile` after lib/cmdc/tool/native.ex changed loads the new
+  # In a running VM (iex), `recompile` after lib/cmdc/tool/native/native.ex changed loads the new
   # module while the previous one holds the library, and the VM cannot swap a NIF library: the
   # warning says to restart, not to run `mix compile` (which would change nothing).
   @tag :tmp_dir
@@ -171,7 +171,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
 
     script = """
     IO.puts(CMDC.Tool.JSON.encode!([1]))
-    File.write!("lib/cmdc/tool/native.ex", File.read!("lib/cmdc/tool/native.ex") <> "# edited\\n")
+    File.write!("lib/cmdc/tool/native/native.ex", File.read!("lib/cmdc/tool/native/native.ex") <> "# edited\\n")
     IEx.Helpers.recompile()
     """
 

@@ -227,24 +227,9 @@ defmodule CMDC.Tool.CLI.Commands do
       end
 
     IO.puts(Output.table(["NAME", "KIND", "SOURCE", "DESCRIPTION"], rows))
-    print_problems(report)
+    Output.problems(report)
     if hint = CLI.unserved(report, nil, load_opts(opts)), do: IO.puts("\n" <> hint)
     load_status(report)
-  end
-
-  @doc "Prints the load report's problems (errors on stderr too: a pipe reading stdout sees them)."
-  def print_problems(report) do
-    Output.section("load errors", report.errors, fn e -> "#{e.path}: #{e.reason}" end)
-
-    Output.section("refused (name conflicts)", report.conflicts, fn c ->
-      "#{c.refused}: #{c.reason}"
-    end)
-
-    Output.section("untrusted folders (skipped)", report.untrusted, fn u ->
-      "#{u.path}: #{u.reason}"
-    end)
-
-    Output.section("ignored files", report.ignored, fn i -> "#{i.path}: #{i.reason}" end)
   end
 
   defp load_status(%{errors: []}), do: @ok

@@ -24,7 +24,7 @@ defmodule CMDC.Tool.CLI.Doctor do
     caches = script_caches(paths, opts)
     report = CLI.load(paths, opts)
     findings = findings(report, caches, opts)
-    CMDC.Tool.CLI.Commands.print_problems(report)
+    Output.problems(report)
 
     if findings == [] and report.errors == [] and report.conflicts == [] do
       IO.puts(Output.green("no problems found") <> " (#{length(report.tools)} tools)")

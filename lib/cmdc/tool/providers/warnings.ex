@@ -52,7 +52,7 @@ defmodule CMDC.Tool.Providers.Warnings do
   def report(warnings, format, :raise) do
     raise ArgumentError,
           "the #{format} tools list changes what #{length(warnings)} schema part(s) mean:\n" <>
-            CMDC.Tool.Providers.format_warnings(warnings)
+            format(warnings)
   end
 
   def report(warnings, format, :log) do
@@ -70,4 +70,8 @@ defmodule CMDC.Tool.Providers.Warnings do
   rescue
     ArgumentError -> true
   end
+
+  @doc "Warnings as text, one line each (`CMDC.Tool.Providers.format_warnings/1`)."
+  @spec format([map()]) :: String.t()
+  def format(warnings), do: Enum.map_join(warnings, "\n", fn w -> "#{w.tool}: #{w.message}" end)
 end

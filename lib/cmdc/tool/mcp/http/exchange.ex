@@ -16,7 +16,7 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   """
 
   alias CMDC.Tool.{MCP, Runner}
-  alias CMDC.Tool.MCP.{Calls, HTTP}
+  alias CMDC.Tool.MCP.Calls
   alias CMDC.Tool.MCP.HTTP.{Sessions, Wire}
 
   # How long a cancelled call may take to die before the process moves on.
@@ -70,8 +70,8 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   defp await_call(req, call, handle, mon) do
     case next(req, handle, mon) do
       {:update, _payload} -> await_call(req, call, handle, mon)
-      {:done, result} -> HTTP.Handler.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
-      :cancelled -> HTTP.Handler.json(200, req.extra, cancelled(call))
+      {:done, result} -> Wire.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
+      :cancelled -> Wire.json(200, req.extra, cancelled(call))
       :gone -> :sent
     end
   end
@@ -179,7 +179,7 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
     rid = req.rid
 
     receive do
-      {HTTP, :list_changed} ->
+      {:cmdc_mcp_http, :list_changed} ->
         case event(stream, MCP.list_changed(id), false) do
           {:error, _} -> :sent
           _ -> listen_loop(req, id, stream)

@@ -271,8 +271,5 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
 
   defp delete(_req), do: json(400, [], rpc_error("DELETE needs an Mcp-Session-Id header"))
 
-  @doc false
-  def json(status, extra, body) do
-    {status, [{"content-type", "application/json"} | extra], CMDC.Tool.JSON.encode!(body)}
-  end
+  defp json(status, extra, body), do: Wire.json(status, extra, body)
 end

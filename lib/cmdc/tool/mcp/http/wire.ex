@@ -89,6 +89,17 @@ defmodule CMDC.Tool.MCP.HTTP.Wire do
     end
   end
 
+  @doc """
+  A JSON answer as `reply/4` takes it: `{status, headers, body}`.
+
+      iex> CMDC.Tool.MCP.HTTP.Wire.json(200, [{"mcp-session-id", "s1"}], %{"ok" => true})
+      {200, [{"content-type", "application/json"}, {"mcp-session-id", "s1"}], ~s({"ok":true})}
+  """
+  @spec json(100..599, [{String.t(), String.t()}], term()) ::
+          {100..599, [{String.t(), String.t()}], binary()}
+  def json(status, extra, body),
+    do: {status, [{"content-type", "application/json"} | extra], CMDC.Tool.JSON.encode!(body)}
+
   @doc "Ends a stream once its queued events are sent."
   @spec finish(stream()) :: :ok
   def finish(stream), do: Native.http_finish(stream)

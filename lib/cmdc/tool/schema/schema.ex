@@ -176,17 +176,19 @@ defmodule CMDC.Tool.Schema do
   @spec for_output(module()) :: {:ok, t()} | {:error, String.t()}
   def for_output(module) when is_atom(module) do
     cached(module, :output, "output_schema/0", fn ->
-      CMDC.Tool.Structured.output_schema(module) || {:error, "no output schema"}
+      if Code.ensure_loaded?(module) and function_exported?(module, :output_schema, 0),
+        do: module.output_schema(),
+        else: {:error, "no output schema"}
     end)
   end
 
   @doc false
   # CMDC.Tool.validate/2: the arguments validated against for_module/1's schema in one native
-  # call (strict mode's nulls dropped, as CMDC.Tool.RoundTrip does), compiled on first use.
+  # call (strict mode's nulls dropped: strict/2), compiled on first use.
   # `validate` (a remote capture, so the hot path allocates no closure) is the compiled
   # schema's path, taken when the module's schema is not stored yet.
   def validate_module(module, args) do
-    validate = &CMDC.Tool.RoundTrip.validate/2
+    validate = &__MODULE__.strict/2
 
     case module_md5(module) do
       nil -> with_compiled(module, validate, args)
@@ -197,7 +199,7 @@ defmodule CMDC.Tool.Schema do
   @doc false
   # CMDC.Tool.validate_json/2: the same for the JSON text a model sent, decoded in that call.
   def validate_module_json(module, text) do
-    validate = &CMDC.Tool.RoundTrip.validate_json/2
+    validate = &__MODULE__.strict_json/2
 
     case is_binary(text) and module_md5(module) do
       md5 when is_binary(md5) ->
@@ -205,6 +207,54 @@ defmodule CMDC.Tool.Schema do
 
       _no_version_or_not_text ->
         with_compiled(module, validate, text)
+    end
+  end
+
+  @doc false
+  # CMDC.Tool.RoundTrip.validate/2 (documented there): validate/2, then, on errors, again with
+  # the nulls strict mode introduced dropped. Here so that this module's own validation path
+  # and RoundTrip share it without calling each other.
+  @spec strict(t(), term()) :: {:ok, term()} | {:error, [error()]}
+  def strict(schema, args) do
+    case validate(schema, args) do
+      {:ok, args} -> {:ok, args}
+      {:error, errors} -> strict_retry(schema, args, errors)
+    end
+  end
+
+  @doc false
+  # CMDC.Tool.RoundTrip.validate_json/2: the same for JSON text.
+  @spec strict_json(t(), term()) :: {:ok, term()} | {:error, [error()]}
+  def strict_json(schema, text) do
+    case validate_json(schema, text) do
+      {:ok, args} -> {:ok, args}
+      {:error, errors} -> strict_retry_json(schema, text, errors)
+    end
+  end
+
+  @doc false
+  # CMDC.Tool.RoundTrip.retry/3.
+  @spec strict_retry(t(), term(), [error()]) :: {:ok, term()} | {:error, [error()]}
+  def strict_retry(schema, args, errors) do
+    if Enum.any?(errors, &(&1.keyword == "json")) do
+      {:error, errors}
+    else
+      with dropped when dropped != nil <- Native.schema_drop_nulls(schema, args),
+           {:ok, dropped} <- validate(schema, dropped) do
+        {:ok, dropped}
+      else
+        _ -> {:error, errors}
+      end
+    end
+  end
+
+  # As strict_retry/3 for JSON text (decoded again only on this, the failing, path).
+  defp strict_retry_json(schema, text, errors) do
+    with false <- Enum.any?(errors, &(&1.keyword == "json")),
+         {:ok, args} <- CMDC.Tool.JSON.decode(text) do
+      strict_retry(schema, args, errors)
+    else
+      _ -> {:error, errors}
     end
   end
 

@@ -322,7 +322,7 @@ defmodule CMDC.Tool.MCPTest do
   @tag timeout: 600_000
   test "end to end with the official MCP Python SDK over stdio" do
     {:ok, python} = CMDC.Tool.PythonEnv.python()
-    root = Path.expand("../../..", __DIR__)
+    root = Path.expand("../../../..", __DIR__)
     client = Path.join(root, "test/support/mcp_client.py")
 
     calls =

@@ -19,30 +19,25 @@ defmodule CMDC.Tool.Search do
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
-      iex> {:ok, [{"read_file", _score} | _]} = CMDC.Tool.Search.search(reg, "open a file and read it")
-      iex> CMDC.Tool.Search.search(reg, "", [])
+      iex> {:ok, [{"read_file", _score} | _]} = CMDC.Tool.Registry.search(reg, "open a file and read it")
+      iex> CMDC.Tool.Registry.search(reg, "", [])
       {:error, ~s(the search query is empty: describe the tool you need in a few words, e.g. "read a file")}
 
   A search costs a few µs on a normal scheduler; one that would read more (a huge catalog, a
   regex over every tool of 100,000) runs on a dirty scheduler.
   """
 
-  alias CMDC.Tool.{Native, Registry, Structured}
+  alias CMDC.Tool.{Native, Structured}
   require Native
 
   @typedoc "A found tool: its registered name and score (higher is better)."
   @type hit :: {String.t(), float()}
 
-  @doc """
-  Searches `reg` for `query`: `{:ok, hits}` best first, or `{:error, message}` for a query that
-  cannot be run (empty, over 4,096 bytes, a regex over 200 characters or that does not compile,
-  a bad option).
-
-  Options: `limit:` (default 5, at most 1,000), `mode:` (`:bm25` or `:regex`), `namespace:`,
-  `annotations:`.
-  """
-  @spec search(Registry.t(), String.t(), keyword()) :: {:ok, [hit()]} | {:error, String.t()}
-  def search(%Registry{ref: ref}, query, opts \\ []) when is_binary(query) do
+  @doc false
+  # CMDC.Tool.Registry.search/3 (documented there), over the registry's native resource: the
+  # registry calls this module, never the reverse.
+  @spec run(reference(), String.t(), keyword()) :: {:ok, [hit()]} | {:error, String.t()}
+  def run(ref, query, opts) when is_binary(query) do
     with {:ok, nif_opts} <- options(opts) do
       case Native.with_dirty(registry_search(ref, query, nif_opts)) do
         {:ok, {_generation, hits}} -> {:ok, hits}

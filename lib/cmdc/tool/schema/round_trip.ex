@@ -27,21 +27,11 @@ defmodule CMDC.Tool.RoundTrip do
 
   @doc "`CMDC.Tool.Schema.validate/2`, accepting what the schema's strict form asks for."
   @spec validate(Schema.t(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
-  def validate(schema, args) do
-    case Schema.validate(schema, args) do
-      {:ok, args} -> {:ok, args}
-      {:error, errors} -> retry(schema, args, errors)
-    end
-  end
+  defdelegate validate(schema, args), to: Schema, as: :strict
 
   @doc "`CMDC.Tool.Schema.validate_json/2`, accepting what the schema's strict form asks for."
   @spec validate_json(Schema.t(), term()) :: {:ok, term()} | {:error, [Schema.error()]}
-  def validate_json(schema, text) do
-    case Schema.validate_json(schema, text) do
-      {:ok, args} -> {:ok, args}
-      {:error, errors} -> retry_json(schema, text, errors)
-    end
-  end
+  defdelegate validate_json(schema, text), to: Schema, as: :strict_json
 
   @doc """
   After `errors` from validating `args` against `schema`: drops the nulls strict mode
@@ -49,29 +39,7 @@ defmodule CMDC.Tool.RoundTrip do
   """
   @spec retry(Schema.t(), term(), [Schema.error()]) ::
           {:ok, term()} | {:error, [Schema.error()]}
-  def retry(schema, args, errors) do
-    if Enum.any?(errors, &(&1.keyword == "json")) do
-      {:error, errors}
-    else
-      with dropped when dropped != nil <- Native.schema_drop_nulls(schema, args),
-           {:ok, dropped} <- Schema.validate(schema, dropped) do
-        {:ok, dropped}
-      else
-        _ -> {:error, errors}
-      end
-    end
-  end
-
-  @doc false
-  # As retry/3 for JSON text (decoded again only on this, the failing, path).
-  def retry_json(schema, text, errors) do
-    with false <- Enum.any?(errors, &(&1.keyword == "json")),
-         {:ok, args} <- CMDC.Tool.JSON.decode(text) do
-      retry(schema, args, errors)
-    else
-      _ -> {:error, errors}
-    end
-  end
+  defdelegate retry(schema, args, errors), to: Schema, as: :strict_retry
 
   @doc """
   The registered name a model meant by `called`: `called` when it is registered, else the one

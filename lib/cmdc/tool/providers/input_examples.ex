@@ -58,7 +58,7 @@ defmodule CMDC.Tool.InputExamples do
        "example #{i} of tool #{inspect(name)} is not an object: #{inspect(example, limit: 5)}"}
 
   defp invalid(module, name, example, i) do
-    case CMDC.Tool.validate(module, example) do
+    case CMDC.Tool.Schema.validate_module(module, example) do
       {:ok, _} ->
         nil
 

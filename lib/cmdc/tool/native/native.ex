@@ -38,7 +38,7 @@ defmodule CMDC.Tool.Native do
   end
 
   # `:upgrade`: this module was reloaded in a running VM (`recompile` in iex after
-  # lib/cmdc/tool/native.ex changed) while its previous version still holds a library; a NIF
+  # lib/cmdc/tool/native/native.ex changed) while its previous version still holds a library; a NIF
   # library cannot be swapped in a running VM, whatever was rebuilt.
   defp fix(:upgrade),
     do: "Fix: restart the VM (leave iex, run `iex -S mix` again): it loads the library built."

@@ -36,7 +36,7 @@ defmodule CMDC.Tool.Project do
   """
 
   @examples [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown]
-  @examples_dir Path.expand("../../../examples/tools", __DIR__)
+  @examples_dir Path.expand("../../../../examples/tools", __DIR__)
   @where "config :cmdc_tool, tools"
 
   @doc "The library's built-in example modules (served with `--examples`)."

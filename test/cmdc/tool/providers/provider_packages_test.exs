@@ -8,7 +8,7 @@ defmodule CMDC.Tool.ProviderPackagesTest do
   alias CMDC.Tool.{JSON, ProviderCheck, Providers}
 
   @moduletag timeout: 600_000
-  @corpus Path.expand("../../support/hostile_schemas.json", __DIR__)
+  @corpus Path.expand("../../../support/hostile_schemas.json", __DIR__)
   @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
 
   test "the corpus has at least 30 hostile schemas" do

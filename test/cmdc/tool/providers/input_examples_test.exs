@@ -225,7 +225,7 @@ defmodule CMDC.Tool.InputExamplesTest do
         Path.join(System.tmp_dir!(), "examples_check_#{System.unique_integer([:positive])}.json")
 
       File.write!(path, JSON.encode!(cases))
-      checker = Path.expand("../../support/deferred_check.py", __DIR__)
+      checker = Path.expand("../../../support/deferred_check.py", __DIR__)
       {out, 0} = System.cmd(python, [checker, path])
       File.rm(path)
       assert JSON.decode!(out) == %{"checked" => 5, "failures" => []}

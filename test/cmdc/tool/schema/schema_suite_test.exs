@@ -10,7 +10,7 @@ defmodule CMDC.Tool.SchemaSuiteTest do
 
   @suite System.get_env(
            "JSON_SCHEMA_TEST_SUITE",
-           Path.expand("../../../../shared/json-schema-test-suite", __DIR__)
+           Path.expand("../../../../../shared/json-schema-test-suite", __DIR__)
          )
   @remotes Path.join(@suite, "remotes")
 

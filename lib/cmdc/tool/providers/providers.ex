@@ -152,7 +152,7 @@ defmodule CMDC.Tool.Providers do
   end
 
   defp triple(module, context),
-    do: {module.name(), CMDC.Tool.description(module, context), module.parameters()}
+    do: {module.name(), CMDC.Tool.Structured.description(module, context), module.parameters()}
 
   @doc """
   The tools list as JSON text, ready for an HTTP body. On a registry the text is cached natively
@@ -207,9 +207,7 @@ defmodule CMDC.Tool.Providers do
       "t: `not` at /properties/x dropped"
   """
   @spec format_warnings([warning()]) :: String.t()
-  def format_warnings(warnings) do
-    Enum.map_join(warnings, "\n", fn w -> "#{w.tool}: #{w.message}" end)
-  end
+  defdelegate format_warnings(warnings), to: Warnings, as: :format
 
   @doc false
   # cmdc's to_schema/2, kept byte for byte.
@@ -274,7 +272,13 @@ defmodule CMDC.Tool.Providers do
       true
   """
   @spec schema_options() :: [atom()]
-  def schema_options, do: [:format, :strict, :warnings | CMDC.Tool.Deferred.options()]
+  def schema_options, do: [:format, :strict, :warnings | deferral_options()]
+
+  @doc false
+  # The options of the deferral pass (`CMDC.Tool.Deferred.options/0`). Written here, the lower
+  # module, so that this one can check every option without calling the pass.
+  @spec deferral_options() :: [atom()]
+  def deferral_options, do: [:defer, :always_loaded, :search, :loaded, :namespaces]
 
   defp options(opts) do
     CMDC.Tool.Options.check!(

@@ -52,6 +52,16 @@ defmodule CMDC.Tool.Structured do
   @spec output_schema(module()) :: map() | nil
   def output_schema(module), do: optional(module, :output_schema)
 
+  @doc false
+  # CMDC.Tool.description/2 (documented there). Here, with the other optional callbacks, so
+  # that what CMDC.Tool calls (registry, providers) reads descriptions without calling it back.
+  @spec description(module(), map()) :: String.t()
+  def description(module, context) do
+    if Code.ensure_loaded?(module) and function_exported?(module, :description, 1),
+      do: module.description(context),
+      else: module.description()
+  end
+
   defp optional(module, function) do
     if Code.ensure_loaded?(module) and function_exported?(module, function, 0),
       do: apply(module, function, []),

@@ -299,7 +299,7 @@ defmodule CMDC.Tool.Script do
       {_, {:ok, _group, defs}} -> defs
       _ -> []
     end)
-    |> Gen.define_many()
+    |> Gen.define_many(__MODULE__)
 
     Enum.map(built, fn
       {path, {:ok, group, _defs}} ->
@@ -667,7 +667,7 @@ defmodule CMDC.Tool.Script do
   unloads the modules of functions it no longer has by itself.
   """
   @spec unload([module()]) :: :ok
-  def unload(modules), do: Enum.each(modules, &Gen.undefine/1)
+  def unload(modules), do: Enum.each(modules, &Gen.undefine(&1, __MODULE__))
 
   @doc """
   Describes PowerShell source natively (no `pwsh`, no file): the description document.

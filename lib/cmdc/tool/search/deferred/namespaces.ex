@@ -157,7 +157,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
     cond do
       explicit -> explicit
-      name == CMDC.Tool.Search.Tool.name() -> nil
+      name == CMDC.Tool.Search.ToolSpec.name() -> nil
       spec.auto and Map.has_key?(names, name) -> own_namespace(source, names[name], name)
       true -> nil
     end
@@ -346,13 +346,17 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     candidates = candidates(ns, name)
 
     Enum.find_value(candidates, :error, fn c ->
-      if match?({:ok, _}, CMDC.Tool.find(tools, c)), do: {:ok, c}
+      if found?(tools, c), do: {:ok, c}
     end)
     |> case do
       {:ok, found} -> {:ok, found}
       :error -> mapped(tools, candidates)
     end
   end
+
+  # CMDC.Tool.find/2's lookup (this module is below CMDC.Tool: it must not call it).
+  defp found?(%Registry{} = reg, name), do: match?({:ok, _}, Registry.find(reg, name))
+  defp found?(modules, name) when is_list(modules), do: Enum.any?(modules, &(&1.name() == name))
 
   defp mapped(tools, candidates) do
     names =
@@ -427,7 +431,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     {:ok,
      %{
        id: item["call_id"] || item["id"],
-       name: CMDC.Tool.Search.Tool.name(),
+       name: CMDC.Tool.Search.ToolSpec.name(),
        arguments: item["arguments"] || %{}
      }}
   end

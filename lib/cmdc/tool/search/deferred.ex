@@ -44,13 +44,11 @@ defmodule CMDC.Tool.Deferred do
   alias CMDC.Tool.{Native, Providers, Registry, Result}
   alias CMDC.Tool.Deferred.Namespaces
   alias CMDC.Tool.Providers.{Described, Warnings}
-  alias CMDC.Tool.Search.Tool, as: SearchTool
-
-  @own [:defer, :always_loaded, :search, :loaded, :namespaces]
+  alias CMDC.Tool.Search.ToolSpec
 
   @doc "The options this pass reads (the rest go to `CMDC.Tool.Providers.convert/3`)."
   @spec options() :: [atom()]
-  def options, do: @own
+  defdelegate options, to: Providers, as: :deferral_options
 
   @doc """
   The tools list of `source` for `opts[:format]` with deferral applied (see the module doc).
@@ -60,7 +58,7 @@ defmodule CMDC.Tool.Deferred do
   def to_schema(source, context, opts) do
     {mode, opts} = Keyword.pop(opts, :warnings, :log)
     mode = Warnings.mode!(mode)
-    convert_opts = Keyword.drop(opts, @own)
+    convert_opts = Keyword.drop(opts, options())
     format = Keyword.get(opts, :format, :openai)
     namespaces = namespaces!(opts, format)
     {tools, warnings} = Providers.convert(source, context, convert_opts)
@@ -83,11 +81,11 @@ defmodule CMDC.Tool.Deferred do
   # Our own search tool's changes are not the user's to act on: its calls are checked against
   # its original schema, and it answers a bad query (empty, too long) with a clear error.
   defp own?(%{tool: name}, source) do
-    name == SearchTool.name() and
+    name == ToolSpec.name() and
       case source do
-        %Registry{} -> Registry.find(source, name) == {:ok, SearchTool}
-        %Described{tools: tools} -> Enum.any?(tools, &(&1.module == SearchTool))
-        modules -> SearchTool in modules
+        %Registry{} -> registered_own?(source)
+        %Described{tools: tools} -> Enum.any?(tools, &ToolSpec.own?(&1.module))
+        modules -> Enum.any?(modules, &ToolSpec.own?/1)
       end
   end
 
@@ -128,7 +126,7 @@ defmodule CMDC.Tool.Deferred do
       given_names(opts, :always_loaded, format)
       |> MapSet.union(given_names(opts, :loaded, format))
 
-    keep = MapSet.put(keep, SearchTool.name())
+    keep = MapSet.put(keep, ToolSpec.name())
 
     candidates =
       case Keyword.get(opts, :defer, false) do
@@ -207,7 +205,7 @@ defmodule CMDC.Tool.Deferred do
           else: tool
       end)
 
-    without_own = Enum.reject(marked, &(tool_name(&1) == SearchTool.name()))
+    without_own = Enum.reject(marked, &(tool_name(&1) == ToolSpec.name()))
     without_own ++ [search_declaration(format, mode, source, context, convert_opts)]
   end
 
@@ -215,7 +213,7 @@ defmodule CMDC.Tool.Deferred do
     kept =
       Enum.reject(
         decls,
-        &(MapSet.member?(deferred, tool_name(&1)) or tool_name(&1) == SearchTool.name())
+        &(MapSet.member?(deferred, tool_name(&1)) or tool_name(&1) == ToolSpec.name())
       )
 
     kept ++ [search_declaration(nil, :client, source, context, convert_opts)]
@@ -235,8 +233,8 @@ defmodule CMDC.Tool.Deferred do
     %{
       "type" => "tool_search",
       "execution" => "client",
-      "description" => SearchTool.description(),
-      "parameters" => SearchTool.parameters()
+      "description" => ToolSpec.description(),
+      "parameters" => ToolSpec.parameters()
     }
   end
 
@@ -244,13 +242,14 @@ defmodule CMDC.Tool.Deferred do
   defp search_declaration(_format, :client, source, context, convert_opts) do
     client_ready!(source)
     format = Keyword.get(convert_opts, :format, :openai)
-    {decls, _warnings} = Providers.convert([SearchTool], context, convert_opts)
+    own = %Described{tools: [ToolSpec.described()]}
+    {decls, _warnings} = Providers.convert(own, context, convert_opts)
     hd(declarations(decls, format))
   end
 
   # The runner resolves calls against the registry: our search tool must be in it.
   defp client_ready!(%Registry{} = reg) do
-    if Registry.find(reg, SearchTool.name()) != {:ok, SearchTool} do
+    if not registered_own?(reg) do
       raise ArgumentError,
             "search: :client needs CMDC.Tool.Search.Tool registered in the registry (so the " <>
               "runner can run its calls); register it or use CMDC.Tool.Session.new/2"
@@ -322,7 +321,7 @@ defmodule CMDC.Tool.Deferred do
     wanted = MapSet.new(found, &provider_name(&1["name"], :openai_responses))
     spec = namespaces!(opts, :openai_responses)
     {mode, opts} = Keyword.pop(opts, :warnings, :log)
-    opts = Keyword.put(Keyword.drop(opts, @own), :format, :openai_responses)
+    opts = Keyword.put(Keyword.drop(opts, options()), :format, :openai_responses)
     {all, warnings} = Providers.convert(source, %{}, opts)
     Warnings.report(warnings, :openai_responses, Warnings.mode!(mode))
 
@@ -335,4 +334,11 @@ defmodule CMDC.Tool.Deferred do
     do: {:ok, tools}
 
   def found(_result), do: :error
+
+  defp registered_own?(reg) do
+    case Registry.find(reg, ToolSpec.name()) do
+      {:ok, module} -> ToolSpec.own?(module)
+      :error -> false
+    end
+  end
 end
