@@ -1,9 +1,10 @@
 //! An outbound event stream (SSE) with a bound: the bytes queued and not yet taken by the
-//! connection. A client that does not read its socket makes the queue grow; past
-//! `soft` bytes droppable events (progress) are dropped, and an event that would take it past
-//! `hard` closes the stream instead (the connection is aborted, the sender told `Full` so it
-//! cancels the work behind the stream). One event is always accepted into an empty queue, so
-//! a large final answer still goes out to a client that reads.
+//! connection. A client that does not read its socket makes the queue grow; past `soft` bytes
+//! droppable events (progress) are dropped, and the stream is closed (the connection aborted,
+//! the sender told `Full` so it cancels the work behind the stream) when an event would take
+//! the queue past `hard`, or when the client has fallen `hard` bytes of dropped events behind
+//! without the queue draining under `soft` meanwhile. One event is always accepted into an
+//! empty queue, so a large final answer still goes out to a client that reads.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -48,6 +49,8 @@ struct Queue {
     state: State,
     waker: Option<Waker>,
     dropped: u64,
+    /// Bytes dropped since the queue was last under `soft`.
+    lag: usize,
     /// Told when the stream is closed over its bound: the connection may be blocked on a full
     /// socket, not polling the body, so it is ended from outside.
     abort: Option<Arc<Notify>>,
@@ -71,6 +74,7 @@ impl Stream {
                 state: State::Open,
                 waker: None,
                 dropped: 0,
+                lag: 0,
                 abort: None,
             }),
             soft,
@@ -89,18 +93,15 @@ impl Stream {
             return Err(Refused::Closed);
         }
         if droppable && q.bytes >= self.soft {
-            q.dropped += 1;
-            return Ok(Sent::Dropped);
+            q.lag = q.lag.saturating_add(event.len());
+            if q.lag <= self.hard {
+                q.dropped += 1;
+                return Ok(Sent::Dropped);
+            }
+            return Err(overflow(&mut q));
         }
         if q.bytes > 0 && q.bytes + event.len() > self.hard {
-            q.state = State::Closed;
-            q.events.clear();
-            q.bytes = 0;
-            wake(&mut q);
-            if let Some(abort) = q.abort.take() {
-                abort.notify_one();
-            }
-            return Err(Refused::Full);
+            return Err(overflow(&mut q));
         }
         q.bytes += event.len();
         q.events.push_back(event);
@@ -155,6 +156,9 @@ impl Stream {
         }
         if let Some(event) = q.events.pop_front() {
             q.bytes -= event.len();
+            if q.bytes < self.soft {
+                q.lag = 0;
+            }
             return Poll::Ready(Some(Ok(event)));
         }
         if q.state == State::Finished {
@@ -163,6 +167,18 @@ impl Stream {
         q.waker = Some(cx.waker().clone());
         Poll::Pending
     }
+}
+
+/// Closes the queue over its bound and ends its connection.
+fn overflow(q: &mut Queue) -> Refused {
+    q.state = State::Closed;
+    q.events.clear();
+    q.bytes = 0;
+    wake(q);
+    if let Some(abort) = q.abort.take() {
+        abort.notify_one();
+    }
+    Refused::Full
 }
 
 fn wake(q: &mut Queue) {

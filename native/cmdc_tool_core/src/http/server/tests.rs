@@ -192,8 +192,9 @@ async fn a_client_leaving_before_its_answer_is_told_to_the_handler() {
     assert!(exchange.reply(200, vec![], Bytes::new()).is_err());
 }
 
-#[tokio::test]
-async fn a_stream_nobody_reads_is_bounded_then_closed() {
+/// A server whose streams hold 64 kB before dropping progress and 256 kB in all, one request
+/// on it (never read) and its exchange.
+async fn small_streams() -> (Listener, TcpStream, Arc<Exchange>) {
     let limits = Limits {
         stream_soft_bytes: 64 * 1024,
         stream_hard_bytes: 256 * 1024,
@@ -206,6 +207,12 @@ async fn a_stream_nobody_reads_is_bounded_then_closed() {
         .await
         .unwrap();
     let (_head, exchange) = requests.recv().await.unwrap();
+    (server, socket, exchange)
+}
+
+#[tokio::test]
+async fn a_stream_nobody_reads_is_bounded_then_closed() {
+    let (_server, socket, exchange) = small_streams().await;
     let (tx, mut gone) = mpsc::unbounded_channel();
     exchange.on_gone(Box::new(move || {
         let _ = tx.send(());
@@ -236,6 +243,25 @@ async fn a_stream_nobody_reads_is_bounded_then_closed() {
     assert!(dropped > 0, "progress was never dropped first");
     assert_eq!(stream.send(event, false), Err(Refused::Closed));
     gone.recv().await.unwrap();
+    drop(socket);
+}
+
+#[tokio::test]
+async fn progress_alone_to_a_client_that_never_reads_closes_the_stream_too() {
+    let (_server, socket, exchange) = small_streams().await;
+    let stream = exchange.stream(200, vec![]).unwrap();
+    let event = Bytes::from(vec![b'p'; 16 * 1024]);
+    let mut outcome = None;
+    for _ in 0..65_536 {
+        if let Err(refused) = stream.send(event.clone(), true) {
+            outcome = Some(refused);
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(outcome, Some(Refused::Full));
+    // The limit counts what was dropped: a bit over `hard` past the point the queue was full.
+    assert!(stream.dropped() <= 17, "{} dropped", stream.dropped());
     drop(socket);
 }
 
