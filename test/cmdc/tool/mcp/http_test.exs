@@ -441,7 +441,9 @@ defmodule CMDC.Tool.MCP.HTTPTest do
   # (SSE accepted): that pid once the file is there.
   defp call_holding(socket, name, args, meta, pid_file) do
     params = %{"name" => name, "arguments" => args, "_meta" => Map.merge(@meta, meta)}
-    body = modern(1, "tools/call", params)
+
+    body =
+      JSON.encode!(%{"jsonrpc" => "2.0", "id" => 1, "method" => "tools/call", "params" => params})
 
     request =
       "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" <>
@@ -489,8 +491,8 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       list = JSON.encode!(%{"jsonrpc" => "2.0", "id" => 2, "method" => "tools/list"})
       :counters.put(clock, 1, 59_999)
       assert {200, _, _} = post(url, list, [{"mcp-session-id", session}])
-      # Used at 59,999: idle until 119,999.
-      :counters.put(clock, 1, 119_999)
+      # Used at 59,999: gone at 119,999.
+      :counters.put(clock, 1, 119_998)
       assert {200, _, _} = post(url, list, [{"mcp-session-id", session}])
       :counters.put(clock, 1, 179_999)
       {404, _, {:ok, reply}} = post(url, list, [{"mcp-session-id", session}])
