@@ -199,8 +199,8 @@ defmodule CMDC.Tool.MCP.HTTP do
 
   @impl true
   def handle_info({:cmdc_http, id, exchange, head}, state) do
-    spawn_link(Handler, :serve, [exchange, id, head, state.config])
-    {:noreply, state}
+    pid = spawn_link(Handler, :serve, [exchange, id, head, state.config])
+    {:noreply, %{state | workers: MapSet.put(state.workers, pid)}}
   end
 
   def handle_info(:sweep, %{config: config} = state) do
@@ -209,17 +209,18 @@ defmodule CMDC.Tool.MCP.HTTP do
     {:noreply, state}
   end
 
-  def handle_info({:EXIT, _pid, _reason}, state), do: {:noreply, state}
+  def handle_info({:EXIT, pid, _reason}, state),
+    do: {:noreply, %{state | workers: MapSet.delete(state.workers, pid)}}
+
   def handle_info(_msg, state), do: {:noreply, state}
 
   @impl true
   def terminate(_reason, state) do
     Wire.close(state.listener)
 
-    # Request processes are linked to this one: those still serving (calls, streams) end, and
-    # the runner cancels each call whose caller died.
-    {:links, links} = Process.info(self(), :links)
-    for pid <- links, is_pid(pid), do: Process.exit(pid, :shutdown)
+    # Request processes still serving (calls, streams) end, and the runner cancels each call
+    # whose caller died.
+    for pid <- state.workers, do: Process.exit(pid, :shutdown)
     :ok
   end
 end

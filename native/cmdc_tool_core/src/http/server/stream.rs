@@ -198,16 +198,19 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// What a [`StreamBody`] runs when the connection lets go of it.
+pub type OnDrop = Box<dyn FnOnce(&Stream) + Send + Sync>;
+
 /// The response body reading a [`Stream`]; `on_drop` runs when the connection lets go of it
 /// (written to the end, or the client gone).
 pub struct StreamBody {
     stream: Arc<Stream>,
-    on_drop: Option<Box<dyn FnOnce(&Stream) + Send + Sync>>,
+    on_drop: Option<OnDrop>,
 }
 
 impl StreamBody {
     /// The body of `stream`; `on_drop` is told when the connection lets go of it.
-    pub fn new(stream: Arc<Stream>, on_drop: Box<dyn FnOnce(&Stream) + Send + Sync>) -> Self {
+    pub fn new(stream: Arc<Stream>, on_drop: OnDrop) -> Self {
         StreamBody {
             stream,
             on_drop: Some(on_drop),
