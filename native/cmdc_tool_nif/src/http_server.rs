@@ -203,10 +203,15 @@ fn http_close(listener: ResourceArc<HttpListener>) -> Atom {
 fn http_watch(env: Env, exchange: ResourceArc<HttpExchange>) -> Atom {
     let pid = env.pid();
     let id = exchange.0.id;
-    exchange.0.on_gone(Box::new(move || {
+    // Run on a runtime thread when the connection lets go: an owned env sends from there.
+    let registered = exchange.0.on_gone(Box::new(move || {
         let _ =
             OwnedEnv::new().send_and_clear(&pid, |env| (atoms::cmdc_http_gone(), id).encode(env));
     }));
+    if !registered {
+        // Already gone: told from this (scheduler) thread, with its own env.
+        let _ = env.send(&pid, (atoms::cmdc_http_gone(), id).encode(env));
+    }
     atoms::ok()
 }
 

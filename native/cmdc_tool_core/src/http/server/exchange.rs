@@ -113,16 +113,18 @@ impl Exchange {
         }
     }
 
-    /// Runs `f` once if the client leaves before its answer is complete (at once if it has).
-    pub fn on_gone(&self, f: Callback) {
+    /// Runs `f` once if the client leaves before its answer is complete. `false` (and `f`
+    /// dropped unrun) when it has already left: the caller tells its own way, since `f` may
+    /// only be safe to run from the runtime's threads.
+    pub fn on_gone(&self, f: Callback) -> bool {
         let mut presence = lock(&self.presence);
         match &mut *presence {
-            Presence::Waiting(callbacks) => callbacks.push(f),
-            Presence::Gone => {
-                drop(presence);
-                f()
+            Presence::Waiting(callbacks) => {
+                callbacks.push(f);
+                true
             }
-            Presence::Done => {}
+            Presence::Gone => false,
+            Presence::Done => true,
         }
     }
 

@@ -183,12 +183,13 @@ async fn a_client_leaving_before_its_answer_is_told_to_the_handler() {
         .unwrap();
     let (_head, exchange) = requests.recv().await.unwrap();
     let (tx, mut gone) = mpsc::unbounded_channel();
-    exchange.on_gone(Box::new(move || {
+    assert!(exchange.on_gone(Box::new(move || {
         let _ = tx.send(());
-    }));
+    })));
     drop(socket);
     gone.recv().await.unwrap();
     assert!(exchange.is_gone());
+    assert!(!exchange.on_gone(Box::new(|| panic!("run after the client left"))));
     assert!(exchange.reply(200, vec![], Bytes::new()).is_err());
 }
 
@@ -214,9 +215,9 @@ async fn small_streams() -> (Listener, TcpStream, Arc<Exchange>) {
 async fn a_stream_nobody_reads_is_bounded_then_closed() {
     let (_server, socket, exchange) = small_streams().await;
     let (tx, mut gone) = mpsc::unbounded_channel();
-    exchange.on_gone(Box::new(move || {
+    assert!(exchange.on_gone(Box::new(move || {
         let _ = tx.send(());
-    }));
+    })));
     let stream = exchange.stream(200, vec![]).unwrap();
     let event = Bytes::from(vec![b'x'; 16 * 1024]);
     let (mut dropped, mut full) = (0, false);
@@ -300,9 +301,9 @@ async fn closing_the_listener_ends_its_connections() {
         .unwrap();
     let (_head, exchange) = requests.recv().await.unwrap();
     let (tx, mut gone) = mpsc::unbounded_channel();
-    exchange.on_gone(Box::new(move || {
+    assert!(exchange.on_gone(Box::new(move || {
         let _ = tx.send(());
-    }));
+    })));
     drop(server);
     gone.recv().await.unwrap();
     assert_eq!(read_all(socket).await, "");
