@@ -134,7 +134,8 @@ defmodule CMDC.Tool.MCP.HTTP do
       schedule_sweep(limits)
       described = Enum.map(MCP.tools(mcp), &MCP.describe/1)
 
-      {:ok, %{listener: listener, table: table, port: port, config: config, described: described}}
+      state = %{listener: listener, table: table, port: port, config: config}
+      {:ok, Map.merge(state, %{described: described, workers: MapSet.new()})}
     else
       {:error, reason} -> {:stop, reason}
     end
