@@ -121,7 +121,7 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
 
     receive do
       {Runner, ^ref, {:update, payload}} ->
-        {:update, payload}
+        {:update, latest(ref, payload)}
 
       {Runner, ^ref, {:done, result}} ->
         {:done, result}
@@ -134,6 +134,16 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
 
       {__MODULE__, :cancel} ->
         stop(handle, mon, :cancelled)
+    end
+  end
+
+  # Progress coalesces: of the updates already waiting, only the newest is sent, so a tool
+  # reporting faster than this process can encode never grows its mailbox.
+  defp latest(ref, payload) do
+    receive do
+      {Runner, ^ref, {:update, newer}} -> latest(ref, newer)
+    after
+      0 -> payload
     end
   end
 
