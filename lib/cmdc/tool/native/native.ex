@@ -90,6 +90,17 @@ defmodule CMDC.Tool.Native do
   def exec_ack(_handle, _n), do: err()
   def exec_kill_all, do: err()
 
+  # http_server.rs
+  def http_listen(_opts), do: err()
+  def http_close(_listener), do: err()
+  def http_watch(_exchange), do: err()
+  def http_reply(_exchange, _status, _headers, _body), do: err()
+  def http_reply_dirty(_exchange, _status, _headers, _body), do: err()
+  def http_stream(_exchange, _status, _headers), do: err()
+  def http_send(_stream, _event, _droppable), do: err()
+  def http_send_dirty(_stream, _event, _droppable), do: err()
+  def http_finish(_stream), do: err()
+
   # json.rs
   def json_decode(_text), do: err()
   def json_decode_dirty(_text), do: err()
