@@ -82,13 +82,11 @@ defmodule CMDC.Tool.Approval do
   end
 
   defp in_file(module, name) do
-    case module && :persistent_term.get({CMDC.Tool.Script, module}, nil) do
-      %{script: %{path: path, function: function, kind: :python}} ->
-        "add `#{function}.executionPolicy = \"auto\"` below the function in #{path}."
-
-      %{script: %{path: path, kind: :powershell}} ->
-        "add `# TOOL_CONFIG: {\"executionPolicy\": \"auto\"}` to the function's help in #{path}."
-
+    with %{script: %{path: path, function: function, kind: kind}} <-
+           module && :persistent_term.get({CMDC.Tool.Script, module}, nil),
+         %{allow_hint: hint} <- CMDC.Tool.Script.language(kind) do
+      String.replace(hint, "{function}", function) <> " in #{path}."
+    else
       _ ->
         "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or pass " <>
           "`policies: %{\"#{name}\" => :auto}` to CMDC.Tool.Runner."
