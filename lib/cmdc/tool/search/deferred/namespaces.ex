@@ -27,7 +27,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
       {"namespace", "github", ["create_issue"]}
   """
 
-  alias CMDC.Tool.{Registry, RoundTrip}
+  alias CMDC.Tool.{Native, Registry, RoundTrip}
   alias CMDC.Tool.Providers.Described
 
   @typedoc "The `namespaces:` option checked: explicit namespaces and whether to group the rest."
@@ -64,8 +64,9 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   defp namespace_name!(name) when is_atom(name) and name not in [nil, true, false],
     do: namespace_name!(Atom.to_string(name))
 
+  # A name OpenAI Responses takes as it is (the native name rule of that format).
   defp namespace_name!(name) when is_binary(name) do
-    if name =~ ~r/^[A-Za-z0-9_-]{1,64}$/,
+    if RoundTrip.provider_name(name, @format) == {:ok, name},
       do: name,
       else:
         raise(
@@ -196,12 +197,13 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   defp option(_options, _key), do: nil
 
-  # The `server__` prefix the client gave the name (the server's name made a valid name), else
-  # (`namespace: false` clients) the server's own name.
+  # The `server__` prefix the client gave the name (its name is the native rule's
+  # `tool_name_namespaced/2` of server and tool), else (`namespace: false` clients, a name the
+  # rule cut to 128 characters) the server's own name.
   defp server_prefix(%{server: server}, name) when is_binary(server) do
     case String.split(name, "__", parts: 2) do
       [prefix, rest] when rest != "" ->
-        if prefix == String.replace(server, ~r/[^A-Za-z0-9_.-]/, "_"), do: prefix, else: server
+        if Native.tool_name_namespaced(server, rest) == name, do: prefix, else: server
 
       _ ->
         server
@@ -305,20 +307,8 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     %{"type" => "namespace", "name" => ns, "description" => description, "tools" => functions}
   end
 
-  # The name the provider is given (`RoundTrip.name_for/2`), without a native call for the
-  # names it takes as they are.
-  defp given(name) when byte_size(name) in 1..64 do
-    if plain?(name), do: name, else: RoundTrip.name_for(name, @format)
-  end
-
+  # The name the provider is given (the native rule, `RoundTrip.name_for/2`).
   defp given(name), do: RoundTrip.name_for(name, @format)
-
-  defp plain?(<<c, rest::binary>>)
-       when c in ?a..?z or c in ?A..?Z or c in ?0..?9 or c == ?_ or c == ?-,
-       do: plain?(rest)
-
-  defp plain?(<<>>), do: true
-  defp plain?(_), do: false
 
   # A namespace nobody described: its functions' names (what tool search reads first).
   defp describe(ns, functions) do
@@ -350,7 +340,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     end)
     |> case do
       {:ok, found} -> {:ok, found}
-      :error -> mapped(tools, candidates)
+      :error -> mapped(tools, ns, name, candidates)
     end
   end
 
@@ -358,7 +348,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   defp found?(%Registry{} = reg, name), do: match?({:ok, _}, Registry.find(reg, name))
   defp found?(modules, name) when is_list(modules), do: Enum.any?(modules, &(&1.name() == name))
 
-  defp mapped(tools, candidates) do
+  defp mapped(tools, ns, name, candidates) do
     names =
       case tools do
         %Registry{} -> Enum.map(Registry.list(tools), & &1.name())
@@ -366,7 +356,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
         _ -> []
       end
 
-    mapped_names(names, candidates)
+    mapped_names(names, ns, name, candidates)
   end
 
   @doc """
@@ -386,18 +376,24 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     candidates = candidates(ns, name)
 
     case Enum.find(candidates, &(&1 in names)) do
-      nil -> mapped_names(names, candidates)
+      nil -> mapped_names(names, ns, name, candidates)
       found -> {:ok, found}
     end
   end
 
-  defp mapped_names(names, candidates) do
-    Enum.find_value(candidates, :error, fn c ->
+  # A name the provider was given for a registered one; else the one registered name whose
+  # leaf in `ns` is `name` (a leaf over 64 characters is itself a mapped name).
+  defp mapped_names(names, ns, name, candidates) do
+    Enum.find_value(candidates, fn c ->
       case RoundTrip.original_name(names, c) do
         {:ok, found} -> {:ok, found}
         :error -> nil
       end
-    end)
+    end) ||
+      case Enum.filter(names, &(leaf_name(ns, &1) == name)) do
+        [found] -> {:ok, found}
+        _ -> :error
+      end
   end
 
   defp candidates(ns, name), do: [ns <> "__" <> name, ns <> "." <> name, name]
