@@ -82,14 +82,16 @@ defmodule CMDC.Tool.Approval do
   end
 
   defp in_file(module, name) do
+    # A runner caller (an agent's code, a test) has the `policies:` option whatever the kind.
+    runner = "pass `policies: %{\"#{name}\" => :auto}` (or an `approver:`) to CMDC.Tool.Runner."
+
     with %{script: %{path: path, function: function, kind: kind}} <-
            module && :persistent_term.get({CMDC.Tool.Script, module}, nil),
          %{allow_hint: hint} <- CMDC.Tool.Script.language(kind) do
-      String.replace(hint, "{function}", function) <> " in #{path}."
+      String.replace(hint, "{function}", function) <> " in #{path}, or " <> runner
     else
       _ ->
-        "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or pass " <>
-          "`policies: %{\"#{name}\" => :auto}` to CMDC.Tool.Runner."
+        "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or " <> runner
     end
   end
 end
