@@ -66,7 +66,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   # A name OpenAI Responses takes as it is (the native name rule of that format).
   defp namespace_name!(name) when is_binary(name) do
-    if RoundTrip.provider_name(name, @format) == {:ok, name},
+    if RoundTrip.provider_name(name, :openai_responses) == {:ok, name},
       do: name,
       else:
         raise(
