@@ -321,7 +321,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   # Whether namespace `ns` holds the registered tool `registered` a call named `name` in it.
   defp held?(tools, ns, name, registered, spec) do
     prefixed?(ns, name, registered) or explicit?(spec, ns, registered) or
-      (registered == name and own_of(tools, registered) == ns)
+      ((registered == name or given(registered) == name) and own_of(tools, registered) == ns)
   end
 
   # Written with the namespace's prefix (`ns__name`, `ns.name`, or as the provider was given it).
@@ -397,7 +397,8 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
     held = fn registered ->
       prefixed?(ns, name, registered) or explicit?(spec, ns, registered) or
-        (registered == name and Map.get(namespaces, registered) == ns)
+        ((registered == name or given(registered) == name) and
+           Map.get(namespaces, registered) == ns)
     end
 
     candidates = candidates(ns, name)
