@@ -4,6 +4,11 @@ rustler::atoms! {
     ok,
     error,
     r#yield = "yield",
+    // provider envelopes (providers_formats)
+    chat_function,
+    typed_flat,
+    flat,
+    declarations,
     nil,
     true_atom = "true",
     false_atom = "false",

@@ -10,7 +10,7 @@ use cmdc_tool_core::discovery::{
 use rustler::{Encoder, Env, NifMap, Term};
 
 use crate::atoms;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::options::{self, Options};
 use crate::term::from_value;
 
@@ -276,4 +276,29 @@ fn discovery_claude_plugins<'a>(env: Env<'a>, opts: Term<'a>) -> Result<Term<'a>
         "settings": found.settings.iter().map(|p| path_json(p)).collect::<Vec<_>>(),
     });
     Ok(from_value(env, &value))
+/// The home folder (`raw`: `$HOME` or the `:home` option): `{:ok, absolute}` or
+/// `{:error, reason}` (`cmdc_tool_core::discovery::home`, the one rule).
+#[rustler::nif]
+fn home_user(raw: Option<String>) -> Result<String> {
+    let home = discovery::home::user_home(raw.as_deref()).map_err(Error::Message)?;
+    Ok(home.to_string_lossy().into_owned())
+}
+
+/// `$CMDC_HOME` (`raw`) under the home folder `home`: `{:ok, absolute | nil}` or
+/// `{:error, reason}`.
+#[rustler::nif]
+fn home_cmdc(raw: Option<String>, home: Option<String>) -> Result<Option<String>> {
+    let home = PathBuf::from(home.unwrap_or_default());
+    let dir = discovery::home::cmdc_home(raw.as_deref(), &home).map_err(Error::Message)?;
+    Ok(dir.map(|d| d.to_string_lossy().into_owned()))
+}
+
+/// The user's cmdc folders, the one to write first (`$CMDC_HOME` when usable, `~/.cmdc`).
+#[rustler::nif]
+fn home_cmdc_dirs(raw: Option<String>, home: Option<String>) -> Vec<String> {
+    let home = PathBuf::from(home.unwrap_or_default());
+    discovery::home::cmdc_dirs(raw.as_deref(), &home)
+        .into_iter()
+        .map(|d| d.to_string_lossy().into_owned())
+        .collect()
 }

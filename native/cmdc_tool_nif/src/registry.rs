@@ -468,17 +468,39 @@ fn registry_build<'a>(
     Ok(Built::encode(&built, env))
 }
 
-/// The provider formats, one atom per row of `cmdc_tool_core::providers::FORMATS`, with
-/// whether `strict: true` changes them: `[{format, has_strict}]`.
+/// One row of `cmdc_tool_core::providers::FORMATS` as Elixir reads it
+/// (`CMDC.Tool.Providers.format_row/1`): every Elixir pass asks the row, never a format name.
+#[derive(rustler::NifMap)]
+struct FormatRow {
+    format: rustler::Atom,
+    strict: bool,
+    envelope: rustler::Atom,
+    examples_field: Option<String>,
+    defer_loading: bool,
+    namespaces: bool,
+}
+
+/// The provider formats, in the table's order.
 #[rustler::nif]
-fn providers_formats<'a>(env: Env<'a>) -> Vec<(rustler::Atom, bool)> {
+fn providers_formats(env: Env<'_>) -> Vec<FormatRow> {
+    use cmdc_tool_core::providers::Envelope;
     providers::FORMATS
         .iter()
         .filter_map(|s| {
-            Some((
-                rustler::Atom::from_str(env, s.label).ok()?,
-                s.strict.is_some(),
-            ))
+            let envelope = match s.envelope {
+                Envelope::ChatFunction => atoms::chat_function(),
+                Envelope::TypedFlat => atoms::typed_flat(),
+                Envelope::Flat => atoms::flat(),
+                Envelope::Declarations => atoms::declarations(),
+            };
+            Some(FormatRow {
+                format: rustler::Atom::from_str(env, s.label).ok()?,
+                strict: s.strict.is_some(),
+                envelope,
+                examples_field: s.examples_field.map(str::to_owned),
+                defer_loading: s.defer_loading,
+                namespaces: s.namespaces,
+            })
         })
         .collect()
 }

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use cmdc_tool_core::scripts::{
+    language::Describer,
     languages,
     load::{self, Loaded},
     pool, powershell, Language, Settings,
@@ -193,6 +194,34 @@ fn script_call<'a>(
         }
     });
     Ok(handle)
+}
+
+/// One script language as Elixir reads it (`CMDC.Tool.Script.languages/0`): what the CLI,
+/// `doctor` and approval messages say about its tools comes from here, not from Elixir.
+#[derive(NifMap)]
+struct LanguageInfo {
+    name: String,
+    label: String,
+    extensions: Vec<String>,
+    program: String,
+    allow_hint: String,
+    native_describer: bool,
+}
+
+/// Every script language, in the order messages name them (`scripts::languages::ALL`).
+#[rustler::nif]
+fn script_languages() -> Vec<LanguageInfo> {
+    languages::ALL
+        .iter()
+        .map(|l| LanguageInfo {
+            name: l.name().to_owned(),
+            label: l.label().to_owned(),
+            extensions: l.extensions().iter().map(|e| (*e).to_owned()).collect(),
+            program: l.program().to_owned(),
+            allow_hint: l.allow_hint().to_owned(),
+            native_describer: matches!(l.describer(), Describer::Native(_)),
+        })
+        .collect()
 }
 
 #[rustler::nif]

@@ -244,8 +244,12 @@ defmodule CMDC.Tool.CLI do
 
   defp mcp_source(tool), do: "mcp server #{tool.server}: #{relative(tool.path)}"
 
-  defp kind(%{kind: :script, path: path}),
-    do: if(String.ends_with?(path, ".ps1"), do: :powershell, else: :python)
+  defp kind(%{kind: :script, path: path}) do
+    case CMDC.Tool.Script.language(path) do
+      %{name: name} -> String.to_existing_atom(name)
+      nil -> :script
+    end
+  end
 
   defp kind(_), do: :elixir
 end

@@ -7,7 +7,7 @@ defmodule CMDC.Tool.CLI.Doctor do
 
   alias CMDC.Tool.CLI
   alias CMDC.Tool.CLI.Output
-  alias CMDC.Tool.{Providers, RoundTrip}
+  alias CMDC.Tool.{Providers, RoundTrip, Script}
   alias CMDC.Tool.Providers.Warnings
 
   @doc """
@@ -107,7 +107,7 @@ defmodule CMDC.Tool.CLI.Doctor do
 
     scripts = for %{type: :script, path: script} <- scan.ignored, do: to_string(script)
 
-    for {script, result} <- CMDC.Tool.Script.cache_status(scripts),
+    for {script, result} <- Script.cache_status(scripts),
         problem = cache_problem(script, result),
         do: "#{CLI.relative(script)}: #{problem}"
   end
@@ -129,15 +129,11 @@ defmodule CMDC.Tool.CLI.Doctor do
 
   defp cache_problem(_script, {:error, message}), do: message
 
+  # Each script language's program (the native trait's `program/0`), where it is missing.
   defp interpreters do
-    [
-      if(System.find_executable("python3") == nil,
-        do: "python3 not found: Python script tools cannot run"
-      ),
-      if(System.find_executable("pwsh") == nil,
-        do: "pwsh not found: PowerShell script tools are described but cannot run"
-      )
-    ]
-    |> Enum.reject(&is_nil/1)
+    for lang <- Script.languages(), System.find_executable(lang.program) == nil do
+      cannot = if lang.native_describer, do: "are described but cannot run", else: "cannot run"
+      "#{lang.program} not found: #{lang.label} script tools #{cannot}"
+    end
   end
 end

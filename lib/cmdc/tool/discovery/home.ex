@@ -1,7 +1,9 @@
 defmodule CMDC.Tool.Home do
   @moduledoc """
   The user's folders: the home folder (`~`) and `$CMDC_HOME`, checked once for everything that
-  reads user files (discovery, MCP configs, the compile cache, the script cache key).
+  reads user files (discovery, the trust list, MCP configs, the compile cache, the script cache
+  key). The rule is the native core's (`native/cmdc_tool_core/src/discovery/home.rs`), which
+  discovery's scan applies too; this module calls it and logs what it refuses.
 
   Both must be absolute paths. A relative or empty one would be read relative to whatever folder
   the agent runs in, so a cloned repository's `mcp.json`, `trusted.json`, tools and plugins
@@ -26,6 +28,7 @@ defmodule CMDC.Tool.Home do
       ~s|CMDC_HOME is ".cmdc", not an absolute path: ignored (a relative one would be read from the project folder, making a repository's files the user's). Set it to an absolute path or unset it|
   """
 
+  alias CMDC.Tool.Native
   require Logger
 
   @doc """
@@ -36,14 +39,9 @@ defmodule CMDC.Tool.Home do
   def user_home(opts \\ []) do
     raw = Keyword.get_lazy(opts, :home, &System.user_home/0)
 
-    if is_binary(raw) and Path.type(raw) == :absolute do
-      {:ok, Path.expand(raw)}
-    else
-      refuse(
-        opts,
-        "the home folder is #{inspect(raw)}, not an absolute path: user folders, plugins and " <>
-          "user MCP configs are not read (set HOME to an absolute path)"
-      )
+    case Native.home_user(text(raw)) do
+      {:ok, home} -> {:ok, home}
+      {:error, reason} -> refuse(opts, reason)
     end
   end
 
@@ -55,25 +53,11 @@ defmodule CMDC.Tool.Home do
   @spec cmdc_home(keyword()) :: {:ok, String.t() | nil} | {:error, String.t()}
   def cmdc_home(opts \\ []) do
     raw = Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end)
+    home = Keyword.get_lazy(opts, :home, &System.user_home/0)
 
-    cond do
-      raw == nil ->
-        {:ok, nil}
-
-      is_binary(raw) and Path.type(raw) == :absolute ->
-        {:ok, Path.expand(raw)}
-
-      is_binary(raw) and (raw == "~" or String.starts_with?(raw, "~/")) ->
-        with {:ok, home} <- user_home(opts),
-             do: {:ok, Path.join(home, String.trim_leading(raw, "~"))}
-
-      true ->
-        refuse(
-          opts,
-          "CMDC_HOME is #{inspect(raw)}, not an absolute path: ignored (a relative one would " <>
-            "be read from the project folder, making a repository's files the user's). Set it " <>
-            "to an absolute path or unset it"
-        )
+    case Native.home_cmdc(text(raw), text(home)) do
+      {:ok, dir} -> {:ok, dir}
+      {:error, reason} -> refuse(opts, reason)
     end
   end
 
@@ -81,18 +65,24 @@ defmodule CMDC.Tool.Home do
   The user's cmdc folder: `$CMDC_HOME` when valid, else `~/.cmdc`; `nil` when neither is usable.
   """
   @spec cmdc_dir(keyword()) :: String.t() | nil
-  def cmdc_dir(opts \\ []) do
-    case cmdc_home(opts) do
-      {:ok, dir} when is_binary(dir) ->
-        dir
+  def cmdc_dir(opts \\ []), do: List.first(cmdc_dirs(opts))
 
-      _ ->
-        case user_home(opts) do
-          {:ok, home} -> Path.join(home, ".cmdc")
-          {:error, _} -> nil
-        end
-    end
+  @doc """
+  Every cmdc folder of the user, the one `cmdc_dir/1` gives first: `$CMDC_HOME` when usable,
+  then `~/.cmdc` when the home folder is usable (what discovery reads: trust lists, plugins).
+  """
+  @spec cmdc_dirs(keyword()) :: [String.t()]
+  def cmdc_dirs(opts \\ []) do
+    # A refused value is logged (once) here too, as wherever the user's folders are read.
+    _ = {user_home(opts), cmdc_home(opts)}
+    raw = Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end)
+    home = Keyword.get_lazy(opts, :home, &System.user_home/0)
+    Native.home_cmdc_dirs(text(raw), text(home))
   end
+
+  # What the native rule reads: UTF-8 text or nil (anything else is as unusable as unset).
+  defp text(value) when is_binary(value), do: if(String.valid?(value), do: value, else: "")
+  defp text(_value), do: nil
 
   @doc """
   Whether `cwd` is the home folder (the same folder on disk, symlinks followed): its project

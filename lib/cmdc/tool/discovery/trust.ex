@@ -4,8 +4,9 @@ defmodule CMDC.Tool.Discovery.Trust do
   project tool folders (`.cmdc/tools`, …) and `.mcp.json` servers are loaded. What
   `mix cmdc.tools trust [PATH]`, `untrust [PATH]` and `trusted` do.
 
-  The file written is `$CMDC_HOME/trusted.json` when `CMDC_HOME` is set, else
-  `~/.cmdc/trusted.json`; `list/1` reads both, as discovery does. Entries are absolute paths
+  The file written is `$CMDC_HOME/trusted.json` when `CMDC_HOME` is usable (absolute, or `~/…`;
+  the rule of `CMDC.Tool.Home`), else `~/.cmdc/trusted.json`; `list/1` reads both, as discovery
+  does. Entries are absolute paths
   (a relative entry would trust whatever folder an agent runs in).
 
       iex> home = Path.join(System.tmp_dir!(), "cmdc_trust_doc_#{System.unique_integer([:positive])}")
@@ -36,7 +37,7 @@ defmodule CMDC.Tool.Discovery.Trust do
   of a relative `path`, default `File.cwd!/0`).
   """
 
-  alias CMDC.Tool.JSON
+  alias CMDC.Tool.{Home, JSON}
 
   @options [:home, :cmdc_home, :cwd]
 
@@ -45,9 +46,9 @@ defmodule CMDC.Tool.Discovery.Trust do
   def trust(path \\ nil, opts \\ []) do
     opts = CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Discovery.Trust.trust/2")
     folder = folder(path, opts)
-    file = file(opts)
 
-    with {:ok, list} <- read(file) do
+    with {:ok, file} <- file(opts),
+         {:ok, list} <- read(file) do
       if folder in list, do: {:ok, file}, else: write(file, list ++ [folder])
     end
   end
@@ -57,9 +58,9 @@ defmodule CMDC.Tool.Discovery.Trust do
   def untrust(path \\ nil, opts \\ []) do
     opts = CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Discovery.Trust.untrust/2")
     folder = folder(path, opts)
-    file = file(opts)
 
-    with {:ok, list} <- read(file) do
+    with {:ok, file} <- file(opts),
+         {:ok, list} <- read(file) do
       if folder in list,
         do: write(file, list -- [folder]),
         else: {:error, "#{folder} is not in the trust list #{file}"}
@@ -72,17 +73,34 @@ defmodule CMDC.Tool.Discovery.Trust do
     opts = CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Discovery.Trust.list/1")
     home = home(opts)
 
-    for dir <- Enum.uniq(Enum.reject([cmdc_home(opts), Path.join(home, ".cmdc")], &is_nil/1)),
+    for dir <- Home.cmdc_dirs(home_opts(opts)),
         file = Path.join(dir, "trusted.json"),
         {:ok, list} <- [read(file)],
         folder <- list,
         do: {expand(folder, home), file}
   end
 
-  @doc "The trust list file `trust/2` writes."
-  @spec file(keyword()) :: String.t()
+  @doc """
+  The trust list file `trust/2` writes: `trusted.json` in the user's cmdc folder
+  (`CMDC.Tool.Home.cmdc_dir/1`: `$CMDC_HOME` when it is usable, else `~/.cmdc`), the first file
+  discovery reads. `{:error, reason}` when neither folder is usable (a relative `HOME` and no
+  absolute `CMDC_HOME`).
+  """
+  @spec file(keyword()) :: {:ok, String.t()} | {:error, String.t()}
   def file(opts \\ []) do
-    Path.join(cmdc_home(opts) || Path.join(home(opts), ".cmdc"), "trusted.json")
+    case Home.cmdc_dir(home_opts(opts)) do
+      nil -> {:error, "no user folder to keep the trust list in: " <> home_reason(opts)}
+      dir -> {:ok, Path.join(dir, "trusted.json")}
+    end
+  end
+
+  defp home_opts(opts), do: Keyword.take(opts, [:home, :cmdc_home])
+
+  defp home_reason(opts) do
+    case Home.user_home(home_opts(opts)) do
+      {:error, reason} -> reason
+      {:ok, _} -> "HOME and CMDC_HOME are unusable"
+    end
   end
 
   defp folder(path, opts) do
@@ -91,14 +109,6 @@ defmodule CMDC.Tool.Discovery.Trust do
   end
 
   defp home(opts), do: Path.expand(Keyword.get_lazy(opts, :home, &System.user_home!/0))
-
-  defp cmdc_home(opts) do
-    case Keyword.get_lazy(opts, :cmdc_home, fn -> System.get_env("CMDC_HOME") end) do
-      nil -> nil
-      "" -> nil
-      dir -> Path.expand(dir)
-    end
-  end
 
   defp expand("~" <> rest, home), do: home <> rest
   defp expand(folder, _home), do: folder

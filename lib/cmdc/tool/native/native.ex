@@ -79,6 +79,9 @@ defmodule CMDC.Tool.Native do
   # discovery.rs
   def discovery_scan(_opts, _previous_digest), do: err()
   def discovery_claude_plugins(_opts), do: err()
+  def home_user(_raw), do: err()
+  def home_cmdc(_raw, _home), do: err()
+  def home_cmdc_dirs(_raw, _home), do: err()
 
   # exec.rs
   def exec_start(_opts, _stdin), do: err()
@@ -179,6 +182,7 @@ defmodule CMDC.Tool.Native do
   def script_workers, do: err()
   def script_stop(_path), do: err()
   def script_describe_powershell(_source, _path), do: err()
+  def script_languages, do: err()
 
   # stdio.rs
   def stdio_protocol_fd(_fd), do: err()

@@ -130,12 +130,18 @@ defmodule CMDC.Tool.InputExamples do
   @spec put_examples(map(), atom(), [map()] | nil) :: map()
   def put_examples(tool, _format, nil), do: tool
   def put_examples(tool, _format, []), do: tool
-  def put_examples(tool, :anthropic, examples), do: Map.put(tool, "input_examples", examples)
 
   def put_examples(%{"function" => function} = tool, format, examples),
     do: %{tool | "function" => put_examples(function, format, examples)}
 
-  def put_examples(tool, _format, examples) do
+  def put_examples(tool, format, examples) do
+    case CMDC.Tool.Providers.Formats.row(format).examples_field do
+      nil -> put_block(tool, examples)
+      field -> Map.put(tool, field, examples)
+    end
+  end
+
+  defp put_block(tool, examples) do
     case block(examples) do
       nil -> tool
       text -> Map.update(tool, "description", text, &String.trim_trailing(&1 <> "\n\n" <> text))

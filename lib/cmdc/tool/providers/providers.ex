@@ -98,7 +98,7 @@ defmodule CMDC.Tool.Providers do
       [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
   """
   @spec formats() :: [atom()]
-  def formats, do: Enum.map(Native.providers_formats(), &elem(&1, 0))
+  defdelegate formats, to: CMDC.Tool.Providers.Formats, as: :names
 
   @doc """
   The tools list in a provider's format, and the warnings: `{tools, warnings}`.

@@ -260,7 +260,7 @@ defmodule CMDC.Tool.Script do
     absolute = Enum.map(paths, &Path.expand/1)
 
     native_opts = %{
-      languages: languages(opts[:python]),
+      languages: language_settings(opts[:python]),
       describe_timeout_ms: opts[:describe_timeout],
       cache: opts[:cache],
       cache_key: opts[:cache_key] || CacheKey.get(),
@@ -510,7 +510,7 @@ defmodule CMDC.Tool.Script do
 
     with {:ok, args_json} <- encode_args(args) do
       native_opts = %{
-        languages: languages(opts[:python] || Application.get_env(:cmdc_tool, :python)),
+        languages: language_settings(opts[:python] || Application.get_env(:cmdc_tool, :python)),
         timeout_ms: opts[:timeout],
         max_workers: opts[:max_workers],
         idle_timeout_ms: opts[:idle_timeout],
@@ -670,6 +670,64 @@ defmodule CMDC.Tool.Script do
   @spec unload([module()]) :: :ok
   def unload(modules), do: Enum.each(modules, &Gen.undefine(&1, __MODULE__))
 
+  @typedoc "A script language, as the native side defines it (`scripts/languages.rs`)."
+  @type language :: %{
+          name: String.t(),
+          label: String.t(),
+          extensions: [String.t()],
+          program: String.t(),
+          allow_hint: String.t(),
+          native_describer: boolean()
+        }
+
+  @doc """
+  The script languages, in the order messages name them: each one's `name` (the `kind` of its
+  tools), `label`, file `extensions`, the `program` its tools need on PATH, how to let one
+  function run without asking (`allow_hint`, `{function}` standing for its name) and whether
+  it is described without that program (`native_describer`). Read from the native trait, so
+  nothing in Elixir names a language.
+
+      iex> Enum.map(CMDC.Tool.Script.languages(), & &1.name)
+      ["python", "powershell"]
+  """
+  @spec languages() :: [language()]
+  def languages do
+    case :persistent_term.get({__MODULE__, :languages}, nil) do
+      nil ->
+        languages = Native.script_languages()
+        :persistent_term.put({__MODULE__, :languages}, languages)
+        languages
+
+      languages ->
+        languages
+    end
+  end
+
+  @doc """
+  The language of a tool `kind` (`:python`, `"powershell"`) or of a script path, or `nil`.
+
+      iex> CMDC.Tool.Script.language("tools/notes.PS1").label
+      "PowerShell"
+      iex> CMDC.Tool.Script.language(:python).program
+      "python3"
+  """
+  @spec language(atom() | String.t()) :: language() | nil
+  def language(kind) when is_atom(kind), do: language_named(Atom.to_string(kind))
+
+  def language(name_or_path) when is_binary(name_or_path) do
+    language_named(name_or_path) ||
+      case Path.extname(name_or_path) do
+        "." <> ext ->
+          ext = String.downcase(ext)
+          Enum.find(languages(), &(ext in &1.extensions))
+
+        _ ->
+          nil
+      end
+  end
+
+  defp language_named(name), do: Enum.find(languages(), &(&1.name == name))
+
   @doc """
   Describes PowerShell source natively (no `pwsh`, no file): the description document.
   """
@@ -691,7 +749,7 @@ defmodule CMDC.Tool.Script do
 
   # Each language's settings, read only by that language's native implementation
   # (`native/cmdc_tool_core/src/scripts/python.rs`, `powershell.rs`).
-  defp languages(python) do
+  defp language_settings(python) do
     python_settings = %{"worker" => worker_path()}
 
     %{

@@ -43,7 +43,7 @@ defmodule CMDC.Tool.Deferred do
 
   alias CMDC.Tool.{Native, Providers, Registry, Result}
   alias CMDC.Tool.Deferred.Namespaces
-  alias CMDC.Tool.Providers.{Described, Warnings}
+  alias CMDC.Tool.Providers.{Described, Formats, Warnings}
   alias CMDC.Tool.Search.ToolSpec
 
   @doc "The options this pass reads (the rest go to `CMDC.Tool.Providers.convert/3`)."
@@ -119,31 +119,35 @@ defmodule CMDC.Tool.Deferred do
   end
 
   defp namespaces!(opts, format) do
-    case {Namespaces.spec!(Keyword.get(opts, :namespaces)), format} do
-      {nil, _} ->
+    case Namespaces.spec!(Keyword.get(opts, :namespaces)) do
+      nil ->
         nil
 
-      {spec, :openai_responses} ->
-        spec
-
-      {_spec, other} ->
-        raise ArgumentError,
+      spec ->
+        if Formats.row(format).namespaces,
+          do: spec,
+          else:
+            raise(
+              ArgumentError,
               "namespaces: is an OpenAI Responses feature (format: :openai_responses), " <>
-                "not #{inspect(other)}"
+                "not #{inspect(format)}"
+            )
     end
   end
 
-  # Gemini nests its declarations in one tool object.
-  defp declarations([%{"functionDeclarations" => decls}], f)
-       when f in [:gemini, :gemini_json_schema],
-       do: decls
+  # A `:declarations` envelope (Gemini) nests the declarations in one tool object.
+  defp declarations(tools, format) do
+    case {Formats.row(format).envelope, tools} do
+      {:declarations, [%{"functionDeclarations" => decls}]} -> decls
+      _ -> tools
+    end
+  end
 
-  defp declarations(tools, _format), do: tools
-
-  defp wrap(decls, f) when f in [:gemini, :gemini_json_schema],
-    do: [%{"functionDeclarations" => decls}]
-
-  defp wrap(decls, _format), do: decls
+  defp wrap(decls, format) do
+    if Formats.row(format).envelope == :declarations,
+      do: [%{"functionDeclarations" => decls}],
+      else: decls
+  end
 
   defp tool_name(%{"function" => %{"name" => name}}), do: name
   defp tool_name(%{"name" => name}), do: name
@@ -225,8 +229,14 @@ defmodule CMDC.Tool.Deferred do
         "search: expects one of #{inspect(allowed)} for this format, got #{inspect(other)}"
       )
 
-  defp defer(decls, deferred, format, mode, source, context, convert_opts)
-       when format in [:anthropic, :openai_responses] do
+  defp defer(decls, deferred, format, mode, source, context, convert_opts) do
+    if Formats.row(format).defer_loading,
+      do: mark(decls, deferred, format, mode, source, context, convert_opts),
+      else: leave_out(decls, deferred, source, context, convert_opts)
+  end
+
+  # Deferred tools stay, marked; the provider's own search (or ours) finds them.
+  defp mark(decls, deferred, format, mode, source, context, convert_opts) do
     marked =
       Enum.map(decls, fn tool ->
         if MapSet.member?(deferred, tool_name(tool)),
@@ -238,7 +248,8 @@ defmodule CMDC.Tool.Deferred do
     without_own ++ [search_declaration(format, mode, source, context, convert_opts)]
   end
 
-  defp defer(decls, deferred, _format, :client, source, context, convert_opts) do
+  # Deferred tools are left out; our search tool finds them.
+  defp leave_out(decls, deferred, source, context, convert_opts) do
     kept =
       Enum.reject(
         decls,

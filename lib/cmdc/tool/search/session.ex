@@ -48,7 +48,7 @@ defmodule CMDC.Tool.Session do
 
     opts = Keyword.put_new(opts, :defer, true)
     format = Keyword.get(opts, :format, :openai)
-    hosted = format in [:anthropic, :openai_responses] and opts[:search] != :client
+    hosted = CMDC.Tool.Providers.Formats.row(format).defer_loading and opts[:search] != :client
 
     if not hosted and Registry.find(reg, SearchTool.name()) != {:ok, SearchTool} do
       :ok = Registry.register(reg, SearchTool)

@@ -164,24 +164,10 @@ impl Compiler<'_> {
         if !root && map.contains_key("$id") {
             return None;
         }
-        let modern = matches!(self.draft, Draft::Draft201909 | Draft::Draft202012);
-        if let Some(target) = map.get("$ref") {
-            let target = self.reference(target.as_str()?)?;
-            if !modern {
-                // Before 2019-09 a `$ref` replaces its siblings.
-                if map.contains_key("$id") {
-                    return None;
-                }
-                return Some(Node {
-                    all_of: vec![target],
-                    ..Node::any()
-                });
-            }
-        }
-        let mut node = Node::any();
-        if let Some(target) = map.get("$ref") {
-            node.all_of.push(self.reference(target.as_str()?)?);
-        }
+        let mut node = match self.with_ref(map)? {
+            Ok(node) => node,
+            Err(replaced) => return Some(replaced),
+        };
         let mut string = StringChecks::default();
         let mut number = NumberChecks::default();
         let (mut props, mut required): (Option<&Map<String, Value>>, Vec<&str>) = (None, vec![]);
@@ -271,28 +257,7 @@ impl Compiler<'_> {
             ));
         }
         if items.is_some() || prefix_items.is_some() || min_items.is_some() || max_items.is_some() {
-            let (prefix, rest) = match (items, prefix_items) {
-                (Some(Value::Array(list)), None) if self.draft != Draft::Draft202012 => {
-                    let prefix = list.iter().map(|s| self.sub(s)).collect::<Option<_>>()?;
-                    let rest = match additional_items {
-                        Some(s) => self.rest(s)?,
-                        None => Rest::Any,
-                    };
-                    (prefix, rest)
-                }
-                (Some(Value::Array(_)), _) => return None,
-                (items, prefix) => {
-                    let prefix = match prefix {
-                        Some(list) => self.subs(list)?,
-                        None => vec![],
-                    };
-                    let rest = match items {
-                        Some(s) => self.rest(s)?,
-                        None => Rest::Any,
-                    };
-                    (prefix, rest)
-                }
-            };
+            let (prefix, rest) = self.items(items, prefix_items, additional_items)?;
             node.array = Some(Box::new(ArrayChecks {
                 prefix,
                 rest,
@@ -301,6 +266,59 @@ impl Compiler<'_> {
             }));
         }
         Some(node)
+    }
+
+    /// The node a schema's `$ref` starts: `Ok(node)` to fill with the siblings (2019-09 and
+    /// later, where `$ref` is one more check), `Err(node)` when the reference replaces them
+    /// (earlier drafts); `None` when it cannot be compiled here.
+    fn with_ref(&mut self, map: &Map<String, Value>) -> Option<Result<Node, Node>> {
+        let Some(target) = map.get("$ref") else {
+            return Some(Ok(Node::any()));
+        };
+        let target = self.reference(target.as_str()?)?;
+        let node = Node {
+            all_of: vec![target],
+            ..Node::any()
+        };
+        if matches!(self.draft, Draft::Draft201909 | Draft::Draft202012) {
+            Some(Ok(node))
+        } else if map.contains_key("$id") {
+            None
+        } else {
+            Some(Err(node))
+        }
+    }
+
+    /// The array checks' positional part: `items` as a list (before 2020-12, with
+    /// `additionalItems`) or `prefixItems` + `items` (2020-12).
+    fn items(
+        &mut self,
+        items: Option<&Value>,
+        prefix_items: Option<&Value>,
+        additional_items: Option<&Value>,
+    ) -> Option<(Vec<u32>, Rest)> {
+        match (items, prefix_items) {
+            (Some(Value::Array(list)), None) if self.draft != Draft::Draft202012 => {
+                let prefix = list.iter().map(|s| self.sub(s)).collect::<Option<_>>()?;
+                let rest = match additional_items {
+                    Some(s) => self.rest(s)?,
+                    None => Rest::Any,
+                };
+                Some((prefix, rest))
+            }
+            (Some(Value::Array(_)), _) => None,
+            (items, prefix) => {
+                let prefix = match prefix {
+                    Some(list) => self.subs(list)?,
+                    None => vec![],
+                };
+                let rest = match items {
+                    Some(s) => self.rest(s)?,
+                    None => Rest::Any,
+                };
+                Some((prefix, rest))
+            }
+        }
     }
 
     fn object(

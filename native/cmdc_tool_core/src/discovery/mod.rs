@@ -6,13 +6,14 @@
 //! Nothing here executes or compiles anything: the scan only reads the file system and returns
 //! what it found, in precedence order. The Elixir side (`CMDC.Tool.Discovery`) compiles.
 //!
-//! Layers, each file using only those above it: `model` (types, the walk's state) ←
-//! `metadata` ← `walk` ← `plugins`, `trust` ← `claude_plugins` (Claude Code's installed
-//! plugins) ← `roots` (the entry point, [`scan`]) and `digest`.
+//! Layers, each file using only those above it: `home` (the user's folders, one rule) ← `model`
+//! (types, the walk's state) ← `metadata` ← `walk` ← `plugins`, `trust` ← `claude_plugins`
+//! (Claude Code's installed plugins) ← `roots` (the entry point, [`scan`]) and `digest`.
 //! File reads and path expansion are `crate::fs`.
 
 mod claude_plugins;
 mod digest;
+pub mod home;
 mod metadata;
 mod model;
 mod plugins;

@@ -1,12 +1,12 @@
 //! What a scan is made of: its configuration, the files and notes it reports, and the state of
-//! one walk ([`Ctx`]). Every other discovery file reads these; this one reads none of them.
+//! one walk ([`Ctx`]). Every other discovery file reads these; this one reads only `home`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::fs::expand;
+use super::home;
 
 /// Folders nested deeper than this under a tool folder are not walked.
 pub const MAX_DEPTH: usize = 8;
@@ -270,38 +270,16 @@ impl Ctx {
 }
 
 impl Config {
-    /// `$CMDC_HOME` as an absolute path: `Ok(None)` when unset, an error when it is neither
-    /// absolute nor `~/…`. A relative one would be read from whatever folder the agent runs in,
-    /// making a cloned repository's `trusted.json`, `mcp.json`, tools and plugins the user's; it is
-    /// ignored (the default `~/.cmdc` still applies).
+    /// `$CMDC_HOME` as an absolute path (the rule: [`super::home::cmdc_home`]).
     pub fn cmdc_home(&self, home: &Path) -> Result<Option<PathBuf>, String> {
-        let Some(raw) = &self.cmdc_home else {
-            return Ok(None);
-        };
-        let text = raw.to_string_lossy();
-        let tilde = text == "~" || text.starts_with("~/");
-        if raw.is_absolute() || (tilde && home.is_absolute()) {
-            return Ok(Some(expand(&text, Path::new("/"), home)));
-        }
-        Err(format!(
-            "CMDC_HOME is {}, not an absolute path: ignored (a relative one would be read from the \
-             project folder, making a repository's files the user's). Set it to an absolute path \
-             or unset it",
-            json_string(&text)
-        ))
+        let raw = self.cmdc_home.as_ref().map(|p| p.to_string_lossy());
+        home::cmdc_home(raw.as_deref(), home)
     }
 
     /// `$CMDC_HOME` (when valid) and `~/.cmdc` (when the home folder is absolute).
     pub(super) fn cmdc_homes(&self, home: &Path) -> Vec<PathBuf> {
-        let mut homes = Vec::new();
-        if let Ok(Some(ch)) = self.cmdc_home(home) {
-            homes.push(ch);
-        }
-        let default = home.join(".cmdc");
-        if home.is_absolute() && !homes.contains(&default) {
-            homes.push(default);
-        }
-        homes
+        let raw = self.cmdc_home.as_ref().map(|p| p.to_string_lossy());
+        home::cmdc_dirs(raw.as_deref(), home)
     }
 }
 

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::claude_plugins::{claude_plugins, PluginStatus};
+use super::home;
 use super::model::{
     json_string, Config, Ctx, NoteKind, Plugin, Scan, Source, PROVIDER_DIRS, TRUST_FILE,
 };
@@ -89,12 +90,7 @@ fn is_home(cwd: &Path, home: &Path) -> bool {
 /// Notes a `$CMDC_HOME` or home folder that is not used (see [`cmdc_home`]).
 fn check_homes(cx: &mut Ctx, config: &Config, home: &Path) {
     cx.enter(Source::User, "cmdc", home, None);
-    if !home.is_absolute() {
-        let reason = format!(
-            "the home folder {} is not an absolute path: user folders, plugins and the trust \
-             list are not read (set HOME to an absolute path)",
-            json_string(&home.to_string_lossy())
-        );
+    if let Err(reason) = home::user_home(Some(&home.to_string_lossy())) {
         cx.note(home, NoteKind::BadHome, reason);
     }
     if let Err(reason) = config.cmdc_home(home) {

@@ -211,7 +211,9 @@ fn classifies_files() {
             (NoteKind::Unsupported, "x.txt".to_string())
         ]
     );
-    assert!(scan.ignored[1].reason.contains("not a tool file"));
+    assert!(scan.ignored[1]
+        .reason
+        .contains("not a tool file (tools are .ex, .exs, .py or .ps1;"));
 }
 
 #[test]

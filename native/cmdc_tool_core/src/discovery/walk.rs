@@ -259,12 +259,23 @@ fn classify_other(cx: &mut Ctx, path: &Path, name: &str, explicit: bool) {
             path,
             NoteKind::Unsupported,
             format!(
-                "{}: not a tool file (tools are .ex, .exs, .py or .ps1; .md and .json are \
-                 metadata)",
-                path.display()
+                "{}: not a tool file (tools are {}; .md and .json are metadata)",
+                path.display(),
+                tool_extensions()
             ),
         ),
     }
+}
+
+/// The tool file extensions for messages: Elixir's, then each script language's
+/// (`.ex, .exs, .py or .ps1`).
+fn tool_extensions() -> String {
+    let mut all: Vec<String> = vec![".ex".into(), ".exs".into()];
+    for lang in languages::ALL {
+        all.extend(lang.extensions().iter().map(|e| format!(".{e}")));
+    }
+    let last = all.pop().unwrap_or_default();
+    format!("{} or {last}", all.join(", "))
 }
 
 fn visit_classified(

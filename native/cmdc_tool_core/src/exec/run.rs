@@ -124,11 +124,9 @@ where
     on_start(pid);
 
     let feed = feed(child.stdin.take(), input, spec.stdin.clone());
-    let splitter = if spec.stream_lines {
-        Some((LineSplitter::new(spec.max_line), on_line))
-    } else {
-        None
-    };
+    let splitter = spec
+        .stream_lines
+        .then(|| (LineSplitter::new(spec.max_line), on_line));
     let err_splitter = on_err_line.map(|f| (LineSplitter::new(spec.max_line), f));
     let window = spec.window.clone();
     let (out_gate, err_gate) = Gate::pair(window.as_ref());
@@ -146,51 +144,22 @@ where
         interactive,
         err_gate,
     );
-    let io = async move {
-        tokio::pin!(feed);
-        let pair = async { tokio::join!(out, err) };
-        tokio::pin!(pair);
-        // A conversation's input never ends by itself: once the output is closed, stop feeding.
-        let mut fed = false;
-        let (out, err) = tokio::select! {
-            r = &mut pair => r,
-            _ = &mut feed => { fed = true; (&mut pair).await }
-        };
-        if !fed && !interactive {
-            (&mut feed).await;
-        }
-        ((), out, err)
-    };
+    let io = pump(feed, out, err, interactive);
     tokio::pin!(io);
     tokio::pin!(cancel);
-
-    let deadline = spec.timeout.map(|t| tokio::time::Instant::now() + t);
-    let timer = async move {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => std::future::pending::<()>().await,
-        }
-    };
+    let timer = expiry(spec.timeout.map(|t| tokio::time::Instant::now() + t));
     tokio::pin!(timer);
 
     let mut io_done = None;
-    let mut ending = Ending::Exited;
-    let mut status = None;
-    {
+    let (ending, status) = {
         let wait = child.wait();
         tokio::pin!(wait);
-        loop {
-            tokio::select! {
-                r = &mut io, if io_done.is_none() => io_done = Some(r),
-                st = &mut wait => { status = st.ok(); break; }
-                _ = &mut timer => { ending = Ending::TimedOut; break; }
-                _ = &mut cancel => { ending = Ending::Cancelled; break; }
-            }
-        }
-        if ending != Ending::Exited {
-            status = stop(pid, spec.kill_grace, wait, io.as_mut(), &mut io_done).await;
-        }
-    }
+        let ends = Ends {
+            timer: timer.as_mut(),
+            cancel: cancel.as_mut(),
+        };
+        watch(pid, spec.kill_grace, wait, io.as_mut(), &mut io_done, ends).await
+    };
     // Whatever the program left behind in its group goes too (a background job holding the pipes
     // would otherwise keep this run open).
     kill_group(pid, libc::SIGKILL);
@@ -204,13 +173,21 @@ where
     }
     let (_, out, err) = match io_done {
         Some(r) => r,
-        None => match tokio::time::timeout(DRAIN, &mut io).await {
-            Ok(r) => r,
-            Err(_) => ((), CappedBuffer::new(0), CappedBuffer::new(0)),
-        },
+        None => drained(io).await,
     };
+    Ok(outcome(pid, ending, status, out, err, started))
+}
+
+fn outcome(
+    pid: u32,
+    ending: Ending,
+    status: Option<ExitStatus>,
+    out: CappedBuffer,
+    err: CappedBuffer,
+    started: Instant,
+) -> Outcome {
     let (code, signal) = status.as_ref().map(status_parts).unwrap_or((None, None));
-    Ok(Outcome {
+    Outcome {
         os_pid: pid,
         ending,
         code,
@@ -220,7 +197,85 @@ where
         stdout_dropped: out.dropped,
         stderr_dropped: err.dropped,
         duration: started.elapsed(),
-    })
+    }
+}
+
+/// Feeds stdin while both outputs are read; the outputs once both have ended. A
+/// conversation's input never ends by itself: once the output is closed, feeding stops.
+async fn pump<F, O, E>(
+    feed: F,
+    out: O,
+    err: E,
+    interactive: bool,
+) -> ((), CappedBuffer, CappedBuffer)
+where
+    F: Future<Output = ()>,
+    O: Future<Output = CappedBuffer>,
+    E: Future<Output = CappedBuffer>,
+{
+    tokio::pin!(feed);
+    let pair = async { tokio::join!(out, err) };
+    tokio::pin!(pair);
+    let mut fed = false;
+    let (out, err) = tokio::select! {
+        r = &mut pair => r,
+        _ = &mut feed => { fed = true; (&mut pair).await }
+    };
+    if !fed && !interactive {
+        (&mut feed).await;
+    }
+    ((), out, err)
+}
+
+/// What ends a run early: its time-out and its caller's cancel.
+struct Ends<'a, T, C> {
+    timer: Pin<&'a mut T>,
+    cancel: Pin<&'a mut C>,
+}
+
+/// Waits for the program while its output is read, until it exits, times out or is cancelled
+/// (then stopped: [`stop`]); how it ended, and its status when known.
+async fn watch<W, I, T, C>(
+    pid: u32,
+    grace: Duration,
+    mut wait: Pin<&mut W>,
+    mut io: Pin<&mut I>,
+    io_done: &mut Option<I::Output>,
+    mut ends: Ends<'_, T, C>,
+) -> (Ending, Option<ExitStatus>)
+where
+    W: Future<Output = io::Result<ExitStatus>>,
+    I: Future,
+    T: Future<Output = ()>,
+    C: Future<Output = ()>,
+{
+    let ending = loop {
+        tokio::select! {
+            r = &mut io, if io_done.is_none() => *io_done = Some(r),
+            st = &mut wait => return (Ending::Exited, st.ok()),
+            _ = &mut ends.timer => break Ending::TimedOut,
+            _ = &mut ends.cancel => break Ending::Cancelled,
+        }
+    };
+    (ending, stop(pid, grace, wait, io, io_done).await)
+}
+
+/// What is left of the output after the program ended, given [`DRAIN`] to arrive.
+async fn drained<I>(io: Pin<&mut I>) -> ((), CappedBuffer, CappedBuffer)
+where
+    I: Future<Output = ((), CappedBuffer, CappedBuffer)>,
+{
+    tokio::time::timeout(DRAIN, io)
+        .await
+        .unwrap_or_else(|_| ((), CappedBuffer::new(0), CappedBuffer::new(0)))
+}
+
+/// Ends at `deadline`, or never without one.
+async fn expiry(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending::<()>().await,
+    }
 }
 
 /// Writes the program's stdin: `input`'s chunks as they come (a conversation), or `data` then

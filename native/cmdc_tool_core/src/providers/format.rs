@@ -78,6 +78,14 @@ pub struct Spec {
     pub envelope: Envelope,
     /// How warnings name the target.
     pub target: &'static str,
+    /// The tool field that carries example arguments (`input_examples`); `None`: an
+    /// "Examples:" block at the end of the description (`CMDC.Tool.InputExamples`).
+    pub examples_field: Option<&'static str>,
+    /// Deferred tools stay in the list marked `defer_loading`, and the provider can search them
+    /// itself; otherwise they are left out and `search_tools` finds them (`CMDC.Tool.Deferred`).
+    pub defer_loading: bool,
+    /// Functions can be grouped in namespaces (`CMDC.Tool.Deferred.Namespaces`).
+    pub namespaces: bool,
 }
 
 /// Every format, in [`Format`]'s order.
@@ -92,6 +100,9 @@ pub const FORMATS: &[Spec] = &[
         name_rule: Rule::OpenAI,
         envelope: Envelope::ChatFunction,
         target: "OpenAI strict mode",
+        examples_field: None,
+        defer_loading: false,
+        namespaces: false,
     },
     Spec {
         format: Format::OpenAIResponses,
@@ -103,6 +114,9 @@ pub const FORMATS: &[Spec] = &[
         name_rule: Rule::OpenAI,
         envelope: Envelope::TypedFlat,
         target: "OpenAI strict mode",
+        examples_field: None,
+        defer_loading: true,
+        namespaces: true,
     },
     Spec {
         format: Format::Anthropic,
@@ -114,6 +128,9 @@ pub const FORMATS: &[Spec] = &[
         name_rule: Rule::OpenAI,
         envelope: Envelope::Flat,
         target: "Anthropic strict tool use",
+        examples_field: Some("input_examples"),
+        defer_loading: true,
+        namespaces: false,
     },
     Spec {
         format: Format::Gemini,
@@ -125,6 +142,9 @@ pub const FORMATS: &[Spec] = &[
         name_rule: Rule::Gemini,
         envelope: Envelope::Declarations,
         target: "Gemini function declarations",
+        examples_field: None,
+        defer_loading: false,
+        namespaces: false,
     },
     Spec {
         format: Format::GeminiJsonSchema,
@@ -136,6 +156,9 @@ pub const FORMATS: &[Spec] = &[
         name_rule: Rule::Gemini,
         envelope: Envelope::Declarations,
         target: "Gemini parametersJsonSchema",
+        examples_field: None,
+        defer_loading: false,
+        namespaces: false,
     },
     Spec {
         format: Format::Mcp,
@@ -147,6 +170,9 @@ pub const FORMATS: &[Spec] = &[
         name_rule: Rule::Mcp,
         envelope: Envelope::Flat,
         target: "MCP",
+        examples_field: None,
+        defer_loading: false,
+        namespaces: false,
     },
 ];
 

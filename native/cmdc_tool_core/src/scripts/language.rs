@@ -81,6 +81,11 @@ pub trait Language: Send + Sync {
     fn extensions(&self) -> &'static [&'static str];
     /// The `type` field of its description document (and of the cache).
     fn module_type(&self) -> &'static str;
+    /// The program its tools need on PATH (`doctor` checks it): `python3`, `pwsh`.
+    fn program(&self) -> &'static str;
+    /// How to let one function run without asking, as a sentence's object with `{function}`
+    /// where the function's name goes (the approval message appends "in <path>").
+    fn allow_hint(&self) -> &'static str;
     fn describer(&self) -> Describer;
     fn calls(&self) -> Calls;
     /// The process to start for `mode` and the script at `script` (a describer serves the

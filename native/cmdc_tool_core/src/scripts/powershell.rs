@@ -1099,6 +1099,14 @@ impl Language for PowerShell {
         "PowerShellModule"
     }
 
+    fn program(&self) -> &'static str {
+        "pwsh"
+    }
+
+    fn allow_hint(&self) -> &'static str {
+        "add `# TOOL_CONFIG: {\"executionPolicy\": \"auto\"}` to the function's help"
+    }
+
     fn describer(&self) -> Describer {
         Describer::Native(describe)
     }

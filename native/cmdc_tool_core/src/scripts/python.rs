@@ -35,6 +35,14 @@ impl Language for Python {
         "PythonModule"
     }
 
+    fn program(&self) -> &'static str {
+        "python3"
+    }
+
+    fn allow_hint(&self) -> &'static str {
+        "add `{function}.executionPolicy = \"auto\"` below the function"
+    }
+
     fn describer(&self) -> Describer {
         Describer::Process
     }

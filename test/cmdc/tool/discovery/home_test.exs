@@ -5,6 +5,7 @@ defmodule CMDC.Tool.HomeTest do
   use ExUnit.Case, async: true
 
   alias CMDC.Tool.{Discovery, Home, JSON}
+  alias CMDC.Tool.Discovery.Trust
   alias CMDC.Tool.MCP.Servers
 
   doctest Home
@@ -52,6 +53,71 @@ defmodule CMDC.Tool.HomeTest do
       def execute(_, _), do: {:ok, "evil"}
     end
     """)
+  end
+
+  # The one CMDC_HOME rule (native/cmdc_tool_core/src/discovery/home.rs) through each path that
+  # reads it: CMDC.Tool.Home, the trust list `mix cmdc.tools trust` writes (Trust), and the
+  # native scan that reads that list. `expected` is the folder each must use; nil: ~/.cmdc.
+  test "CMDC_HOME unset, empty, relative, absolute or ~: Home, Trust and the scan agree",
+       %{dir: dir, home: home} do
+    project = Path.join(dir, "project")
+    File.mkdir_p!(project)
+    absolute = Path.join(dir, "cmdc_home")
+
+    cases = [
+      {nil, nil},
+      {"", nil},
+      {".cmdc", nil},
+      {"cmdc/nested", nil},
+      {"~user/x", nil},
+      {absolute, absolute},
+      {absolute <> "/sub/..", absolute},
+      {"~", home},
+      {"~/ch", Path.join(home, "ch")}
+    ]
+
+    for {raw, expected} <- cases do
+      opts = [home: home, cmdc_home: raw]
+      folder = expected || Path.join(home, ".cmdc")
+
+      assert Home.cmdc_dir(opts) == folder, "cmdc_dir for #{inspect(raw)}"
+      assert hd(Home.cmdc_dirs(opts)) == folder
+
+      case Home.cmdc_home(opts ++ [log: false]) do
+        {:ok, nil} -> assert raw == nil
+        {:ok, found} -> assert found == expected
+        {:error, reason} -> assert expected == nil and reason =~ "not an absolute path"
+      end
+
+      # The file `trust` writes is the one the scan reads, and never the project's own.
+      assert {:ok, file} = Trust.trust(project, opts)
+      assert file == Path.join(folder, "trusted.json"), "trust file for #{inspect(raw)}"
+      refute String.starts_with?(file, project)
+      assert Discovery.project_trusted?(opts ++ [cwd: project]), "scan for #{inspect(raw)}"
+
+      # The scan reports the same refusal Home gives.
+      bad =
+        for %{type: :bad_home, reason: r} <- Discovery.discover(opts ++ [cwd: project]).errors,
+            do: r
+
+      case Home.cmdc_home(opts ++ [log: false]) do
+        {:error, reason} -> assert reason in bad
+        {:ok, _} -> assert bad == []
+      end
+
+      {:ok, _} = Trust.untrust(project, opts)
+    end
+  end
+
+  test "with no usable folder, trust says why instead of writing into the project",
+       %{dir: dir} do
+    project = Path.join(dir, "project")
+    opts = [home: "relative/home", cmdc_home: ".cmdc", cwd: project]
+
+    assert {:error, "no user folder to keep the trust list in: the home folder is" <> _} =
+             Trust.trust(project, opts)
+
+    refute File.exists?(Path.join(project, ".cmdc"))
   end
 
   test "an empty or relative CMDC_HOME is ignored: the repository's trust list, configs and tools stay out",

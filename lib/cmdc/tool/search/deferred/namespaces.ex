@@ -64,8 +64,9 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   defp namespace_name!(name) when is_atom(name) and name not in [nil, true, false],
     do: namespace_name!(Atom.to_string(name))
 
+  # A name OpenAI Responses takes as it is (the native name rule of that format).
   defp namespace_name!(name) when is_binary(name) do
-    if name =~ ~r/^[A-Za-z0-9_-]{1,64}$/,
+    if RoundTrip.provider_name(name, :openai_responses) == {:ok, name},
       do: name,
       else:
         raise(
@@ -308,7 +309,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     direct = for c <- candidates, found(tools, c) != nil, do: c
 
     case Enum.find(direct, held) do
-      nil -> mapped(names_of(tools), candidates, held)
+      nil -> mapped(names_of(tools), ns, name, candidates, held)
       found -> {:ok, found}
     end
   end
@@ -320,7 +321,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   # Whether namespace `ns` holds the registered tool `registered` a call named `name` in it.
   defp held?(tools, ns, name, registered, spec) do
     prefixed?(ns, name, registered) or explicit?(spec, ns, registered) or
-      (registered == name and own_of(tools, registered) == ns)
+      ((registered == name or given(registered) == name) and own_of(tools, registered) == ns)
   end
 
   # Written with the namespace's prefix (`ns__name`, `ns.name`, or as the provider was given it).
@@ -354,13 +355,19 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   defp found(modules, name) when is_list(modules), do: Enum.find(modules, &(&1.name() == name))
   defp found(_tools, _name), do: nil
 
-  defp mapped(names, candidates, held) do
-    Enum.find_value(candidates, :error, fn c ->
+  # A name the provider was given for a registered one `ns` holds; else the one registered name
+  # whose leaf in `ns` is `name` (a leaf over 64 characters is itself a mapped name).
+  defp mapped(names, ns, name, candidates, held) do
+    Enum.find_value(candidates, fn c ->
       case RoundTrip.original_name(names, c) do
         {:ok, found} -> if held.(found), do: {:ok, found}
         :error -> nil
       end
-    end)
+    end) ||
+      case Enum.filter(names, &prefixed?(ns, name, &1)) do
+        [found] -> {:ok, found}
+        _ -> :error
+      end
   end
 
   @doc """
@@ -390,13 +397,14 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
     held = fn registered ->
       prefixed?(ns, name, registered) or explicit?(spec, ns, registered) or
-        (registered == name and Map.get(namespaces, registered) == ns)
+        ((registered == name or given(registered) == name) and
+           Map.get(namespaces, registered) == ns)
     end
 
     candidates = candidates(ns, name)
 
     case Enum.find(candidates, &(&1 in names and held.(&1))) do
-      nil -> mapped(names, candidates, held)
+      nil -> mapped(names, ns, name, candidates, held)
       found -> {:ok, found}
     end
   end

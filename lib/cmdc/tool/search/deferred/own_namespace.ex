@@ -15,7 +15,7 @@ defmodule CMDC.Tool.Deferred.OwnNamespace do
       "util"
   """
 
-  alias CMDC.Tool.RoundTrip
+  alias CMDC.Tool.{Native, RoundTrip}
 
   @format :openai_responses
 
@@ -38,30 +38,20 @@ defmodule CMDC.Tool.Deferred.OwnNamespace do
 
   @doc "The name `name` is given as in OpenAI Responses (taken as it is when already valid)."
   @spec given(String.t()) :: String.t()
-  def given(name) when byte_size(name) in 1..64 do
-    if plain?(name), do: name, else: RoundTrip.name_for(name, @format)
-  end
-
   def given(name), do: RoundTrip.name_for(name, @format)
-
-  defp plain?(<<c, rest::binary>>)
-       when c in ?a..?z or c in ?A..?Z or c in ?0..?9 or c == ?_ or c == ?-,
-       do: plain?(rest)
-
-  defp plain?(<<>>), do: true
-  defp plain?(_), do: false
 
   defp option(options, key) when is_list(options) or is_map(options),
     do: Enum.find_value(options, fn {k, v} -> if k == key, do: v end)
 
   defp option(_options, _key), do: nil
 
-  # The `server__` prefix the client gave the name (the server's name made a valid name), else
-  # (`namespace: false` clients) the server's own name.
+  # The `server__` prefix the client gave the name (its name is the native rule's
+  # `tool_name_namespaced/2` of server and tool), else (`namespace: false` clients, a name the
+  # rule cut to 128 characters) the server's own name.
   defp server_prefix(%{server: server}, name) when is_binary(server) do
     case String.split(name, "__", parts: 2) do
       [prefix, rest] when rest != "" ->
-        if prefix == String.replace(server, ~r/[^A-Za-z0-9_.-]/, "_"), do: prefix, else: server
+        if Native.tool_name_namespaced(server, rest) == name, do: prefix, else: server
 
       _ ->
         server

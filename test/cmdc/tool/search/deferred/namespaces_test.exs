@@ -69,6 +69,54 @@ defmodule CMDC.Tool.Deferred.NamespacesTest do
 
   defp names(ns), do: Enum.map(ns["tools"], & &1["name"])
 
+  # The name rule is the native one (names.rs): the MCP client names a server's tool with it
+  # (`Client.tool_name/2`, cut at 128 characters plus a hash) and namespaces read the prefix
+  # back and map names for OpenAI Responses with it (64). Same cases through both paths: a
+  # short name, one with characters the rule replaces, names of 64, 65, 128 and 129+ characters.
+  test "MCP tool names at 64/128/129 characters: the namespace is valid and the call round-trips" do
+    cases = [
+      {"github", "create_issue"},
+      {"my server!", "list"},
+      {String.duplicate("s", 60), "ab"},
+      {String.duplicate("s", 61), "ab"},
+      {String.duplicate("s", 60), String.duplicate("t", 66)},
+      {String.duplicate("s", 60), String.duplicate("t", 67)},
+      {String.duplicate("s", 130), "read"}
+    ]
+
+    for {server, tool} <- cases do
+      name = Client.tool_name(server, tool)
+      assert {:ok, ^name} = CMDC.Tool.RoundTrip.check_name(name)
+      assert byte_size(name) <= 128
+
+      module = remote_tool(name, server)
+      ns = Namespaces.own_namespace([module], module, name)
+      assert ns =~ ~r/^[A-Za-z0-9_-]{1,64}$/, "namespace #{inspect(ns)} of #{inspect(name)}"
+
+      leaf = Namespaces.leaf_name(ns, name)
+      assert {:ok, ^name} = Namespaces.resolve([module], ns, leaf), "#{ns} / #{leaf}"
+    end
+  end
+
+  defp remote_tool(name, server) do
+    module =
+      :"Elixir.CMDC.Tool.Deferred.NamespacesTest.Remote#{System.unique_integer([:positive])}"
+
+    Module.create(
+      module,
+      quote do
+        def name, do: unquote(name)
+        def description, do: "A remote tool."
+        def parameters, do: %{"type" => "object"}
+        def execute(_args, _ctx), do: {:ok, ""}
+        def __tool_settings__, do: %{server: unquote(server)}
+      end,
+      Macro.Env.location(__ENV__)
+    )
+
+    module
+  end
+
   test "namespaces: true groups MCP tools by server, metadata and tool_options namespaces", ctx do
     reg = registry(ctx)
     tools = CMDC.Tool.to_schema(reg, %{}, format: :openai_responses, namespaces: true)
