@@ -276,6 +276,8 @@ fn discovery_claude_plugins<'a>(env: Env<'a>, opts: Term<'a>) -> Result<Term<'a>
         "settings": found.settings.iter().map(|p| path_json(p)).collect::<Vec<_>>(),
     });
     Ok(from_value(env, &value))
+}
+
 /// The home folder (`raw`: `$HOME` or the `:home` option): `{:ok, absolute}` or
 /// `{:error, reason}` (`cmdc_tool_core::discovery::home`, the one rule).
 #[rustler::nif]
