@@ -4,37 +4,10 @@ defmodule CMDC.Tool.CallsTest do
   use ExUnit.Case, async: true
 
   alias CMDC.Tool.{Calls, JSON, Result, Runner}
+  alias CMDC.Tool.CallsTools.{Spawn, Weather}
   alias CMDC.Tool.Examples.Echo
 
   doctest CMDC.Tool.Calls
-
-  defmodule Weather do
-    @behaviour CMDC.Tool
-    def name, do: "weather"
-    def description, do: "The weather in a city."
-
-    def parameters,
-      do: %{
-        "type" => "object",
-        "properties" => %{"city" => %{"type" => "string"}},
-        "required" => ["city"],
-        "additionalProperties" => false
-      }
-
-    def output_schema,
-      do: %{"type" => "object", "properties" => %{"celsius" => %{"type" => "number"}}}
-
-    def execute(%{"city" => "Nowhere"}, _), do: {:error, "no such city: Nowhere"}
-    def execute(%{"city" => _}, _), do: {:ok, %{"celsius" => 21.5}}
-  end
-
-  defmodule Spawn do
-    @behaviour CMDC.Tool
-    def name, do: "spawn"
-    def description, do: "Starts a sub-agent."
-    def parameters, do: %{"type" => "object"}
-    def execute(_, _), do: {:effect, {:sub_agent, "research"}}
-  end
 
   @tools [Echo, Weather, Spawn]
 
