@@ -16,7 +16,7 @@ defmodule CMDC.Tool.Calls do
     * `:gemini` / `:gemini_json_schema` - a `generateContent` response:
       `candidates[0].content.parts[].functionCall` (`name`, `args`, `id` when the model gives
       one). Gemini usually gives none: each call then gets a stable id (the same response
-      always gives the same ids) starting with `"#{"cmdc_gemini_"}"`, which
+      always gives the same ids) starting with `"cmdc_gemini_"`, which
       `CMDC.Tool.Result.to_message/3` leaves out of the `functionResponse` again. A `Content`
       map (with `parts`) is read too.
     * `:mcp` - a JSON-RPC `tools/call` request (`params.name`, `params.arguments`, the
