@@ -9,8 +9,9 @@ defmodule CMDC.Tool.Calls do
     * `:openai` - a chat completion: `choices[0].message.tool_calls[]` (`id`,
       `function.name`, `function.arguments` as JSON text). The message alone is read too.
     * `:openai_responses` - a Responses response: its `output[]` items of type `function_call`
-      (`call_id`, `name`, `arguments`, `namespace` when the function is in one). The `output`
-      list alone is read too.
+      (`call_id`, `name`, `arguments`, `namespace` when the function is in one; see
+      `CMDC.Tool.Deferred.Namespaces.call/1`), and client `tool_search_call` items (a call of
+      the search tool). The `output` list alone is read too.
     * `:anthropic` - a message: its `content[]` blocks of type `tool_use` (`id`, `name`,
       `input`).
     * `:gemini` / `:gemini_json_schema` - a `generateContent` response:
@@ -44,6 +45,7 @@ defmodule CMDC.Tool.Calls do
       {:ok, [%{id: "toolu_1", name: "echo", arguments: %{"text" => "a"}}]}
   """
 
+  alias CMDC.Tool.Deferred.Namespaces
   alias CMDC.Tool.JSON
 
   @formats [:openai, :openai_responses, :anthropic, :gemini, :gemini_json_schema, :mcp]
@@ -142,18 +144,16 @@ defmodule CMDC.Tool.Calls do
   defp read(:openai_responses, %{"output" => items}) when is_list(items),
     do: read(:openai_responses, items)
 
+  # Items are read as `CMDC.Tool.Deferred.Namespaces.call/1` reads them (a client
+  # `tool_search_call` is a call of the search tool); a server-run tool search is skipped.
   defp read(:openai_responses, items) when is_list(items) do
     each(items, :openai_responses, fn
-      %{"type" => "function_call", "call_id" => id, "name" => name} = item ->
-        call = call(id, name, arguments(item["arguments"]))
-
-        case item["namespace"] do
-          ns when is_binary(ns) and ns != "" -> {:ok, Map.put(call, :namespace, ns)}
-          _ -> {:ok, call}
+      %{"type" => type} = item when type in ["function_call", "tool_search_call"] ->
+        case Namespaces.call(item) do
+          {:ok, call} -> {:ok, %{call | arguments: arguments(call.arguments)}}
+          {:error, _} when type == "tool_search_call" -> :skip
+          {:error, why} -> {:error, why}
         end
-
-      %{"type" => "function_call"} = other ->
-        {:error, "a function_call item without call_id/name: #{inspect(other)}"}
 
       _ ->
         :skip
