@@ -56,6 +56,55 @@ defmodule CMDC.Tool.Result do
     do: %__MODULE__{content: text, is_error: true, reason: reason}
 
   @doc """
+  Results out: what the provider's next request carries for a batch of results (those of
+  `CMDC.Tool.Runner.run_many/4` for the calls of `CMDC.Tool.Calls.from_response/2`), as maps
+  with string keys, ready for JSON:
+
+    * `:openai` - a list of `tool` messages (`tool_call_id`, `content`), to append to
+      `messages` after the assistant message that made the calls.
+    * `:openai_responses` - a list of `function_call_output` items (`call_id`, `output`), to
+      append to `input`.
+    * `:anthropic` - one `user` message of `tool_result` blocks (`tool_use_id`, `content`,
+      `is_error: true` on errors).
+    * `:gemini` / `:gemini_json_schema` - one `user` content of `functionResponse` parts
+      (`name`, `response`: `{"output": ...}` — the structured result when there is one, else
+      the text — or `{"error": text}`; `id` when the model gave the call one).
+    * `:mcp` - a list of JSON-RPC responses whose `result` is a `CallToolResult` (`content`
+      text, `isError`, `structuredContent` for a structured result).
+
+  Errors are marked where the provider has a mark (Anthropic `is_error`, Gemini `error`, MCP
+  `isError`); OpenAI has none, and the error text says what went wrong. An `{:effect, term}`
+  result has no text for the model: it gets `:effect_text`.
+
+  Options:
+
+    * `:max_output` - bytes of text per result, cut as the runner cuts them (`fit_text/2`;
+      default 100,000, the runner's default).
+    * `:effect_text` - the text of an effect result: a string, or `fn term -> text end`
+      (default `"Done."`).
+
+      iex> ok = %CMDC.Tool.Result{id: "toolu_1", name: "echo", content: "hi"}
+      iex> bad = CMDC.Tool.Result.error("no such file", :tool_error) |> Map.put(:id, "toolu_2")
+      iex> CMDC.Tool.Result.to_message(:anthropic, [ok, bad])
+      %{"role" => "user", "content" => [
+        %{"type" => "tool_result", "tool_use_id" => "toolu_1", "content" => "hi"},
+        %{"type" => "tool_result", "tool_use_id" => "toolu_2", "content" => "no such file",
+          "is_error" => true}]}
+
+      iex> CMDC.Tool.Result.to_message(:openai, [%CMDC.Tool.Result{id: "call_1", content: "héllo"}],
+      ...>   max_output: 3)
+      [%{"role" => "tool", "tool_call_id" => "call_1",
+         "content" => "hé\\n…[output truncated: 3 more bytes]"}]
+  """
+  @spec to_message(CMDC.Tool.Calls.format(), [t()], keyword()) :: map() | [map()]
+  def to_message(format, results, opts \\ []) when is_list(results) do
+    CMDC.Tool.Options.check!(opts, [:max_output, :effect_text], "CMDC.Tool.Result.to_message/3")
+    max = Keyword.get(opts, :max_output, 100_000)
+    effect_text = Keyword.get(opts, :effect_text, "Done.")
+    CMDC.Tool.Calls.Messages.build(format, Enum.map(results, &fit(&1, max)), effect_text)
+  end
+
+  @doc """
   Makes a result's text fit for a model (see `fit_text/2`); other results are unchanged.
 
       iex> CMDC.Tool.Result.fit(%CMDC.Tool.Result{content: "hé"}, 100).content
