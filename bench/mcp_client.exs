@@ -19,12 +19,17 @@ ours = fn transport ->
   ctx = CMDC.Context.new()
   for i <- 1..20, do: {:ok, _} = add.execute(%{"a" => i, "b" => 1}, ctx)
 
-  {us, _} =
+  {us, latencies} =
     :timer.tc(fn ->
-      for i <- 1..calls, do: {:ok, _} = add.execute(%{"a" => i, "b" => 1}, ctx)
+      for i <- 1..calls do
+        {took, {:ok, _}} = :timer.tc(fn -> add.execute(%{"a" => i, "b" => 1}, ctx) end)
+        took
+      end
     end)
 
   sequential = calls / (us / 1_000_000)
+  sorted = Enum.sort(latencies)
+  pick = fn q -> Enum.at(sorted, min(round(q * calls), calls - 1)) end
   per = div(calls, concurrency)
 
   {us, _} =
@@ -40,7 +45,13 @@ ours = fn transport ->
 
   concurrent = per * concurrency / (us / 1_000_000)
   Client.stop(client)
-  %{"sequential" => sequential, "concurrent" => concurrent}
+
+  %{
+    "sequential" => sequential,
+    "concurrent" => concurrent,
+    "p50" => pick.(0.5),
+    "p99" => pick.(0.99)
+  }
 end
 
 theirs = fn args ->
@@ -69,6 +80,20 @@ IO.puts(
     String.pad_leading("cmdc client", 14) <>
     String.pad_leading("python client", 16) <> String.pad_leading("ratio", 8)
 )
+
+load =
+  case File.read("/proc/loadavg") do
+    {:ok, text} -> String.trim(text)
+    {:error, _} -> "n/a"
+  end
+
+IO.puts("(machine load average while measured: #{load})\n")
+
+for {transport, o, _t} <- rows do
+  IO.puts("cmdc client, #{transport}, sequential: p50 #{o["p50"]} µs, p99 #{o["p99"]} µs")
+end
+
+IO.puts("")
 
 for {transport, o, t} <- rows, mode <- ["sequential", "concurrent"] do
   IO.puts(

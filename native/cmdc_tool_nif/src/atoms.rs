@@ -100,4 +100,14 @@ rustler::atoms! {
     done,
     more,
     undecided,
+    // http/client.rs
+    cmdc_http,
+    head,
+    event,
+    body,
+    end,
+    connect,
+    send,
+    answer,
+    too_big,
 }
