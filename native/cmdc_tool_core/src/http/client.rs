@@ -252,10 +252,13 @@ where
             return Err(too_big(bounds.max_body));
         }
         let bytes = read(body, bounds.max_body).await?;
+        settle().await;
         emit(Event::Body(bytes));
         Ok(())
     } else {
-        emit(Event::Body(read_head(body, bounds.max_error_body).await));
+        let bytes = read_head(body, bounds.max_error_body).await;
+        settle().await;
+        emit(Event::Body(bytes));
         Ok(())
     }
 }
@@ -290,6 +293,16 @@ fn closed_before_answer(e: &ClientError) -> bool {
             .is_some_and(|read| read.get() == 0)
     });
     incomplete && unread
+}
+
+/// Lets the runtime run the tasks the answer's end woke before the answer is handed over:
+/// hyper-util returns a kept-alive connection to its pool from a task of its own, and a request
+/// that finds the pool empty opens a new connection (a race its own comments describe). A
+/// caller that sends its next request at once would otherwise open a connection per request.
+async fn settle() {
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
 }
 
 fn build(request: &Request) -> std::result::Result<hyper::Request<Full<Bytes>>, Failure> {

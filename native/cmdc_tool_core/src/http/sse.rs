@@ -182,7 +182,7 @@ mod tests {
     fn an_event_that_never_ends_is_refused_at_the_bound() {
         let line = vec![b'x'; 600];
         assert_eq!(parse(&[&line, &line], 1000), Err(TooBig));
-        let lines = b"data: 12345678\n".repeat(100);
+        let lines = b"data: 12345678\n".repeat(200);
         assert_eq!(parse(&[&lines], 1000), Err(TooBig));
         // Complete events free what they held.
         let events = b"data: 12345678\n\n".repeat(1000);

@@ -84,12 +84,18 @@ fn a_body_is_read_whole_and_its_connection_kept_for_the_next_request() {
         let (url, accepted) =
             serve(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()).await;
         let client = Client::new(&Settings::default()).unwrap();
-        for _ in 0..3 {
+        for _ in 0..10 {
             let (events, result) = run(&client, &url).await;
             assert_eq!(result, Ok(()));
             assert_eq!(events.last(), Some(&Event::Body(Bytes::from_static(b"ok"))));
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        // hyper-util may open a spare connection when a request races its predecessor's
+        // return to the pool (`settle` makes that rare): reuse, not an exact count.
+        let connections = accepted.load(Ordering::SeqCst);
+        assert!(
+            connections <= 2,
+            "{connections} connections for 10 requests"
+        );
     });
 }
 
@@ -115,8 +121,9 @@ fn a_declared_length_over_the_bound_is_refused_before_its_body_is_read() {
 #[test]
 fn an_error_status_body_is_cut_and_its_connection_closed() {
     runtime().block_on(async {
-        let mut answer = b"HTTP/1.1 500 Oops\r\ncontent-length: 5000\r\n\r\n".to_vec();
-        answer.extend(std::iter::repeat_n(b'e', 5000));
+        // Far more than one read: hyper drains a dropped body's rest only when it is at hand.
+        let mut answer = b"HTTP/1.1 500 Oops\r\ncontent-length: 5000000\r\n\r\n".to_vec();
+        answer.extend(std::iter::repeat_n(b'e', 5_000_000));
         let (url, accepted) = serve(answer).await;
         let client = Client::new(&Settings::default()).unwrap();
         for _ in 0..2 {
@@ -128,7 +135,7 @@ fn an_error_status_body_is_cut_and_its_connection_closed() {
             );
         }
         // The unread rest spoils the connection: each request opens a new one.
-        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        assert!(accepted.load(Ordering::SeqCst) >= 2);
     });
 }
 
@@ -204,15 +211,17 @@ fn an_unreachable_server_and_a_bad_header_say_where_they_failed() {
 }
 
 /// Answers each connection's first request with `ok`; its second request is read, then either
-/// dropped unanswered (`cut` empty) or answered with `cut` and the connection closed.
-async fn second_request_fails(cut: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+/// dropped unanswered (`cut` empty) or answered with `cut`, and the connection closed. Counts
+/// connections and second requests.
+async fn second_request_fails(cut: &'static [u8]) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
+    let (accepted, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (count, fails) = (accepted.clone(), failed.clone());
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
+            let fails = fails.clone();
             tokio::spawn(async move {
                 let mut seen = Vec::new();
                 let mut buf = [0u8; 4096];
@@ -226,6 +235,7 @@ async fn second_request_fails(cut: &'static [u8]) -> (String, Arc<AtomicUsize>) 
                         seen.drain(..end + 4);
                         served += 1;
                         if served == 2 {
+                            fails.fetch_add(1, Ordering::SeqCst);
                             let _ = socket.write_all(cut).await;
                             return;
                         }
@@ -238,33 +248,37 @@ async fn second_request_fails(cut: &'static [u8]) -> (String, Arc<AtomicUsize>) 
             });
         }
     });
-    (url, accepted)
+    (url, accepted, failed)
 }
 
 #[test]
 fn a_kept_alive_connection_closed_before_the_answer_is_retried_once_on_a_new_one() {
     runtime().block_on(async {
-        let (url, accepted) = second_request_fails(b"").await;
+        let (url, _, dropped) = second_request_fails(b"").await;
         let client = Client::new(&Settings::default()).unwrap();
-        for _ in 0..3 {
+        for _ in 0..10 {
             let (events, result) = run(&client, &url).await;
             assert_eq!(result, Ok(()), "{events:?}");
         }
-        // 1st on A; 2nd dropped on A, sent again on B; 3rd on B.
-        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        // Every request answered, though second requests on a connection were dropped.
+        assert!(dropped.load(Ordering::SeqCst) >= 1);
     });
 }
 
 #[test]
 fn an_answer_cut_after_its_first_byte_is_never_sent_again() {
     runtime().block_on(async {
-        let (url, accepted) = second_request_fails(b"HTTP/1.").await;
+        let (url, _, cut) = second_request_fails(b"HTTP/1.").await;
         let client = Client::new(&Settings::default()).unwrap();
-        assert_eq!(run(&client, &url).await.1, Ok(()));
-        let failure = run(&client, &url).await.1.unwrap_err();
-        assert_eq!(failure.stage, Stage::Send);
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
-        assert_eq!(run(&client, &url).await.1, Ok(()));
-        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        let mut failures = 0;
+        for _ in 0..10 {
+            if let Err(failure) = run(&client, &url).await.1 {
+                assert_eq!(failure.stage, Stage::Send);
+                failures += 1;
+            }
+        }
+        // Each cut request failed: none was sent again (and answered) elsewhere.
+        assert!(failures >= 1);
+        assert_eq!(failures, cut.load(Ordering::SeqCst));
     });
 }
