@@ -131,13 +131,8 @@ defmodule CMDC.Tool do
       "Read a UTF-8 text file under /srv."
   """
   @spec description(module(), tool_context()) :: String.t()
-  def description(tool_module, context \\ %{}) do
-    if exports?(tool_module, :description, 1) do
-      tool_module.description(context)
-    else
-      tool_module.description()
-    end
-  end
+  def description(tool_module, context \\ %{}),
+    do: CMDC.Tool.Structured.description(tool_module, context)
 
   @doc """
   Finds the tool module with the given name: `{:ok, module}` or `{:error, :not_found}`.
@@ -206,14 +201,31 @@ defmodule CMDC.Tool do
   """
   @spec unknown_tool_message([module() | String.t()] | Registry.t(), term()) :: String.t()
   def unknown_tool_message(tools, name) when is_binary(name) do
-    case suggest(tools, name) do
-      [] -> "Unknown tool: #{name}."
-      close -> "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
+    case {renamed_to(tools, name), suggest(tools, name)} do
+      {[new | _], _} ->
+        "Unknown tool: #{name}. It was renamed to #{new} by its metadata: call #{new}."
+
+      {[], []} ->
+        "Unknown tool: #{name}."
+
+      {[], close} ->
+        "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
     end
   end
 
   def unknown_tool_message(_tools, name),
     do: "Unknown tool: #{inspect(name)} (a tool name is a string)."
+
+  # The names under which tools renamed by their metadata (`CMDC.Tool.Discovery.Wrapper`, a
+  # module answering `__discovery_target__/0`) serve a tool whose own name is `name`.
+  defp renamed_to(tools, name) do
+    modules = if is_struct(tools, Registry), do: Registry.list(tools), else: tools
+
+    for module <- modules,
+        is_atom(module) and function_exported?(module, :__discovery_target__, 0),
+        module.__discovery_target__().name() == name,
+        do: module.name()
+  end
 
   @doc """
   A short summary of one call: `c:meta/1` when the module defines it, else `c:name/0`.

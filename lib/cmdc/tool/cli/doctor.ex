@@ -7,6 +7,7 @@ defmodule CMDC.Tool.CLI.Doctor do
   alias CMDC.Tool.CLI
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.{Providers, RoundTrip}
+  alias CMDC.Tool.Providers.Warnings
 
   @doc """
   The findings for `report` (`CMDC.Tool.CLI.load/2`) and the script cache problems, first the
@@ -14,6 +15,7 @@ defmodule CMDC.Tool.CLI.Doctor do
   """
   def findings(report, caches, opts \\ []) do
     List.wrap(CLI.unserved(report, nil, opts)) ++
+      List.wrap(CMDC.Tool.Project.compile_time_config(opts[:cwd] || File.cwd!())) ++
       names(report.tools) ++
       strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()
   end
@@ -24,7 +26,7 @@ defmodule CMDC.Tool.CLI.Doctor do
     caches = script_caches(paths, opts)
     report = CLI.load(paths, opts)
     findings = findings(report, caches, opts)
-    CMDC.Tool.CLI.Commands.print_problems(report)
+    Output.problems(report)
 
     if findings == [] and report.errors == [] and report.conflicts == [] do
       IO.puts(Output.green("no problems found") <> " (#{length(report.tools)} tools)")
@@ -66,12 +68,15 @@ defmodule CMDC.Tool.CLI.Doctor do
 
   defp strict(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :openai, strict: true)
-    Enum.map(warnings, &"#{&1.tool}: OpenAI strict mode: #{&1.message}")
+
+    warnings
+    |> Warnings.notable(tools)
+    |> Enum.map(&"#{&1.tool}: OpenAI strict mode: #{&1.message}")
   end
 
   defp gemini(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :gemini)
-    Enum.map(warnings, &"#{&1.tool}: Gemini: #{&1.message}")
+    warnings |> Warnings.notable(tools) |> Enum.map(&"#{&1.tool}: Gemini: #{&1.message}")
   end
 
   # Without a script loader, discovery lists scripts in :ignored: a scan that loads nothing.

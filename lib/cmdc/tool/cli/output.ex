@@ -27,6 +27,21 @@ defmodule CMDC.Tool.CLI.Output do
     Enum.each(items, &IO.puts("  - " <> fun.(&1)))
   end
 
+  @doc "Prints the load report's problems (errors on stderr too: a pipe reading stdout sees them)."
+  def problems(report) do
+    section("load errors", report.errors, fn e -> "#{e.path}: #{e.reason}" end)
+
+    section("refused (name conflicts)", report.conflicts, fn c ->
+      "#{c.refused}: #{c.reason}"
+    end)
+
+    section("untrusted folders (skipped)", report.untrusted, fn u ->
+      "#{u.path}: #{u.reason}"
+    end)
+
+    section("ignored files", report.ignored, fn i -> "#{i.path}: #{i.reason}" end)
+  end
+
   @doc "The first line of a text, cut to 70 characters."
   def one_line(text) do
     line = text |> String.split("\n", parts: 2) |> hd()

@@ -262,7 +262,7 @@ defmodule CMDC.Tool.Hooks.Command do
   defp item_text(item), do: JSON.encode!(item)
 
   defp error(hook, why) do
-    Logger.warning("cmdc_tool: #{hook.label} #{why}")
+    Logger.warning("cmdc_tool: #{hook.label} #{why}", cmdc_hook_error: true)
     %Verdict{hook: hook.label, error: why}
   end
 end

@@ -41,6 +41,7 @@ defmodule CMDC.Tool.Hooks.Config do
         }
 
   @default_timeout_s 60
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :paths]
 
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
@@ -49,6 +50,7 @@ defmodule CMDC.Tool.Hooks.Config do
   """
   @spec load(keyword()) :: t()
   def load(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Hooks.Config.load/1")
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
     # A project that is the home folder has one settings file, not two.
     files =
@@ -72,6 +74,22 @@ defmodule CMDC.Tool.Hooks.Config do
           errors: acc.errors ++ errors
       }
     end)
+  end
+
+  @doc false
+  # Every file whose contents decide what `load/1` answers for `opts`, present or not: the
+  # settings files and the trust lists (`CMDC.Tool.Hooks.Settings` reads them to see a change).
+  def sources(opts) do
+    cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
+
+    home_dir =
+      case Home.user_home(opts) do
+        {:ok, home} -> Path.join(home, ".cmdc")
+        {:error, _} -> nil
+      end
+
+    trust = for dir <- Enum.uniq([Home.cmdc_dir(opts), home_dir]), dir, do: dir <> "/trusted.json"
+    Enum.map(files(cwd, opts), &elem(&1, 1)) ++ trust
   end
 
   @doc "The active hooks of `load/1` (what a runner should use)."
@@ -151,16 +169,19 @@ defmodule CMDC.Tool.Hooks.Config do
   defp event(name, groups, path, cwd, active) do
     case {Map.fetch(Command.events(), name), groups} do
       {:error, _} ->
-        known = Command.events() |> Map.keys() |> Enum.join(", ")
+        known = Command.events() |> Map.keys() |> Enum.sort()
 
-        {[],
-         [
-           problem(
-             path,
-             name,
-             "unknown event #{inspect(name)}: cmdc_tool runs #{known}; its hooks are ignored"
-           )
-         ]}
+        hint =
+          case CMDC.Tool.Options.suggest(name, known) do
+            [best | _] -> " (did you mean #{inspect(best)}?)"
+            [] -> ""
+          end
+
+        why =
+          "unknown event #{inspect(name)}#{hint}: cmdc_tool runs #{Enum.join(known, ", ")}; " <>
+            "its hooks are ignored"
+
+        {[], [problem(path, name, why)]}
 
       {{:ok, event}, groups} when is_list(groups) ->
         groups

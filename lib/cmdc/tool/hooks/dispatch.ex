@@ -103,7 +103,7 @@ defmodule CMDC.Tool.Hooks.Dispatch do
 
   # Fail-safe for Elixir hooks; a non-blocking error for command hooks (Claude Code's rule).
   defp failed(%Hook{kind: :command, label: label}, _event, why) do
-    Logger.warning("cmdc_tool: #{label} #{why}")
+    Logger.warning("cmdc_tool: #{label} #{why}", cmdc_hook_error: true)
     %Verdict{hook: label, error: why}
   end
 

@@ -12,7 +12,8 @@ defmodule CMDC.Tool.MCP.Client do
       [tool | _] = CMDC.Tool.MCP.Client.tools(client)
       tool.name()  #=> "files__read_file"
 
-  Transports (`CMDC.Tool.MCP.Client.Transport`, the one registry of them):
+  Transports (`CMDC.Tool.MCP.Client.Transport`, the behaviour; `CMDC.Tool.MCP.Client.Transports`,
+  the one table of them):
   `{:stdio, %{command, args, env, cwd}}` (`CMDC.Tool.MCP.Client.Stdio`: the server runs through
   the native exec layer in its own process group) and `{:http, %{url, headers}}`
   (`CMDC.Tool.MCP.Client.HTTP`, Streamable HTTP).
@@ -79,8 +80,9 @@ defmodule CMDC.Tool.MCP.Client do
   use GenServer
   require Logger
 
-  alias CMDC.Tool.MCP.Client.{Check, Era, Limits, LogLimit, Transport}
+  alias CMDC.Tool.MCP.Client.{Check, Era, Limits, LogLimit, Transports}
   alias CMDC.Tool.MCP.Protocol
+  alias CMDC.Tool.MCP.Client.Request
   alias CMDC.Tool.MCP.Remote
 
   @max_backoff 30_000
@@ -200,44 +202,7 @@ defmodule CMDC.Tool.MCP.Client do
   @spec request(t(), String.t(), map(), keyword()) :: {:ok, term()} | {:error, String.t()}
   def request(client, method, params, opts \\ []) do
     CMDC.Tool.Options.check!(opts, [:timeout, :on_progress], "CMDC.Tool.MCP.Client.request/4")
-    pid = GenServer.whereis(client)
-    ref = make_ref()
-    on_progress = opts[:on_progress]
-
-    if pid == nil do
-      {:error, "the MCP client is not running"}
-    else
-      mon = Process.monitor(pid)
-      timeout = Keyword.get_lazy(opts, :timeout, fn -> GenServer.call(pid, :timeout) end)
-      GenServer.cast(pid, {:request, method, params, self(), ref, on_progress != nil})
-      deadline = if timeout == :infinity, do: :infinity, else: now() + timeout
-      result = await(pid, ref, mon, deadline, on_progress, method, timeout)
-      Process.demonitor(mon, [:flush])
-      result
-    end
-  end
-
-  defp await(pid, ref, mon, deadline, on_progress, method, timeout) do
-    wait = if deadline == :infinity, do: :infinity, else: max(deadline - now(), 0)
-
-    receive do
-      {:cmdc_mcp, ^ref, {:progress, params}} ->
-        if on_progress, do: on_progress.(params)
-        await(pid, ref, mon, deadline, on_progress, method, timeout)
-
-      {:cmdc_mcp, ^ref, {:result, result}} ->
-        {:ok, result}
-
-      {:cmdc_mcp, ^ref, {:error, message}} ->
-        {:error, message}
-
-      {:DOWN, ^mon, :process, _, reason} ->
-        {:error, "the MCP client stopped during #{method}: #{inspect(reason)}"}
-    after
-      wait ->
-        GenServer.cast(pid, {:cancel, ref, "timed out after #{timeout} ms"})
-        {:error, "#{method} timed out after #{timeout} ms (cancelled on the server)"}
-    end
+    Request.run(client, method, params, opts)
   end
 
   defp now, do: System.monotonic_time(:millisecond)
@@ -270,7 +235,7 @@ defmodule CMDC.Tool.MCP.Client do
     Process.flag(:message_queue_data, :off_heap)
     name = Keyword.fetch!(opts, :name)
     {kind, spec} = Keyword.fetch!(opts, :transport)
-    {:ok, mod} = Transport.fetch(kind)
+    {:ok, mod} = Transports.fetch(kind)
 
     opts =
       Keyword.merge([init_timeout: 30_000, timeout: 60_000, namespace: true], opts)

@@ -54,7 +54,7 @@ defmodule CMDC.Tool.MCP.Config do
   require Logger
 
   alias CMDC.Tool.JSON
-  alias CMDC.Tool.MCP.Client.Transport
+  alias CMDC.Tool.MCP.Client.Transports
 
   @extension_key "cmdc"
 
@@ -128,7 +128,7 @@ defmodule CMDC.Tool.MCP.Config do
   defp server(name, %{} = entry, path, env) do
     type = entry["type"] || if(entry["url"], do: "http", else: "stdio")
 
-    with {:ok, transport} <- transport(Transport.lookup(type), type, entry, path, env),
+    with {:ok, transport} <- transport(Transports.lookup(type), type, entry, path, env),
          {:ok, transport, limits} <- extensions(transport, entry, {path, name}) do
       server = %{name: name, transport: transport, path: path}
       {:ok, if(limits == [], do: server, else: Map.put(server, :limits, limits))}
@@ -137,7 +137,7 @@ defmodule CMDC.Tool.MCP.Config do
 
   defp server(_name, _entry, _path, _env), do: {:error, "expected an object"}
 
-  # The config keys of each transport of `CMDC.Tool.MCP.Client.Transport`'s registry.
+  # The config keys of each transport of `CMDC.Tool.MCP.Client.Transports`.
   defp transport({:ok, :stdio}, _type, entry, path, env) do
     with {:ok, command} <- required(entry, "command", "a stdio server needs one"),
          {:ok, command} <- expand(command, env),
@@ -157,7 +157,7 @@ defmodule CMDC.Tool.MCP.Config do
   end
 
   defp transport(:error, type, _entry, _path, _env) do
-    supported = Enum.join(Enum.map(Transport.names(), &Atom.to_string/1), ", ")
+    supported = Enum.join(Enum.map(Transports.names(), &Atom.to_string/1), ", ")
     legacy = if type == "sse", do: "; the old HTTP+SSE transport is not", else: ""
     {:error, "unknown transport #{inspect(type)} (supported: #{supported}#{legacy})"}
   end

@@ -191,7 +191,7 @@ defmodule CMDC.Tool.MCP.HTTP do
 
     if described != state.described and mcp.list_changed do
       for {{:sub, pid}, _id} <- :ets.match_object(state.table, {{:sub, :_}, :_}),
-          do: send(pid, {__MODULE__, :list_changed})
+          do: send(pid, {:cmdc_mcp_http, :list_changed})
     end
 
     {:reply, :ok, %{state | described: described}}

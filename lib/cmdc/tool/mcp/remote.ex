@@ -22,7 +22,8 @@ defmodule CMDC.Tool.MCP.Remote do
       results are `{:error, text}`, and `text/1` describes every content item.
   """
 
-  alias CMDC.Tool.MCP.{Client, Slots}
+  alias CMDC.Tool.MCP.Client.Request
+  alias CMDC.Tool.MCP.Slots
   alias CMDC.Tool.Native
 
   @doc false
@@ -75,7 +76,9 @@ defmodule CMDC.Tool.MCP.Remote do
   end
 
   defp entry(server, client, %{"name" => remote} = tool, opts) do
-    name = if opts[:namespace] == false, do: remote, else: Client.tool_name(server, remote)
+    name =
+      if opts[:namespace] == false, do: remote, else: Native.tool_name_namespaced(server, remote)
+
     schema = mcp_dialect(tool["inputSchema"])
 
     with {:ok, compiled} <- compile(schema, remote) do
@@ -159,7 +162,7 @@ defmodule CMDC.Tool.MCP.Remote do
       opts = [on_progress: &progress(context, &1)]
       opts = if data.timeout, do: Keyword.put(opts, :timeout, data.timeout), else: opts
 
-      case Client.call_tool(data.client, data.remote, args, opts) do
+      case Request.run(data.client, "tools/call", call_params(data.remote, args), opts) do
         {:ok, %{"isError" => true} = result} ->
           {:error, text(result)}
 
@@ -171,6 +174,9 @@ defmodule CMDC.Tool.MCP.Remote do
       end
     end
   end
+
+  # What CMDC.Tool.MCP.Client.call_tool/4 sends.
+  defp call_params(remote, args), do: %{"name" => remote, "arguments" => args}
 
   defp live(module) do
     case Slots.lookup(module) do

@@ -48,7 +48,7 @@ defmodule CMDC.Tool.Providers.Described do
 
     %{
       name: name,
-      description: CMDC.Tool.description(module, context),
+      description: CMDC.Tool.Structured.description(module, context),
       parameters: module.parameters(),
       module: module,
       fields: CMDC.Tool.Structured.mcp_fields(module),

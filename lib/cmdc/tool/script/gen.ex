@@ -18,7 +18,9 @@ defmodule CMDC.Tool.Script.Gen do
 
   @template :"Elixir.CMDC.Tool.Script.Template"
   @stamp :cmdc_stamp_template
-  @owner CMDC.Tool.Script
+  # The template's placeholder owner, patched to the caller's owner in each copy. An atom, not
+  # an alias: this module only names it in generated code (CMDC.Tool.Script calls this module).
+  @owner :"Elixir.CMDC.Tool.Script"
 
   @source """
   -module('Elixir.CMDC.Tool.Script.Template').
@@ -80,12 +82,12 @@ defmodule CMDC.Tool.Script.Gen do
   @template_beam Forms.compile(@source, @template)
 
   @doc false
-  def define(module, data, owner \\ @owner), do: define_many([{module, data}], owner)
+  def define(module, data, owner), do: define_many([{module, data}], owner)
 
   @doc false
   # Defines many tool modules with one code-loading commit (each commit waits for every
   # scheduler, so loading 200 modules one by one costs far more than loading them together).
-  def define_many(defs, owner \\ @owner) do
+  def define_many(defs, owner) do
     stale =
       defs
       |> Enum.reverse()
@@ -132,7 +134,7 @@ defmodule CMDC.Tool.Script.Gen do
   def load_bare(modules, owner), do: load_all(Enum.map(modules, &{&1, :cmdc_stamp_bare}), owner)
 
   @doc false
-  def undefine(module, owner \\ @owner) do
+  def undefine(module, owner) do
     :code.purge(module)
     :code.delete(module)
     :code.purge(module)

@@ -16,54 +16,25 @@ defmodule CMDC.Tool.Search.Tool do
 
   alias CMDC.Tool.Registry
 
-  @name "search_tools"
+  alias CMDC.Tool.Search.ToolSpec
+
+  @name ToolSpec.name()
 
   @impl true
-  def name, do: @name
+  defdelegate name, to: ToolSpec
 
   @impl true
-  def description do
-    "Search the catalog of tools that are not loaded yet. Describe the capability you need in " <>
-      "a few words (e.g. \"create a GitHub issue\"), or give a regular expression with " <>
-      "mode \"regex\" (at most 200 characters, matched against names, descriptions and " <>
-      "parameters). The tools found become callable in your next turn."
-  end
+  defdelegate description, to: ToolSpec
 
   @impl true
-  def parameters do
-    %{
-      "type" => "object",
-      "properties" => %{
-        "query" => %{
-          "type" => "string",
-          "description" => "What the tool should do, in a few words; or a regex",
-          "minLength" => 1,
-          "maxLength" => 4096
-        },
-        "mode" => %{
-          "type" => "string",
-          "enum" => ["bm25", "regex"],
-          "description" => "bm25 (default): natural language; regex: a regular expression"
-        },
-        "limit" => %{
-          "type" => "integer",
-          "minimum" => 1,
-          "maximum" => 20,
-          "description" => "How many tools to return (default 5)"
-        }
-      },
-      "required" => ["query"]
-    }
-  end
+  defdelegate parameters, to: ToolSpec
 
   @impl true
-  def output_schema do
-    %{
-      "type" => "object",
-      "properties" => %{"tools" => %{"type" => "array", "items" => %{"type" => "object"}}},
-      "required" => ["tools"]
-    }
-  end
+  defdelegate output_schema, to: ToolSpec
+
+  @doc false
+  # The mark by which CMDC.Tool.Deferred knows this module for its own (ToolSpec.own?/1).
+  def __cmdc_search_tool__, do: true
 
   @impl true
   def execute(args, context) do

@@ -1,7 +1,7 @@
 defmodule CMDC.Tool.MCP.Client.Transport do
   @moduledoc """
-  The contract of a `CMDC.Tool.MCP.Client` transport, and the one registry of transport names
-  that `CMDC.Tool.MCP.Config` and the client both read.
+  The contract of a `CMDC.Tool.MCP.Client` transport (the transports' table, which
+  `CMDC.Tool.MCP.Config` and the client both read, is `CMDC.Tool.MCP.Client.Transports`).
 
   A transport is plain data owned by the client process. The client calls `connect/3`, then
   `send_message/2` for each message, hands every message its process receives to
@@ -19,16 +19,11 @@ defmodule CMDC.Tool.MCP.Client.Transport do
       `cmdc-mcp`'s self-guard, `CMDC.Tool.MCP.SelfGuard.refusal?/2`): final, not retried;
     * `:unknown` - not this transport's message.
 
-  Adding a transport: a module implementing these callbacks, a row in `@transports`, and the
-  config keys it reads in `CMDC.Tool.MCP.Config`.
-
-      iex> CMDC.Tool.MCP.Client.Transport.fetch(:stdio)
-      {:ok, CMDC.Tool.MCP.Client.Stdio}
-      iex> CMDC.Tool.MCP.Client.Transport.lookup("streamable-http")
-      {:ok, :http}
+  Adding a transport: a module implementing these callbacks, a row in
+  `CMDC.Tool.MCP.Client.Transports`, and the config keys it reads in `CMDC.Tool.MCP.Config`.
   """
 
-  alias CMDC.Tool.MCP.Client.{HTTP, Limits, Stdio}
+  alias CMDC.Tool.MCP.Client.Limits
 
   @type t :: term()
   @type event ::
@@ -61,35 +56,4 @@ defmodule CMDC.Tool.MCP.Client.Transport do
 
   @doc "What a failure message adds about this transport (the server's last words)."
   @callback diagnosis(t()) :: String.t()
-
-  # name: {module, the type strings configs use for it}, in the order messages list them
-  @transports [
-    stdio: {Stdio, ["stdio"]},
-    http: {HTTP, ["http", "streamable-http"]}
-  ]
-
-  @doc "The transport names."
-  @spec names() :: [atom()]
-  def names, do: Keyword.keys(@transports)
-
-  @doc "The module of a transport name."
-  @spec fetch(atom()) :: {:ok, module()} | {:error, String.t()}
-  def fetch(name) do
-    case List.keyfind(@transports, name, 0) do
-      {_, {module, _}} -> {:ok, module}
-      nil -> {:error, "unknown MCP transport #{inspect(name)} (known: #{inspect(names())})"}
-    end
-  end
-
-  @doc "The transport name of a config's `type` string (`:error` when none)."
-  @spec lookup(String.t()) :: {:ok, atom()} | :error
-  def lookup(type) do
-    Enum.find_value(@transports, :error, fn {name, {_, types}} ->
-      if type in types, do: {:ok, name}
-    end)
-  end
-
-  @doc "The type strings configs may use, for an error message."
-  @spec types() :: [String.t()]
-  def types, do: Enum.flat_map(@transports, fn {_, {_, types}} -> types end)
 end

@@ -35,6 +35,12 @@ defmodule CMDC.Tool.MCP.HTTP.Body do
   # After a 413 or 408 the client may keep sending: the connection ends this much later.
   @linger_ms 1_000
 
+  @doc false
+  # A JSON response (status, headers, body) as the handler and the exchanges answer.
+  def json(status, extra, body) do
+    {status, [{"content-type", "application/json"} | extra], CMDC.Tool.JSON.encode!(body)}
+  end
+
   @doc "The piece size to give httpd as `max_client_body_chunk`."
   @spec piece_size() :: pos_integer()
   def piece_size, do: @piece

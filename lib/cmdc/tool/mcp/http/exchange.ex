@@ -15,7 +15,8 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   require Record
 
   alias CMDC.Tool.{MCP, Runner}
-  alias CMDC.Tool.MCP.{Calls, HTTP}
+  alias CMDC.Tool.MCP.Calls
+  alias CMDC.Tool.MCP.HTTP.Body
 
   Record.defrecordp(:mod, Record.extract(:mod, from_lib: "inets/include/httpd.hrl"))
 
@@ -56,8 +57,8 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   defp await_call(req, call, handle, mon) do
     case next(handle, mon) do
       {:update, _payload} -> await_call(req, call, handle, mon)
-      {:done, result} -> HTTP.Handler.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
-      :cancelled -> HTTP.Handler.json(200, req.extra, cancelled(call))
+      {:done, result} -> Body.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
+      :cancelled -> Body.json(200, req.extra, cancelled(call))
       :gone -> :sent
     end
   end
@@ -149,7 +150,7 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
 
   defp listen_loop(req, id) do
     receive do
-      {HTTP, :list_changed} ->
+      {:cmdc_mcp_http, :list_changed} ->
         event(req.mod, MCP.list_changed(id))
         listen_loop(req, id)
 

@@ -278,10 +278,7 @@ defmodule CMDC.Tool.MCP.HTTP.Handler do
 
   # --- responses ----------------------------------------------------------------------------
 
-  @doc false
-  def json(status, extra, body) do
-    {status, [{"content-type", "application/json"} | extra], CMDC.Tool.JSON.encode!(body)}
-  end
+  defp json(status, extra, body), do: Body.json(status, extra, body)
 
   defp send_response(:sent), do: {:already_sent, 200, 0}
 

@@ -2,12 +2,12 @@ defmodule CMDC.Tool.MCP.Client.CheckTest do
   # The shape checks, limits, eras and transport registry of the MCP client, without a server.
   use ExUnit.Case, async: true
 
-  alias CMDC.Tool.MCP.Client.{Check, Era, Limits, Stdio, Transport}
+  alias CMDC.Tool.MCP.Client.{Check, Era, Limits, Stdio, Transports}
 
   doctest Check
   doctest Limits
   doctest Era
-  doctest Transport
+  doctest Transports
 
   @limits Limits.new()
 
@@ -71,7 +71,7 @@ defmodule CMDC.Tool.MCP.Client.CheckTest do
     assert params["_meta"]["progressToken"] == 3
     assert params["_meta"]["io.modelcontextprotocol/clientInfo"]["name"] == "cmdc_tool"
     assert Era.params(:legacy, %{"a" => 1}, "1.0") == %{"a" => 1}
-    assert Transport.lookup("carrier-pigeon") == :error
-    assert {:error, _} = Transport.fetch(:carrier_pigeon)
+    assert Transports.lookup("carrier-pigeon") == :error
+    assert {:error, _} = Transports.fetch(:carrier_pigeon)
   end
 end
