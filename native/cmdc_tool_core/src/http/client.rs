@@ -62,9 +62,13 @@ impl Default for Settings {
 
 type Inner = hyper_util::client::legacy::Client<HttpsConnector<Connector>, Full<Bytes>>;
 
-/// A pooled client. Cheap to clone: clones share the pool.
+/// A pooled client, and an unpooled twin for the one retry that must go out on a new
+/// connection. Cheap to clone: clones share the pool.
 #[derive(Clone)]
-pub struct Client(Inner);
+pub struct Client {
+    pooled: Inner,
+    fresh: Inner,
+}
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,13 +90,18 @@ impl Client {
             .enable_http1()
             .enable_http2()
             .wrap_connector(Connector(http));
-        let inner = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(settings.idle)
-            .pool_max_idle_per_host(settings.max_idle)
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .build(connector);
-        Ok(Client(inner))
+        let build = |max_idle: usize| {
+            hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(settings.idle)
+                .pool_max_idle_per_host(max_idle)
+                .pool_timer(TokioTimer::new())
+                .timer(TokioTimer::new())
+                .build(connector.clone())
+        };
+        Ok(Client {
+            pooled: build(settings.max_idle),
+            fresh: build(0),
+        })
     }
 }
 
@@ -215,12 +224,12 @@ pub async fn exchange<F>(
 where
     F: FnMut(Event),
 {
-    let response = match client.0.request(build(&request)?).await {
+    let response = match client.pooled.request(build(&request)?).await {
         Ok(response) => response,
         // A kept-alive connection the server closed as the request arrived: sent again, once,
         // on a new connection (an answer that had begun never is: the server acted on it).
         Err(e) if closed_before_answer(&e) => client
-            .0
+            .fresh
             .request(build(&request)?)
             .await
             .map_err(|e| failed(&e))?,

@@ -32,6 +32,7 @@ defmodule CMDC.Tool.HTTP.ClientTest do
     case :binary.split(seen, "\r\n\r\n") do
       [_head, rest] ->
         :gen_tcp.send(socket, answer)
+        send(test, {:server, :answered})
         loop(socket, answer, test, rest, served + 1)
 
       [_] ->
@@ -94,7 +95,7 @@ defmodule CMDC.Tool.HTTP.ClientTest do
       end)
 
     assert_receive :started
-    assert_receive {:server, :accepted}
+    assert_receive {:server, :answered}
     Process.exit(pid, :kill)
     assert_receive {:DOWN, ^ref, :process, ^pid, :killed}
     assert_receive {:server, :closed, 1}, 5_000
