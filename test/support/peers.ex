@@ -71,4 +71,15 @@ defmodule CMDC.Tool.Peers do
     {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:cmdc_tool])
     {peer, node}
   end
+
+  @doc """
+  Stops a peer of `start!/1`, for an `on_exit` callback: the peer is linked to the test's
+  process, which has exited by then, so it may be stopping or gone already (`:peer.stop/1` then
+  exits), or, on a busy machine, still up.
+  """
+  def stop(peer) do
+    :peer.stop(peer)
+  catch
+    :exit, _ -> :ok
+  end
 end

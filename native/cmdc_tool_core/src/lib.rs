@@ -10,6 +10,7 @@ pub mod etf;
 pub mod exec;
 pub mod fs;
 pub mod http;
+pub mod matcher;
 pub mod names;
 pub mod pattern;
 pub mod permissions;

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod http;
 pub mod json;
 pub mod layout;
+pub mod matcher;
 pub mod modules;
 pub mod names;
 pub mod nulls;

@@ -1,8 +1,9 @@
 defmodule CMDC.Tool.CLI.Doctor do
   @moduledoc false
   # `mix cmdc.tools doctor`: what would surprise a user of the project's tools (names providers
-  # rewrite or refuse, schemas strict mode or Gemini change, script caches, interpreters), after
-  # the load report. The status is the listing's: 4 when something failed to load.
+  # rewrite or refuse, schemas strict mode or Gemini change, script caches, interpreters, the
+  # settings files' hook problems: a matcher that cannot be run fails its hook on every call),
+  # after the load report. The status is the listing's: 4 when something failed to load.
 
   alias CMDC.Tool.CLI
   alias CMDC.Tool.CLI.Output
@@ -17,7 +18,20 @@ defmodule CMDC.Tool.CLI.Doctor do
     List.wrap(CLI.unserved(report, nil, opts)) ++
       List.wrap(CMDC.Tool.Project.compile_time_config(opts[:cwd] || File.cwd!())) ++
       names(report.tools) ++
-      strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()
+      strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters() ++ hooks(opts)
+  end
+
+  # The problems `mix cmdc.tools hooks` lists, for the same project and home.
+  defp hooks(opts) do
+    cwd = opts[:cwd] || File.cwd!()
+
+    config =
+      CMDC.Tool.Hooks.load([cwd: cwd, trust_project: opts[:trust]] ++ Keyword.take(opts, [:home]))
+
+    for e <- config.errors do
+      where = if e.hook, do: " " <> e.hook, else: ""
+      "hooks: #{Path.relative_to(e.path, cwd)}#{where}: #{e.reason}"
+    end
   end
 
   @doc "Runs the doctor over the project of `opts[:cwd]` (default the current folder)."

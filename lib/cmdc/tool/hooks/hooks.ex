@@ -45,8 +45,11 @@ defmodule CMDC.Tool.Hooks do
   An Elixir hook that raises, exits, answers something else or runs past its time-out fails
   safe: its call is denied (before) or its result blocked (after), with a message naming the
   hook; the runner never crashes. A command hook's failure (exit status other than 0 and 2, a
-  signal, its time-out, output that is not JSON or over 1 MB) is a non-blocking error in
-  `:notes` and the log, as Claude Code treats it.
+  signal, its time-out, output that is not JSON or over 1 MB, a matcher that cannot be run) is a
+  non-blocking error in `:notes` and the log, as Claude Code treats it, unless the hook fails
+  closed (`"cmdc": {"failClosed": true}`, or the runner's `hooks_fail_closed: true`): then it
+  denies as an Elixir hook does. Output over 1 MB that begins with a decision denies in both
+  modes. See `CMDC.Tool.Hooks.Failure` and the table in `docs/HOOKS.md`.
 
   ## Session events (`SessionStart`, `SessionEnd`, `c:on_session/2`)
 
@@ -147,8 +150,12 @@ defmodule CMDC.Tool.Hooks do
 
     with {:ok, settings} <- Settings.for_run(Keyword.get(opts, :settings_hooks)) do
       case new(Keyword.get(opts, :hooks, [])) do
-        {:ok, own} -> settings ++ Store.get(:global) ++ registry ++ session ++ own
-        {:error, message} -> {:error, "invalid :hooks option: " <> message}
+        {:ok, own} ->
+          hooks = settings ++ Store.get(:global) ++ registry ++ session ++ own
+          if opts[:hooks_fail_closed] == true, do: Config.close(hooks), else: hooks
+
+        {:error, message} ->
+          {:error, "invalid :hooks option: " <> message}
       end
     end
   end

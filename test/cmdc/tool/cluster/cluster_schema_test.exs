@@ -2,7 +2,8 @@ defmodule CMDC.Tool.ClusterSchemaTest do
   # CMDC.Tool.Cluster.to_schema/1 with to_schema/3's options, on real peer nodes whose tools
   # exist there only (an MCP client's tools over the official Python SDK server, tools made on
   # the peer, a module compiled there): the output must be what CMDC.Tool.to_schema/3 gives
-  # for the same tools here.
+  # for the same tools here. Not async: peer nodes joining and leaving this node are seen by
+  # every cluster view here, so the cluster modules run one at a time.
   use ExUnit.Case, async: false
 
   import CMDC.Tool.Eventually
@@ -97,7 +98,7 @@ defmodule CMDC.Tool.ClusterSchemaTest do
     on_exit(fn ->
       Cluster.unpublish(local)
       Process.exit(sup, :shutdown)
-      for p <- [peer_a, peer_b], do: catch_exit(:peer.stop(p))
+      for p <- [peer_a, peer_b], do: Peers.stop(p)
     end)
 
     %{scope: scope, here: Map.new(here, &{&1.name(), &1}), peer_b: b}

@@ -69,7 +69,7 @@ defmodule CMDC.Tool.ExecWindowTest do
         :ok = Exec.ack(exec, 1)
         {:cont, n + 1}
     after
-      5_000 -> {:halt, n}
+      30_000 -> {:halt, n}
     end
   end
 
@@ -107,7 +107,7 @@ defmodule CMDC.Tool.ExecWindowTest do
       {:cmdc_exec, ^id, {:exit, %{code: 0}}} ->
         {Enum.reverse(out), Enum.reverse(err), dropped}
     after
-      10_000 -> flunk("no exit")
+      30_000 -> flunk("no exit")
     end
   end
 

@@ -7,6 +7,7 @@ defmodule CMDC.Tool.Hooks.SettingsHooksTest do
 
   @moduletag :capture_log
 
+  import CMDC.Tool.Eventually
   import ExUnit.CaptureLog
 
   alias CMDC.Tool.Hooks.Settings
@@ -52,23 +53,15 @@ defmodule CMDC.Tool.Hooks.SettingsHooksTest do
   end
 
   # Reading again happens on a call at least a second after the last check: call until
-  # `done?` holds for the answer (bounded), never sleep a fixed time.
-  defp until(fun, done?, deadline \\ System.monotonic_time(:millisecond) + 30_000) do
-    result = fun.()
-
-    cond do
-      done?.(result) ->
-        result
-
-      System.monotonic_time(:millisecond) > deadline ->
-        flunk("the settings change never applied: #{inspect(result)}")
-
-      true ->
-        receive do
-        after
-          50 -> until(fun, done?, deadline)
-        end
-    end
+  # `done?` holds for the answer (`eventually/2`), never sleep a fixed time.
+  defp until(fun, done?) do
+    eventually(
+      fn ->
+        result = fun.()
+        done?.(result) && result
+      end,
+      message: "the settings change never applied"
+    )
   end
 
   test "a trusted project's settings hook guards runner calls with no hooks option", ctx do

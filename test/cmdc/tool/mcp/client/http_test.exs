@@ -1,6 +1,7 @@
 defmodule CMDC.Tool.MCP.Client.HTTPTest do
   # The Streamable HTTP transport against the official Python SDK's server (stateless and
   # stateful, both eras) and against hostile HTTP servers (test/support/mcp_hostile.py).
+  # Not async: the floods' bounds are read from the whole VM's memory (`:erlang.memory/1`).
   use ExUnit.Case, async: false
 
   import CMDC.Tool.Eventually
