@@ -4,6 +4,11 @@
 #
 # Run: MIX_ENV=bench mix run bench/mcp_client.exs [CALLS]   (the servers' helpers
 # live in test/support, compiled for MIX_ENV=bench; the venv is made in the test cache (CMDC.Tool.TestCache) on first use)
+#
+# Streamable HTTP, 1,000 calls, 2-core machine shared with 7 other builds (load average 15-38):
+#   hand-written :gen_tcp client (before issue 36): sequential 221/s, 8 concurrent 263/s
+#   hyper + rustls native client (after):           sequential 323/s, 8 concurrent 567/s,
+#                                                   p50 1.18 ms, p99 23.2 ms (load 37)
 alias CMDC.Tool.MCP.Client
 alias CMDC.Tool.MCPServers
 
