@@ -54,17 +54,19 @@ defmodule CMDC.Tool.MCPServers do
   @doc """
   Starts test/support/introspection_server.py (an OAuth token introspection endpoint that
   counts what it is asked, for `resource`) with `python`, killed when the calling test exits:
-  its base URL `http://127.0.0.1:N`.
+  its base URL `http://127.0.0.1:N` (`https://` with `args` `["--tls", cert_pem, key_pem]`).
   """
-  def introspection(python, resource) do
+  def introspection(python, resource, args \\ []) do
     script = Path.expand("introspection_server.py", __DIR__)
-    opts = [:binary, :exit_status, {:line, 100}, args: [script, resource]]
+    opts = [:binary, :exit_status, {:line, 100}, args: [script, resource | args]]
     port = Port.open({:spawn_executable, python}, opts)
     {:os_pid, os_pid} = Port.info(port, :os_pid)
     ExUnit.Callbacks.on_exit(fn -> System.cmd("kill", ["#{os_pid}"]) end)
 
     receive do
-      {^port, {:data, {:eol, number}}} -> "http://127.0.0.1:#{number}"
+      {^port, {:data, {:eol, number}}} ->
+        scheme = if "--tls" in args, do: "https", else: "http"
+        "#{scheme}://127.0.0.1:#{number}"
     after
       30_000 -> ExUnit.Assertions.flunk("the introspection server did not start")
     end

@@ -116,4 +116,12 @@ rustler::atoms! {
     done,
     more,
     undecided,
+    // http/client.rs
+    head,
+    event,
+    end,
+    connect,
+    send,
+    answer,
+    too_big,
 }

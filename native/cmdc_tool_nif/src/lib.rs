@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod encode;
 pub mod error;
 pub mod exec;
+pub mod http;
 pub mod http_server;
 pub mod json;
 pub mod layout;

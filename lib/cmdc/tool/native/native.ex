@@ -83,6 +83,13 @@ defmodule CMDC.Tool.Native do
   def home_cmdc(_raw, _home), do: err()
   def home_cmdc_dirs(_raw, _home), do: err()
 
+  # http/client.rs
+  def http_client_new(_opts), do: err()
+  def http_request(_client, _opts, _body), do: err()
+  def http_request_dirty(_client, _opts, _body), do: err()
+  def http_cancel(_request), do: err()
+  def http_ack(_request, _n), do: err()
+
   # exec.rs
   def exec_start(_opts, _stdin), do: err()
   def exec_start_dirty(_opts, _stdin), do: err()

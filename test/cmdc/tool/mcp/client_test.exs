@@ -12,7 +12,6 @@ defmodule CMDC.Tool.MCPClientTest do
 
   doctest Client
   doctest Remote
-  doctest CMDC.Tool.MCP.Client.SSE
 
   @moduletag timeout: 120_000
   # The servers' stderr goes to the log (debug): shown only when a test fails.

@@ -23,8 +23,9 @@ defmodule CMDC.Tool.MCP.Client.Limits do
   | `max_restarts` / `restart_window` | 10 / 60_000 | failures within the window before the server is marked `:failed` (backoff doubling from 0.2 s keeps an unreachable server under it; a server that crashes right after each start is not) |
 
   A flood costs no limit: stdio output flows under the credit window (the server waits for the
-  client), HTTP bodies and SSE streams are read one socket read at a time (`active: :once`;
-  an error status's body only up to 64 kB), so the client's mailbox stays bounded and a chatty server is never stopped for
+  client), HTTP bodies are bounded in the native client and SSE events flow under a credit
+  window of four (the server waits in its socket buffers; an error status's body is read only up
+  to 64 kB), so the client's mailbox stays bounded and a chatty server is never stopped for
   talking.
 
   Set them per client (`limits:` option of `CMDC.Tool.MCP.Client.start_link/1`) or for every

@@ -11,8 +11,12 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
       `GET /.well-known/oauth-protected-resource<path>` serves RFC 9728 metadata naming the
       `:authorization_servers`; every token is checked by RFC 7662 introspection at
       `:introspection_url` (with `:client_id`/`:client_secret` as HTTP Basic when given) and must
-      be `active`, unexpired, and issued for this server: its `aud` names `:resource` (the
-      endpoint's URL by default). Active answers are kept for `:cache_ms` (60 s; 0 = off) or
+      be `active`, unexpired (an integer `exp` in the future), and issued for this server: its
+      `aud` names `:resource` (the endpoint's URL by default). An `https` introspection endpoint
+      is verified against the system's trust store, or `:ca_file`; `verify: :verify_none`
+      must be written out; the answer is bounded by `:max_answer_bytes` (64 kB) and `:timeout`
+      (5 s) (`CMDC.Tool.MCP.HTTP.Introspection`). `:clock` (a function returning the Unix time
+      in ms) is the time the checks and the cache read, for tests. Active answers are kept for `:cache_ms` (60 s; 0 = off) or
       until the token's `exp`, at most `:cache_size` (10,000) of them
       (`CMDC.Tool.MCP.HTTP.IntrospectionCache`: why inactive answers are not kept).
 
@@ -25,7 +29,23 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
 
   require Logger
 
-  alias CMDC.Tool.MCP.HTTP.IntrospectionCache
+  alias CMDC.Tool.MCP.HTTP.{Introspection, IntrospectionCache}
+
+  @oauth_opts [
+    :introspection_url,
+    :authorization_servers,
+    :resource,
+    :client_id,
+    :client_secret,
+    :scopes,
+    :cache_ms,
+    :cache_size,
+    :ca_file,
+    :verify,
+    :max_answer_bytes,
+    :timeout,
+    :clock
+  ]
 
   @type t :: :none | {:bearer, binary()} | {:oauth, map()}
 
@@ -56,18 +76,21 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
     opts = Map.new(opts)
 
     case opts do
-      %{introspection_url: "http" <> _ = url} ->
-        with {:ok, cache} <- cache(opts) do
+      %{introspection_url: "http" <> _} ->
+        clock = Map.get(opts, :clock, &default_clock/0)
+
+        with :ok <- known(opts),
+             {:ok, cache} <- cache(opts, clock),
+             {:ok, introspection} <- Introspection.new(opts) do
           {:ok,
            {:oauth,
             %{
-              introspection_url: url,
+              introspection: introspection,
               authorization_servers: Map.get(opts, :authorization_servers, []),
               resource: Map.get(opts, :resource),
-              client_id: Map.get(opts, :client_id),
-              client_secret: Map.get(opts, :client_secret),
               scopes: Map.get(opts, :scopes, []),
-              cache: cache
+              cache: cache,
+              clock: clock
             }}}
         end
 
@@ -101,10 +124,21 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
 
   defp mode_text(mode), do: "0" <> Integer.to_string(band(mode, 0o777), 8)
 
-  defp cache(opts) do
+  # A misspelled option (`ca_fille:`) would silently fall back to a default: refused instead,
+  # with the nearest known name.
+  defp known(opts) do
+    CMDC.Tool.Options.check!(opts, @oauth_opts, "{:oauth, opts}")
+    :ok
+  rescue
+    e in ArgumentError -> {:error, Exception.message(e)}
+  end
+
+  defp default_clock, do: System.system_time(:millisecond)
+
+  defp cache(opts, clock) do
     case {Map.get(opts, :cache_ms, 60_000), Map.get(opts, :cache_size, 10_000)} do
       {ms, size} when is_integer(ms) and ms >= 0 and is_integer(size) and size > 0 ->
-        {:ok, IntrospectionCache.new(ms, size)}
+        {:ok, IntrospectionCache.new(ms, size, clock)}
 
       {ms, size} ->
         {:error,
@@ -194,9 +228,7 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
 
   defp verify({:oauth, oauth}, token) do
     with {:ok, claims} <- claims(oauth, token),
-         :ok <- active(claims),
-         :ok <- unexpired(claims),
-         :ok <- audience(claims, oauth.resource) do
+         :ok <- Introspection.verdict(claims, oauth.resource, div(oauth.clock.(), 1000)) do
       {:ok, principal(claims, token)}
     end
   end
@@ -223,60 +255,10 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
         {:ok, claims}
 
       :miss ->
-        with {:ok, claims} <- introspect(oauth, token) do
+        with {:ok, claims} <- Introspection.introspect(oauth.introspection, token) do
           IntrospectionCache.put(oauth.cache, token, claims)
           {:ok, claims}
         end
     end
-  end
-
-  # RFC 7662: POST token=... as a form; the answer is JSON with at least `active`.
-  defp introspect(oauth, token) do
-    body = URI.encode_query(%{"token" => token, "token_type_hint" => "access_token"})
-    headers = basic(oauth) ++ [{~c"accept", ~c"application/json"}]
-
-    request =
-      {String.to_charlist(oauth.introspection_url), headers,
-       ~c"application/x-www-form-urlencoded", body}
-
-    case :httpc.request(:post, request, [timeout: 5_000, connect_timeout: 2_000],
-           body_format: :binary
-         ) do
-      {:ok, {{_, 200, _}, _headers, json}} ->
-        case CMDC.Tool.JSON.decode(json) do
-          {:ok, %{} = claims} -> {:ok, claims}
-          _ -> {:error, "the authorization server's introspection answer is not a JSON object"}
-        end
-
-      {:ok, {{_, status, _}, _, _}} ->
-        {:error, "the authorization server's introspection answered HTTP #{status}"}
-
-      {:error, reason} ->
-        {:error, "the authorization server is unreachable (#{inspect(reason)})"}
-    end
-  end
-
-  defp basic(%{client_id: id, client_secret: secret}) when is_binary(id) do
-    [{~c"authorization", String.to_charlist("Basic " <> Base.encode64("#{id}:#{secret}"))}]
-  end
-
-  defp basic(_), do: []
-
-  defp active(%{"active" => true}), do: :ok
-  defp active(_), do: {:error, "the token is not active"}
-
-  defp unexpired(%{"exp" => exp}) when is_integer(exp) do
-    if exp > System.os_time(:second), do: :ok, else: {:error, "the token has expired"}
-  end
-
-  defp unexpired(_), do: :ok
-
-  defp audience(claims, resource) do
-    audiences = List.wrap(claims["aud"])
-
-    if resource in audiences,
-      do: :ok,
-      else:
-        {:error, "the token was not issued for #{resource} (aud: #{Enum.join(audiences, ", ")})"}
   end
 end

@@ -20,14 +20,30 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCache do
   it goes with the server.
   """
 
-  @type t :: %{table: :ets.tid(), ttl_ms: non_neg_integer(), size: pos_integer()}
+  @type clock :: (() -> integer())
+  @type t :: %{
+          table: :ets.tid(),
+          ttl_ms: non_neg_integer(),
+          size: pos_integer(),
+          clock: clock()
+        }
 
-  @doc "A new cache (an ETS table owned by the calling process)."
-  @spec new(non_neg_integer(), pos_integer()) :: t()
-  def new(ttl_ms \\ 60_000, size \\ 10_000) do
+  @doc """
+  A new cache (an ETS table owned by the calling process). `clock` returns the Unix time in
+  ms (the system's by default; a test passes its own, so it never sleeps).
+
+      iex> cache = CMDC.Tool.MCP.HTTP.IntrospectionCache.new(1_000, 10, fn -> 5_000 end)
+      iex> CMDC.Tool.MCP.HTTP.IntrospectionCache.put(cache, "t", %{"active" => true})
+      iex> CMDC.Tool.MCP.HTTP.IntrospectionCache.fetch(cache, "t")
+      {:ok, %{"active" => true}}
+  """
+  @spec new(non_neg_integer(), pos_integer(), clock()) :: t()
+  def new(ttl_ms \\ 60_000, size \\ 10_000, clock \\ &system_ms/0) do
     table = :ets.new(__MODULE__, [:set, :public, read_concurrency: true, write_concurrency: true])
-    %{table: table, ttl_ms: ttl_ms, size: size}
+    %{table: table, ttl_ms: ttl_ms, size: size, clock: clock}
   end
+
+  defp system_ms, do: System.system_time(:millisecond)
 
   @doc "The claims kept for this token, or `:miss`."
   @spec fetch(t(), binary()) :: {:ok, map()} | :miss
@@ -38,7 +54,7 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCache do
 
     case :ets.lookup(cache.table, key) do
       [{^key, claims, until}] ->
-        if until > now(), do: {:ok, claims}, else: expire(cache, key)
+        if until > cache.clock.(), do: {:ok, claims}, else: expire(cache, key)
 
       [] ->
         :miss
@@ -50,9 +66,10 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCache do
   def put(%{ttl_ms: 0}, _token, _claims), do: :ok
 
   def put(cache, token, %{"active" => true} = claims) do
-    until = min(now() + cache.ttl_ms, expiry(claims))
+    now = cache.clock.()
+    until = min(now + cache.ttl_ms, expiry(claims))
 
-    if until > now() do
+    if until > now do
       if :ets.info(cache.table, :size) >= cache.size, do: make_room(cache)
       :ets.insert(cache.table, {key(token), claims, until})
     end
@@ -68,8 +85,6 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCache do
 
   defp key(token), do: :crypto.hash(:sha256, token)
 
-  defp now, do: System.system_time(:millisecond)
-
   defp expiry(%{"exp" => exp}) when is_integer(exp), do: exp * 1000
   # No `exp`: the TTL alone bounds it (a number is below any atom in term order).
   defp expiry(_claims), do: :infinity
@@ -80,7 +95,7 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCache do
   end
 
   defp make_room(cache) do
-    :ets.select_delete(cache.table, [{{:_, :_, :"$1"}, [{:"=<", :"$1", now()}], [true]}])
+    :ets.select_delete(cache.table, [{{:_, :_, :"$1"}, [{:"=<", :"$1", cache.clock.()}], [true]}])
 
     if :ets.info(cache.table, :size) >= cache.size do
       cache.table

@@ -85,6 +85,13 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     CMDC.Tool.Exec.cancel(exec)
   end
 
+  test "TLS settings that cannot work fail the server's start, saying why" do
+    spec = %{url: "https://127.0.0.1:9/mcp", ca_file: "/nonexistent/ca.pem"}
+    client = start_supervised!({Client, name: "bad_ca", transport: {:http, spec}}, id: :bad_ca)
+    assert {:error, message} = Client.await_ready(client, 10_000)
+    assert message =~ "/nonexistent/ca.pem: cannot read CA certificates"
+  end
+
   test "this library's own server (CMDC.Tool.MCP.HTTP) in both eras" do
     server =
       start_supervised!({CMDC.Tool.MCP.HTTP, tools: [CMDC.Tool.Examples.Echo], port: 0},

@@ -20,6 +20,13 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
     end
   end
 
+  # A clock the test moves (Unix ms): the cache and the expiry checks read it, so no test waits.
+  defp clock do
+    now = :atomics.new(1, signed: true)
+    :atomics.put(now, 1, System.system_time(:millisecond))
+    {fn -> :atomics.get(now, 1) end, fn ms -> :atomics.add(now, 1, ms) end}
+  end
+
   defp auth(base, extra \\ []) do
     opts =
       [
@@ -67,11 +74,13 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
 
   test "a kept token still expires at its exp, and is then asked about again",
        %{base: base} do
-    auth = auth(base)
+    {now, advance} = clock()
+    auth = auth(base, clock: now)
     assert check(auth, "short-a") == :ok
     assert check(auth, "short-a") == :ok
     assert asked(base)["short-a"] == 1
-    Process.sleep(2_500)
+    # Past its exp (2 s after the endpoint first saw it).
+    advance.(2_500)
     assert {:error, _, message} = check(auth, "short-a")
     assert message =~ ~r/expired|not active/
     assert asked(base)["short-a"] == 2
@@ -90,10 +99,13 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
   end
 
   test ":cache_ms bounds how long an answer is kept; 0 turns the cache off", %{base: base} do
-    auth = auth(base, cache_ms: 300)
+    {now, advance} = clock()
+    auth = auth(base, cache_ms: 300, clock: now)
     assert check(auth, "good-b") == :ok
+    advance.(299)
     assert check(auth, "good-b") == :ok
-    Process.sleep(400)
+    assert asked(base)["good-b"] == 1
+    advance.(2)
     assert check(auth, "good-b") == :ok
     assert asked(base)["good-b"] == 2
 

@@ -1,0 +1,3 @@
+//! NIFs of the HTTP layer (`cmdc_tool_core::http`).
+
+pub mod client;
