@@ -147,11 +147,12 @@
 # identical copies cannot skip them without treating identical tools as one (which would make
 # this corpus say nothing about a real catalog of that size).
 
+Code.require_file("search_eval/sets.exs", __DIR__)
+
 defmodule SearchBench do
   alias CMDC.Tool.{JSON, Native, Registry}
   alias CMDC.Tool.Test.Factory
 
-  @dir Path.expand("search_eval", __DIR__)
   @packages ~w(rank_bm25==0.2.2 bm25s==0.3.16)
   # Passes of the paired timing (each query: ours, then bm25s's, per pass).
   @passes 3
@@ -161,7 +162,8 @@ defmodule SearchBench do
     queries = queries()
     IO.puts("evaluation set: #{length(tools)} tools, #{length(queries)} queries\n")
     quality(tools, queries)
-    if "quality" in args, do: System.halt(0)
+    semantic()
+    if "quality" in args or "semantic" in args, do: System.halt(0)
     sizes = if "quick" in args, do: [1_000, 10_000], else: [1_000, 10_000, 100_000]
     speed(tools, Enum.map(queries, &elem(&1, 0)), sizes)
   end
@@ -169,28 +171,28 @@ defmodule SearchBench do
   # ------------------------------------------------------------------------------------------
   # The evaluation set
 
-  def catalog do
-    real =
-      for t <- JSON.decode!(File.read!(Path.join(@dir, "tools.json"))),
-          do: {"#{t["server"]}__#{t["name"]}", t["description"], t["parameters"]}
+  # The project's own set (search_eval/sets.exs reads it, with the other people's sets).
+  def catalog, do: SearchBench.Sets.own().tools
+  def queries, do: SearchBench.Sets.own().queries
 
-    examples =
-      for m <- [
-            CMDC.Tool.Examples.Echo,
-            CMDC.Tool.Examples.ReadFile,
-            CMDC.Tool.Examples.Countdown
-          ],
-          do: {"examples__" <> m.name(), m.description(), m.parameters()}
+  # ------------------------------------------------------------------------------------------
+  # 1b. Quality on other people's data, per variant, and the dense figures
+  # (search_eval/sets.exs, search_eval/semantic.exs)
 
-    real ++ examples
-  end
+  defp semantic do
+    Code.require_file("search_eval/semantic.exs", __DIR__)
 
-  def queries do
-    for line <- File.read!(Path.join(@dir, "queries.tsv")) |> String.split("\n", trim: true),
-        not String.starts_with?(line, "#") do
-      [query, relevant] = String.split(line, "\t")
-      {query, String.split(relevant, ",", trim: true)}
-    end
+    bfcl =
+      case SearchBench.Sets.bfcl() do
+        {:skip, reason} ->
+          IO.puts("BFCL sets skipped: #{reason}")
+          []
+
+        sets ->
+          sets
+      end
+
+    SearchBench.Semantic.run([SearchBench.Sets.own() | bfcl])
   end
 
   # ------------------------------------------------------------------------------------------
@@ -258,7 +260,7 @@ defmodule SearchBench do
   end
 
   # recall@k: the share of a query's relevant tools in the first k, averaged over queries.
-  defp score(queries, rank) do
+  def score(queries, rank) do
     per =
       for {q, relevant} <- queries do
         got = rank.(q)
