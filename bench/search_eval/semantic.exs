@@ -50,7 +50,7 @@ defmodule SearchBench.Semantic do
           [{"BM25 (plain)", plain_bm25(set.tools)}] ++
             for {label, mode} <- [{"BM25F", :bm25}, {"dense", :dense}, {"hybrid", :hybrid}],
                 mode == :bm25 or vectors? do
-              {:ok, {_, tops}} = {:ok, Native.search_bench_query_mode(index, paired, mode, 10, 1)}
+              {:ok, {_, tops}} = Native.search_bench_query_mode(index, paired, mode, 10, 1)
               tops = Map.new(Enum.zip(texts, tops))
               {label, &Map.fetch!(tops, &1)}
             end
@@ -110,7 +110,7 @@ defmodule SearchBench.Semantic do
       end)
 
     read = for {name, p} <- cached, do: {name, File.read!(Vectors.path(dir, id, p))}
-    {:ok, _} = {:ok, Native.search_bench_set_vectors(index, read ++ computed)}
+    {:ok, _} = Native.search_bench_set_vectors(index, read ++ computed)
 
     if todo != [],
       do: IO.puts("  (#{length(todo)} tool vectors computed, #{length(cached)} cached)")
@@ -237,7 +237,7 @@ defmodule SearchBench.Semantic do
       for {{nm, _, _}, i} <- Enum.with_index(Stream.cycle(own.tools) |> Enum.take(n)),
           do: {"#{nm}_#{i}", base[nm]}
 
-    set_ns = Native.search_bench_set_vectors(index, vectors)
+    {:ok, set_ns} = Native.search_bench_set_vectors(index, vectors)
     {count, bytes} = Native.search_bench_vector_info(index)
     qv = embed_queries(embedder, texts)
     paired = Enum.zip(texts, qv)
@@ -259,7 +259,7 @@ defmodule SearchBench.Semantic do
         p = by_passage[nm]
         path = Vectors.path(dir_of(embedder), Embedder.id(embedder), p)
         {us, {:ok, v}} = :timer.tc(fn -> File.read(path) end)
-        _ = Native.search_bench_set_vectors(index, [{"added_#{i}", v}])
+        {:ok, _} = Native.search_bench_set_vectors(index, [{"added_#{i}", v}])
         us
       end
 
@@ -269,7 +269,7 @@ defmodule SearchBench.Semantic do
     )
 
     for mode <- [:bm25, :dense, :hybrid] do
-      {times, _} = Native.search_bench_query_mode(index, paired, mode, 10, 5)
+      {:ok, {times, _}} = Native.search_bench_query_mode(index, paired, mode, 10, 5)
 
       IO.puts(
         "query at 10k, #{mode}: median #{us(median(times))}, p90 #{us(pct(times, 90))} (CPU, best of 5, after embedding)"

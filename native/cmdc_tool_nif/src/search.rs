@@ -84,7 +84,7 @@ fn mode(term: Term) -> Result<Mode> {
 
 /// `f32`s from their little-endian bytes (how `CMDC.Tool.Search` passes vectors).
 pub fn floats(bytes: &[u8]) -> Result<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(Error::Message(format!(
             "a vector is {} bytes, not a whole number of 32-bit floats",
             bytes.len()
