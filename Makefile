@@ -1,5 +1,5 @@
 # cmdc_tool: `make demo` and `make test` do all set-up on a fresh machine.
-.PHONY: all setup build demo test test-rust test-elixir lint fmt bench clean
+.PHONY: all setup build demo test test-rust test-elixir rust-checks lint lint-format lint-compile lint-rust fmt bench clean
 
 all: build
 
@@ -24,14 +24,24 @@ demo: setup
 	@echo; echo "== the library API from Elixir: define, describe, validate =="
 	mix run examples/demo.exs
 
-lint: setup
+lint: lint-format lint-compile lint-rust
+
+lint-format: setup
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p cmdc_tool_nif --all-targets --features testing -- -D warnings
 	mix format --check-formatted
+
+# Also the build the ExUnit suite runs on (the NIF with its testing feature, then every module).
+lint-compile: setup
 	MIX_ENV=test mix compile --warnings-as-errors --force
 	@# Elixir files depend on each other one way, as native/cmdc_tool_core/tests/layers.rs checks for Rust.
 	mix xref graph --format cycles --fail-above 0
+
+CLIPPY = cargo clippy --workspace --all-targets -- -D warnings
+CLIPPY_TESTING = cargo clippy -p cmdc_tool_nif --all-targets --features testing -- -D warnings
+
+lint-rust: setup
+	$(CLIPPY)
+	$(CLIPPY_TESTING)
 
 test-rust: setup
 	cargo test --workspace
@@ -39,7 +49,18 @@ test-rust: setup
 test-elixir: setup
 	MIX_ENV=test mix test
 
-test: lint test-rust test-elixir
+# The Rust checks (CPU-bound) run beside the ExUnit suite, which mostly waits on the programs,
+# servers and VMs it starts: on 2 cores that saves their wall time. Each side's output is
+# printed whole when it ends.
+test: lint-format lint-compile
+	$(MAKE) --no-print-directory -j2 --output-sync=target rust-checks test-elixir
+
+# One after the other: the other job slot is the ExUnit suite's. (MAKEFLAGS emptied: cargo would
+# look for make's job server, whose descriptors a recipe does not get.)
+rust-checks: setup
+	MAKEFLAGS= $(CLIPPY)
+	MAKEFLAGS= $(CLIPPY_TESTING)
+	MAKEFLAGS= cargo test --workspace
 
 fmt:
 	cargo fmt --all

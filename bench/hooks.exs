@@ -1,6 +1,7 @@
 # What hooks cost a call (CMDC.Tool.Hooks), with the echo tool:
 #   1. the call alone: `Echo.execute/2` called directly, and the same call through
-#      CMDC.Tool.Runner.run/4 with no hooks (what the hook lookup, 3 ETS reads, adds is shown);
+#      CMDC.Tool.Runner.run/4 with no hooks (what the hook lookup, 4 ETS reads with the cached
+#      settings files' hooks, adds is shown, and the lookup without the settings files);
 #   2. one Elixir hook (before_call + after_call, both answering :ok);
 #   3. one command hook (`PreToolUse`, `true` through sh -c, on the native exec layer);
 #   4. for scale, `sh -c true` alone through CMDC.Tool.Exec (the floor of a command hook).
@@ -38,6 +39,8 @@ end
 
 direct = measure.(n * 10, fn -> {:ok, "hi"} = Echo.execute(%{"text" => "hi"}, ctx) end)
 lookup = measure.(n * 10, fn -> [] = Hooks.for_call([Echo], ctx, []) end)
+# The settings files' hooks read by the runner itself (cached, checked once a second) turned off.
+bare = measure.(n * 10, fn -> [] = Hooks.for_call([Echo], ctx, settings_hooks: false) end)
 alone = measure.(n, fn -> "hi" = Runner.run([Echo], call, ctx).content end)
 elixir = measure.(n, fn -> "hi" = Runner.run([Echo], call, ctx, hooks: elixir_hook).content end)
 
@@ -58,6 +61,7 @@ IO.puts("""
 per call through Runner.run/4 (echo tool; median of 5 rounds; #{n} calls, #{command_n} for commands):
 #{row.("the tool alone (Echo.execute/2)", direct, nil)}
 #{row.("the hook lookup alone (none attached)", lookup, nil)}
+#{row.("  the same, settings_hooks: false", bare, nil)}
 #{row.("runner, no hooks", alone, nil)}
 #{row.("one Elixir hook (before + after)", elixir, alone)}
 #{row.("one command hook (PreToolUse, `true`)", command, alone)}

@@ -154,6 +154,15 @@ defmodule Bench.Stall do
     row("encode a 2 MB bignum", big2m, fn -> JSON.encode(big2m) end)
     big100k = Bitwise.bsl(1, 800_000)
     row("validate a 100 KB bignum", big100k, fn -> Schema.validate(any, big100k) end)
+    # Issue 37's case: a 200,000-digit integer (10,382 words), validated and encoded. Every
+    # normal-scheduler NIF yields before converting it (stall_test.exs); the conversion (~9 ms,
+    # quadratic) runs on a dirty scheduler. 2026-11-28 14:17, 1-minute load ~20 from other
+    # builds (figures not comparable with the quiet ones above), 2 runs: validate ours worst
+    # 103-203 p99 42-59 ms vs control worst 1,286-1,609 p99 418-1,264 ms; encode ours worst
+    # 55-67 p99 49-55 ms vs control worst 1,357-1,439 p99 807-1,299 ms. Re-measure quietly.
+    digits = Integer.pow(10, 200_000) - 1
+    row("validate a 200,000-digit integer", digits, fn -> Schema.validate(any, digits) end)
+    row("encode a 200,000-digit integer", digits, fn -> JSON.encode(digits) end)
     list = List.duplicate(1, 2_000_000)
     row("validate a 2M-element list", list, fn -> Schema.validate(any, list) end)
     row("encode a 2M-element list", list, fn -> JSON.encode(list) end)

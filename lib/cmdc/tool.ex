@@ -201,14 +201,31 @@ defmodule CMDC.Tool do
   """
   @spec unknown_tool_message([module() | String.t()] | Registry.t(), term()) :: String.t()
   def unknown_tool_message(tools, name) when is_binary(name) do
-    case suggest(tools, name) do
-      [] -> "Unknown tool: #{name}."
-      close -> "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
+    case {renamed_to(tools, name), suggest(tools, name)} do
+      {[new | _], _} ->
+        "Unknown tool: #{name}. It was renamed to #{new} by its metadata: call #{new}."
+
+      {[], []} ->
+        "Unknown tool: #{name}."
+
+      {[], close} ->
+        "Unknown tool: #{name}. Did you mean: #{Enum.join(close, ", ")}?"
     end
   end
 
   def unknown_tool_message(_tools, name),
     do: "Unknown tool: #{inspect(name)} (a tool name is a string)."
+
+  # The names under which tools renamed by their metadata (`CMDC.Tool.Discovery.Wrapper`, a
+  # module answering `__discovery_target__/0`) serve a tool whose own name is `name`.
+  defp renamed_to(tools, name) do
+    modules = if is_struct(tools, Registry), do: Registry.list(tools), else: tools
+
+    for module <- modules,
+        is_atom(module) and function_exported?(module, :__discovery_target__, 0),
+        module.__discovery_target__().name() == name,
+        do: module.name()
+  end
 
   @doc """
   A short summary of one call: `c:meta/1` when the module defines it, else `c:name/0`.

@@ -33,12 +33,4 @@ defmodule CMDC.Tool.LoadProbe do
       {:worst, ^probe, worst} -> worst
     end
   end
-
-  @doc "The peak of `:erlang.memory(:total)` sampled every 100 ms for `ms`, from `before`."
-  def peak_memory(before, ms) do
-    Enum.reduce(1..max(div(ms, 100), 1), before, fn _, peak ->
-      Process.sleep(100)
-      max(peak, :erlang.memory(:total))
-    end)
-  end
 end

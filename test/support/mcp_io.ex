@@ -22,26 +22,19 @@ defmodule CMDC.Test.MCPIO do
     text |> String.split("\n", trim: true) |> Enum.map(&CMDC.Tool.JSON.decode!/1)
   end
 
-  @doc "Waits until the server wrote at least `n` frames (at most `timeout` ms); returns them."
-  def await_frames(out, n, timeout \\ 10_000) do
-    deadline = System.monotonic_time(:millisecond) + timeout
-    await(out, n, deadline)
-  end
-
-  defp await(out, n, deadline) do
-    frames = frames(out)
-
-    cond do
-      length(frames) >= n ->
-        frames
-
-      System.monotonic_time(:millisecond) > deadline ->
-        raise "the server wrote #{length(frames)} frames, not #{n}: #{inspect(frames)}"
-
-      true ->
-        Process.sleep(5)
-        await(out, n, deadline)
-    end
+  @doc """
+  Waits until the server wrote at least `n` frames and returns them; `timeout` (ms) only
+  bounds a hang.
+  """
+  def await_frames(out, n, timeout \\ 30_000) do
+    CMDC.Tool.Eventually.eventually(
+      fn ->
+        frames = frames(out)
+        length(frames) >= n and frames
+      end,
+      within: timeout,
+      message: fn -> "the server wrote not #{n} frames but: #{inspect(frames(out))}" end
+    )
   end
 
   defp feed_loop(queue) do

@@ -41,7 +41,7 @@ defmodule CMDC.Tool.MCPServers do
       port = port || free_port()
       {:ok, exec} = CMDC.Tool.Exec.start(python, [@py_server, mode, "#{port}"])
 
-      if wait_port(port, 200) do
+      if wait_port(port) do
         hold(exec)
         {:ok, "http://127.0.0.1:#{port}/mcp", exec}
       else
@@ -105,19 +105,18 @@ defmodule CMDC.Tool.MCPServers do
     port
   end
 
-  @doc "Whether something listens on loopback `port` within `tries` × ~150 ms."
-  def wait_port(_port, 0), do: false
-
-  def wait_port(port, tries) do
-    case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
-      {:ok, socket} ->
-        :gen_tcp.close(socket)
-        true
-
-      {:error, _} ->
-        Process.sleep(50)
-        wait_port(port, tries - 1)
-    end
+  @doc "Whether something listens on loopback `port` within `ms` (a bound on a hang)."
+  def wait_port(port, ms \\ 60_000) do
+    CMDC.Tool.Eventually.eventually(
+      fn ->
+        case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
+          {:ok, socket} -> :gen_tcp.close(socket) == :ok
+          {:error, _} -> false
+        end
+      end,
+      within: ms,
+      flunk: false
+    )
   end
 
   @doc """
@@ -153,13 +152,14 @@ defmodule CMDC.Tool.MCPServers do
 
   @doc "Whether `/stats`' `key` (see `stats/1`) becomes `value` within `ms`."
   def wait_stat(url, key, value, ms) do
-    {:ok, stats} = stats(url)
-
-    cond do
-      stats[key] == value -> true
-      ms <= 0 -> false
-      true -> Process.sleep(100) && wait_stat(url, key, value, ms - 100)
-    end
+    CMDC.Tool.Eventually.eventually(
+      fn ->
+        {:ok, stats} = stats(url)
+        stats[key] == value
+      end,
+      within: ms,
+      flunk: false
+    )
   end
 
   @doc "The `/stats` JSON a test server beside `url` (`…/mcp`) keeps: `{:ok, map}`."

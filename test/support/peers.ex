@@ -6,27 +6,22 @@ defmodule CMDC.Tool.Peers do
   def distribute! do
     unless Node.alive?() do
       System.cmd("epmd", ["-daemon"])
-      start_distribution(20)
+      start_distribution()
     end
 
     :ok
   end
 
-  defp start_distribution(0), do: raise("could not start Erlang distribution (is epmd running?)")
-
-  defp start_distribution(tries) do
-    # The OS pid keeps names apart when several test runs share one epmd.
-    name = :"cmdc_test_#{System.pid()}_#{System.unique_integer([:positive])}@127.0.0.1"
-
-    case :net_kernel.start([name, :longnames]) do
-      {:ok, _} ->
-        :ok
-
-      {:error, _} ->
-        # epmd -daemon returns before epmd listens.
-        Process.sleep(100)
-        start_distribution(tries - 1)
-    end
+  # epmd -daemon returns before epmd listens: tried until it does.
+  defp start_distribution do
+    CMDC.Tool.Eventually.eventually(
+      fn ->
+        # The OS pid keeps names apart when several test runs share one epmd.
+        name = :"cmdc_test_#{System.pid()}_#{System.unique_integer([:positive])}@127.0.0.1"
+        match?({:ok, _}, :net_kernel.start([name, :longnames]))
+      end,
+      message: "could not start Erlang distribution (is epmd running?)"
+    )
   end
 
   @doc """
@@ -75,5 +70,16 @@ defmodule CMDC.Tool.Peers do
 
     {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:cmdc_tool])
     {peer, node}
+  end
+
+  @doc """
+  Stops a peer of `start!/1`, for an `on_exit` callback: the peer is linked to the test's
+  process, which has exited by then, so it may be stopping or gone already (`:peer.stop/1` then
+  exits), or, on a busy machine, still up.
+  """
+  def stop(peer) do
+    :peer.stop(peer)
+  catch
+    :exit, _ -> :ok
   end
 end

@@ -35,7 +35,15 @@ defmodule CMDC.Tool.ProjectApp do
   end
 
   @doc "Generates and compiles the app under `dir`; returns its folder."
-  def generate!(dir) do
+  def generate!(dir), do: make!(dir, &write_tools!/1)
+
+  @doc """
+  `mix new my_agent` with the dependency (this checkout, or the copy at `root`) and nothing
+  else, compiled; returns its folder.
+  """
+  def bare!(dir, root \\ @root), do: make!(dir, fn _app -> :ok end, root)
+
+  defp make!(dir, fill, root \\ @root) do
     File.mkdir_p!(Path.join(dir, "home"))
 
     {out, 0} =
@@ -43,8 +51,8 @@ defmodule CMDC.Tool.ProjectApp do
 
     app = Path.join(dir, "my_agent")
     true = File.dir?(app) || raise out
-    add_dependency!(app)
-    write_tools!(app)
+    add_dependency!(app, root)
+    fill.(app)
     {out, status} = mix(app, ["compile"])
     if status != 0, do: raise("compiling the generated app failed:\n" <> out)
     app
@@ -62,10 +70,10 @@ defmodule CMDC.Tool.ProjectApp do
     )
   end
 
-  defp add_dependency!(app) do
+  defp add_dependency!(app, root) do
     mix_exs = Path.join(app, "mix.exs")
     text = File.read!(mix_exs)
-    dep = "{:cmdc_tool, path: #{inspect(@root)}}"
+    dep = "{:cmdc_tool, path: #{inspect(root)}}"
     text = String.replace(text, ~r/defp deps do\n\s*\[/, "defp deps do\n    [\n      #{dep},")
     true = String.contains?(text, dep) || raise "could not add the dependency to #{mix_exs}"
     File.write!(mix_exs, text)

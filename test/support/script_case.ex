@@ -51,13 +51,5 @@ defmodule CMDC.Tool.ScriptCase do
     end
   end
 
-  def wait_until(fun, tries \\ 100) do
-    cond do
-      fun.() -> true
-      tries == 0 -> false
-      true -> Process.sleep(20) && wait_until(fun, tries - 1)
-    end
-  end
-
   def pwsh?, do: System.find_executable("pwsh") != nil
 end

@@ -5,6 +5,8 @@ defmodule CMDC.Tool.TestCache do
   # `$XDG_CACHE_HOME/cmdc_tool`, else `~/.cache/cmdc_tool`). `with_lock/2` serializes the
   # installs of one entry across OS processes (two test runs on one machine).
 
+  @stale_s 1_200
+
   @doc "The cache folder of one entry (not created)."
   def dir(name) do
     base =
@@ -21,7 +23,7 @@ defmodule CMDC.Tool.TestCache do
   def with_lock(name, fun) do
     lock = dir(name) <> ".lock"
     File.mkdir_p!(Path.dirname(lock))
-    acquire(lock, 0)
+    acquire(lock)
 
     try do
       fun.()
@@ -30,25 +32,25 @@ defmodule CMDC.Tool.TestCache do
     end
   end
 
-  defp acquire(lock, waited) do
-    case File.mkdir(lock) do
-      :ok ->
-        :ok
+  # Another run installing may hold it for minutes: the deadline is the age that makes a lock
+  # stale, after which it is taken as left by a killed run.
+  defp acquire(lock) do
+    taken =
+      CMDC.Tool.Eventually.eventually(
+        fn -> File.mkdir(lock) == :ok or (stale?(lock) and File.rmdir(lock) == :ok and false) end,
+        within: @stale_s * 1_000,
+        flunk: false
+      )
 
-      {:error, :eexist} ->
-        if stale?(lock) or waited > 1_200_000 do
-          File.rmdir(lock)
-          acquire(lock, 0)
-        else
-          Process.sleep(500)
-          acquire(lock, waited + 500)
-        end
+    unless taken do
+      File.rmdir(lock)
+      acquire(lock)
     end
   end
 
   defp stale?(lock) do
     case File.stat(lock, time: :posix) do
-      {:ok, %{mtime: t}} -> System.os_time(:second) - t > 1_200
+      {:ok, %{mtime: t}} -> System.os_time(:second) - t > @stale_s
       _ -> false
     end
   end

@@ -87,18 +87,22 @@ defmodule Mix.Tasks.Cmdc.Gen.Tool do
       """
 
       Trust the project once so its .cmdc/tools load: mix cmdc.tools trust
-      Then: mix cmdc.tools call #{name} '{"text": "hi"}' --yes
+      Then: mix cmdc.tools call #{name} '{"text": "hi", "times": 2}' --yes
       (Python tools ask before running; over MCP allow it with --allow #{name}, or set
-      #{name}.executionPolicy = "auto" in the script.)
+      #{name}.executionPolicy = "auto" in the script.) Its test: mix test #{python_test_path(name)}
       """
     else
       """
 
-      Serve it: add #{inspect(module(name))} to config/config.exs:
+      Serve it: add #{inspect(module(name))} to config/runtime.exs (create it if needed; an edit
+      there recompiles nothing, while each edit of `config :cmdc_tool` in config/config.exs
+      recompiles all of cmdc_tool):
 
+          import Config
           config :cmdc_tool, tools: [#{inspect(module(name))}]
 
-      Then: mix cmdc.tools call #{name} '{"text": "hi"}'
+      Then: mix cmdc.tools call #{name} '{"text": "hi", "times": 2}'
+      Its test: mix test #{elixir_test_path(name)}
       """
     end
   end
@@ -112,18 +116,24 @@ defmodule Mix.Tasks.Cmdc.Gen.Tool do
 
     [
       {Path.join(["lib", to_string(app()), "tools", name <> ".ex"]), elixir_tool(name, mod)},
-      {Path.join(["test", to_string(app()), "tools", name <> "_test.exs"]),
-       elixir_test(name, mod)}
+      {elixir_test_path(name), elixir_test(name, mod)}
     ]
   end
+
+  defp elixir_test_path(name),
+    do: Path.join(["test", to_string(app()), "tools", name <> "_test.exs"])
+
+  defp python_test_path(name), do: Path.join(["test", "cmdc_tools", name <> "_test.exs"])
 
   defp python_files(name) do
     [
       {Path.join([".cmdc", "tools", name <> ".py"]), python_tool(name)},
-      {Path.join(["test", "cmdc_tools", name <> "_test.exs"]), python_test(name)}
+      {python_test_path(name), python_test(name)}
     ]
   end
 
+  # The template passes `mix cmdc.tools doctor` and `CMDC.Tool.Test.schemas!/1`: every keyword
+  # it uses means the same for every provider (no `minLength`, which OpenAI strict mode drops).
   defp elixir_tool(name, mod) do
     """
     defmodule #{mod} do
@@ -141,8 +151,13 @@ defmodule Mix.Tasks.Cmdc.Gen.Tool do
         %{
           "type" => "object",
           "properties" => %{
-            "text" => %{"type" => "string", "minLength" => 1, "description" => "What to repeat"},
-            "times" => %{"type" => "integer", "minimum" => 1, "maximum" => 10, "default" => 1}
+            "text" => %{"type" => "string", "description" => "What to repeat"},
+            "times" => %{
+              "type" => "integer",
+              "minimum" => 1,
+              "maximum" => 10,
+              "description" => "How many times (1 when not given)"
+            }
           },
           "required" => ["text"],
           "additionalProperties" => false
@@ -163,20 +178,23 @@ defmodule Mix.Tasks.Cmdc.Gen.Tool do
     """
     defmodule #{mod}Test do
       use ExUnit.Case, async: true
+      import CMDC.Tool.Test
 
       alias #{mod}, as: Tool
 
-      test "valid arguments run" do
-        call = %{id: "1", name: #{inspect(name)}, arguments: ~s({"text": "hi", "times": 2})}
-        result = CMDC.Tool.Runner.run([Tool], call, %CMDC.Context{})
-        assert %CMDC.Tool.Result{is_error: false, content: "hi hi"} = result
+      test "a valid call runs" do
+        assert call!([Tool], #{inspect(name)}, %{"text" => "hi", "times" => 2}) == "hi hi"
       end
 
-      test "invalid arguments are refused with a message the model can act on" do
-        assert {:error, errors} = CMDC.Tool.validate(Tool, %{"times" => 0})
-        message = CMDC.Tool.format_errors(errors, Tool)
-        assert message =~ ~s("text" is a required property)
-        assert message =~ "less than the minimum of 1"
+      test "an invalid call is refused with a message the model can act on" do
+        result = call([Tool], #{inspect(name)}, %{"times" => 0})
+        assert result.reason == :invalid
+        assert result.content =~ ~s("text" is a required property)
+        assert result.content =~ "less than the minimum of 1"
+      end
+
+      test "every provider takes the schema as written" do
+        assert %{openai_strict: [_], gemini: [_], mcp: [_]} = schemas!([Tool])
       end
     end
     """
@@ -204,14 +222,24 @@ defmodule Mix.Tasks.Cmdc.Gen.Tool do
     """
     defmodule CmdcTools.#{Macro.camelize(name)}Test do
       use ExUnit.Case, async: true
+      import CMDC.Tool.Test
 
       @script Path.expand("../../.cmdc/tools/#{name}.py", __DIR__)
 
-      test "the script describes and runs the tool" do
+      setup_all do
         {:ok, %{tools: [tool]}} = CMDC.Tool.Script.load(@script)
+        %{tool: tool}
+      end
+
+      # A Python tool asks before running (its default policy): a test allows it.
+      test "the script describes and runs the tool", %{tool: tool} do
         assert tool.name() == #{inspect(name)}
-        assert {:ok, %{"text" => "hi"}} = CMDC.Tool.validate(tool, %{"text" => "hi"})
-        assert {:ok, %{text: "hi hi"}} = CMDC.Tool.Script.call(tool, %{"text" => "hi", "times" => 2})
+        args = %{"text" => "hi", "times" => 2}
+        assert call!([tool], #{inspect(name)}, args, policies: %{#{inspect(name)} => :auto}) == "hi hi"
+      end
+
+      test "every provider takes the schema as written", %{tool: tool} do
+        assert %{openai_strict: [_], gemini: [_], mcp: [_]} = schemas!([tool])
       end
     end
     """

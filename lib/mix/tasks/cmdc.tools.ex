@@ -18,8 +18,8 @@ defmodule Mix.Tasks.Cmdc.Tools do
   ## Which tools
 
   The project you run it in is the tool set (see `CMDC.Tool.CLI`): the tool modules your
-  application declares (`config :cmdc_tool, tools: [MyAgent.Tools.Weather]`, see
-  `CMDC.Tool.Project`), then what discovery finds — the PATHs given, the project's `.cmdc/tools`
+  application declares (`config :cmdc_tool, tools: [MyAgent.Tools.Weather]` in
+  `config/runtime.exs`, see `CMDC.Tool.Project`), then what discovery finds — the PATHs given, the project's `.cmdc/tools`
   (and `.claude/tools`, `.codex/tools`) once the project is trusted, your user folders
   (`~/.cmdc/tools`) and plugins — then the tools of the MCP servers in `.mcp.json` (trusted
   projects) and your user MCP configs, named `server__tool` (`--no-mcp` skips them). The
@@ -28,7 +28,8 @@ defmodule Mix.Tasks.Cmdc.Tools do
   A module of your application (umbrella apps included) compiled with `@behaviour CMDC.Tool`
   that none of these serves is named by `list` and `doctor`, on one line with the config line
   that would serve it (`MyAgent.Tools.Forecast implements CMDC.Tool but is not served: add it to
-  config/config.exs: config :cmdc_tool, tools: [MyAgent.Tools.Forecast]`); `call` and
+  config/runtime.exs: config :cmdc_tool, tools: [MyAgent.Tools.Forecast]`; the file that
+  already sets `config :cmdc_tool` when one does); `call` and
   `validate` of the name such a module's `name/0` returns say which module defines it (exit
   status 3 still). The modules are read from your build's `.beam` files, not loaded; only for
   an unknown name is `name/0` run, bounded (1 s, a failure counts as no answer). See

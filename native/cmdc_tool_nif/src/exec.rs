@@ -73,13 +73,15 @@ struct ExecOpts {
     window: Option<u64>,
     /// Bytes of those lines (`nil`: 16 MiB).
     window_bytes: Option<u64>,
+    /// Kill what the program left running once it ended (`Spec::kill_strays`).
+    kill_strays: bool,
 }
 
 impl Options<'_> for ExecOpts {
     const NIF: &'static str = "exec_start";
     const EXPECTED: &'static str = "program (string), args (list of strings), cwd (string or \
         nil), env (list of {name, value or nil}), clear_env, stream_lines, interactive, \
-        stream_stderr (booleans), timeout_ms (integer or nil), kill_grace_ms, max_output, \
+        stream_stderr, kill_strays (booleans), timeout_ms (integer or nil), kill_grace_ms, max_output, \
         max_line (non-negative integers), window, window_bytes (positive integers or nil)";
 }
 
@@ -103,6 +105,7 @@ impl From<ExecOpts> for Spec {
                 let bytes = opts.window_bytes.unwrap_or(16 << 20);
                 Window::new(to_usize(n), to_usize(bytes))
             }),
+            kill_strays: opts.kill_strays,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod exec;
 pub mod json;
 pub mod layout;
+pub mod matcher;
 pub mod modules;
 pub mod names;
 pub mod nulls;

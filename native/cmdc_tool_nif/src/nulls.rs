@@ -68,9 +68,13 @@ fn drop_nulls<'a>(
             current = out.encode(env);
         }
     }
+    // A branch's plan applies to the value as it came (a branch is told by its keys, which
+    // dropping nulls does not add).
+    let before = current;
     let others = plan
         .branches
         .iter()
+        .filter(|b| b.keys.is_none() || branch_takes(b, before))
         .chain(plan.refs.iter().filter_map(|r| all.defs.get(r)));
     for p in others {
         if let Some(v) = drop_nulls(env, all, p, current, depth + 1) {
@@ -79,4 +83,20 @@ fn drop_nulls<'a>(
         }
     }
     changed.then_some(current)
+}
+
+/// Whether an `anyOf` branch's plan applies to `term`: not an object, or an object whose keys
+/// the branch lists (see `Plan::keys`).
+fn branch_takes(branch: &Plan, term: Term) -> bool {
+    let Some(iter) = rustler::types::map::MapIterator::new(term) else {
+        return true;
+    };
+    let mut keys = Vec::new();
+    for (k, _) in iter {
+        match k.decode::<&str>() {
+            Ok(k) => keys.push(k),
+            Err(_) => return false,
+        }
+    }
+    branch.takes_keys(keys.into_iter())
 }

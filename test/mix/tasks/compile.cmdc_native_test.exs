@@ -1,13 +1,13 @@
 defmodule Mix.Tasks.Compile.CmdcNativeTest do
-  # The native compiler of mix.exs, run by `mix` in a copy of this checkout (so nothing here
-  # touches the checkout's own build): when it rebuilds the library, that the first command
-  # after the library changed loads it, and builds running at once. The copy reuses the library
-  # this suite's `MIX_ENV=test mix compile` installed, with its manifest, under `MIX_ENV=dev
-  # CMDC_NIF_TESTING=1` (the same features): an unchanged copy must not run cargo. Where only
-  # the decision to rebuild is tested, cargo runs for real and is made to fail at once (an
-  # unknown target triple), which shows the compiler decided to build without a 2-minute
-  # compile; where a library must really be built, the copy takes cargo's build directory
-  # (`TestCheckout.seed_target!/1`), so only the NIF crate compiles.
+  # The native compiler of mix.exs, run by `mix` in a throwaway checkout (`TestCheckout.tiny!/2`:
+  # this checkout's mix.exs, `CMDC.Tool.Native.Build` and `CMDC.Tool.Native` up to its stubs,
+  # over a tiny NIF crate of the same name), so nothing here touches the checkout's own build
+  # and no test compiles the real crate or the whole library: when it rebuilds the library,
+  # that the first command after the library changed loads it, and that an upgrade adding a NIF
+  # compiles without a load warning. The checkouts are `MIX_ENV=dev CMDC_NIF_TESTING=1` (the
+  # testing features); each starts with the library `setup_all` built once, with its manifest,
+  # so an unchanged one must not run cargo. Where only the decision to rebuild is tested, cargo
+  # runs for real and is made to fail at once (an unknown target triple).
   use ExUnit.Case, async: true
 
   import CMDC.Tool.TestCheckout, only: [mix: 2, mix: 3]
@@ -16,11 +16,26 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   @lib TestCheckout.testing_library()
   @rebuild "==> cmdc_tool: cargo build --release --features testing"
 
-  defp copy!(dir, opts \\ []), do: TestCheckout.copy!(dir, opts)
+  # Cargo compiles the tiny crate against the registry crates this checkout built.
+  @moduletag timeout: 600_000
+
+  setup_all do
+    dir = Path.join(System.tmp_dir!(), "cmdc_native_test_#{System.unique_integer([:positive])}")
+    built = TestCheckout.tiny!(dir, target: true)
+    {out, status} = mix(built, ["compile.cmdc_native"])
+    if status != 0, do: raise("the tiny crate did not build:\n#{out}")
+
+    # The seeded build directory is big; the library and its manifest are all tests take.
+    File.rm_rf!(Path.join(built, "target"))
+    on_exit(fn -> File.rm_rf(dir) end)
+    %{built: built}
+  end
+
+  defp tiny!(dir, ctx, opts \\ []), do: TestCheckout.tiny!(dir, [from: ctx.built] ++ opts)
 
   @tag :tmp_dir
-  test "an unchanged tree is not rebuilt, whatever its files' times", %{tmp_dir: dir} do
-    copy = copy!(dir)
+  test "an unchanged tree is not rebuilt, whatever its files' times", %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx)
 
     {out, 0} = mix(copy, ["compile.cmdc_native"])
     refute out =~ @rebuild
@@ -32,10 +47,9 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   end
 
   @tag :tmp_dir
-  test "an edited, removed or added source rebuilds even when older than the library", %{
-    tmp_dir: dir
-  } do
-    copy = copy!(dir)
+  test "an edited, removed or added source rebuilds even when older than the library",
+       %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx)
     old = {{2001, 1, 1}, {0, 0, 0}}
     lib_rs = Path.join(copy, "native/cmdc_tool_nif/src/lib.rs")
     text = File.read!(lib_rs)
@@ -62,8 +76,8 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
 
   @tag :tmp_dir
   test "a library replaced by another build (another checkout's, an older one's) is rebuilt",
-       %{tmp_dir: dir} do
-    copy = copy!(dir)
+       %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx)
     so = Path.join(copy, @lib)
     File.write!(so, File.read!(so) <> "x")
     assert_rebuilds(copy)
@@ -77,10 +91,9 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   # ran the library just installed against the previous stubs, and the first command printed
   # `bad_lib: Function not found 'Elixir.CMDC.Tool.Native':module_schema_drop/1`.
   @tag :tmp_dir
-  @tag timeout: 600_000
   test "the first command after the library gained a NIF loads it, without a bad_lib warning",
-       %{tmp_dir: dir} do
-    copy = copy!(dir)
+       %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx)
     native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
     text = File.read!(native_ex)
     stub = "  def module_schema_drop(_modules), do: err()\n"
@@ -108,14 +121,12 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   # copy, whose compile runs cargo) and a project depending on it by path (its compile finds
   # the new library already installed).
   @tag :tmp_dir
-  @tag timeout: 900_000
-  test "an upgrade that adds a NIF compiles without a load warning, and the NIF answers", %{
-    tmp_dir: dir
-  } do
-    copy = copy!(dir, target: true)
-    app = TestCheckout.throwaway!(Path.join(dir, "app"), copy)
+  test "an upgrade that adds a NIF compiles without a load warning, and the NIF answers",
+       %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx, target: true)
+    app = TestCheckout.throwaway!(Path.join(dir, "app"), copy, tool: false)
     native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
-    names_rs = Path.join(copy, "native/cmdc_tool_nif/src/names.rs")
+    lib_rs = Path.join(copy, "native/cmdc_tool_nif/src/lib.rs")
     text = File.read!(native_ex)
     load_nif = "  def load_nif do\n"
     stub = "  def tool_name_for(_name, _format), do: err()\n"
@@ -135,15 +146,19 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
 
     # The upgrade: a NIF in the Rust table, its stub, and stubs without __mix_recompile__?/0.
     File.write!(
-      names_rs,
-      File.read!(names_rs) <>
+      lib_rs,
+      String.replace(
+        File.read!(lib_rs),
+        "rustler::init!",
         """
-
         #[rustler::nif]
         fn tool_name_upgrade_probe() -> i64 {
             42
         }
+
+        rustler::init!\
         """
+      )
     )
 
     File.write!(
@@ -162,22 +177,59 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
     end
   end
 
+  # `MIX_ENV=test` and `MIX_ENV=bench` want the same features, so they share one library (one
+  # cargo output directory, one installed file, built once under its locks); each environment
+  # compiles its own stubs. After a change that adds a NIF, a bench build installs the new
+  # library first: the first test command after it must load that library under its own
+  # recompiled stubs (issue 38 saw "native library is not loaded" there), without cargo.
+  @tag :tmp_dir
+  test "the first test command after a bench build that added a NIF loads the library",
+       %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx, target: true)
+    env = fn mix_env -> [{"MIX_ENV", mix_env}, {"CMDC_NIF_TESTING", nil}] end
+    call = fn nif -> ["run", "-e", "IO.puts(CMDC.Tool.Native.#{nif})"] end
+
+    {out, status} = mix(copy, call.("module_schema_drop([])"), env.("test"))
+    assert status == 0 and out =~ ~r/^0$/m, out
+
+    lib_rs = Path.join(copy, "native/cmdc_tool_nif/src/lib.rs")
+    probe = "#[rustler::nif]\nfn bench_added_probe() -> i64 {\n    7\n}\n\nrustler::init!"
+    File.write!(lib_rs, String.replace(File.read!(lib_rs), "rustler::init!", probe))
+    native_ex = Path.join(copy, "lib/cmdc/tool/native/native.ex")
+    stub = "  def module_schema_drop(_modules), do: err()\n"
+    text = File.read!(native_ex)
+
+    File.write!(
+      native_ex,
+      String.replace(text, stub, stub <> "  def bench_added_probe, do: err()\n")
+    )
+
+    {out, status} = mix(copy, call.("bench_added_probe()"), env.("bench"))
+    assert status == 0 and out =~ @rebuild and out =~ ~r/^7$/m, out
+
+    {out, status} = mix(copy, call.("bench_added_probe()"), env.("test"))
+    assert status == 0, out
+    refute out =~ "cargo build", out
+    refute out =~ "could not be loaded", out
+    assert out =~ ~r/^7$/m, out
+  end
+
   # In a running VM (iex), `recompile` after lib/cmdc/tool/native/native.ex changed loads the new
   # module while the previous one holds the library, and the VM cannot swap a NIF library: the
   # warning says to restart, not to run `mix compile` (which would change nothing).
   @tag :tmp_dir
-  test "recompiling the stubs in a running VM says to restart it", %{tmp_dir: dir} do
-    copy = copy!(dir)
+  test "recompiling the stubs in a running VM says to restart it", %{tmp_dir: dir} = ctx do
+    copy = tiny!(dir, ctx)
 
     script = """
-    IO.puts(CMDC.Tool.JSON.encode!([1]))
+    IO.puts(CMDC.Tool.Native.module_schema_drop([1]))
     File.write!("lib/cmdc/tool/native/native.ex", File.read!("lib/cmdc/tool/native/native.ex") <> "# edited\\n")
     IEx.Helpers.recompile()
     """
 
     {out, status} = mix(copy, ["run", "-e", script])
     assert status == 0, out
-    assert out =~ "[1]"
+    assert out |> String.split("\n") |> Enum.member?("1"), out
     assert out =~ "could not be loaded (upgrade: ", out
     assert out =~ "Fix: restart the VM (leave iex, run `iex -S mix` again)", out
     refute out =~ "Fix: run `mix compile`", out

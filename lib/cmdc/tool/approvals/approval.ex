@@ -82,16 +82,20 @@ defmodule CMDC.Tool.Approval do
   end
 
   defp in_file(module, name) do
+    # A runner caller (an agent's code, a test) has the `policies:` option whatever the kind.
+    runner = "pass `policies: %{\"#{name}\" => :auto}` (or an `approver:`) to CMDC.Tool.Runner."
+
     case module && :persistent_term.get({CMDC.Tool.Script, module}, nil) do
       %{script: %{path: path, function: function, kind: :python}} ->
-        "add `#{function}.executionPolicy = \"auto\"` below the function in #{path}."
+        "add `#{function}.executionPolicy = \"auto\"` below the function in #{path}, or " <>
+          runner
 
       %{script: %{path: path, kind: :powershell}} ->
-        "add `# TOOL_CONFIG: {\"executionPolicy\": \"auto\"}` to the function's help in #{path}."
+        "add `# TOOL_CONFIG: {\"executionPolicy\": \"auto\"}` to the function's help in " <>
+          "#{path}, or " <> runner
 
       _ ->
-        "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or pass " <>
-          "`policies: %{\"#{name}\" => :auto}` to CMDC.Tool.Runner."
+        "return `[policy: :auto]` from the tool's `tool_options/0` (Elixir), or " <> runner
     end
   end
 end

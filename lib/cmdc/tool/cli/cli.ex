@@ -124,8 +124,27 @@ defmodule CMDC.Tool.CLI do
         "#{path} failed to load, so #{name} is not available: #{reason}"
 
       nil ->
-        "#{length(errors)} tool file(s) failed to load (`mix cmdc.tools list` shows why)"
+        "#{failed_summary(errors)} failed to load (`mix cmdc.tools list` shows why)"
     end
+  end
+
+  @doc """
+  What failed, counted: tool files apart from entries of `config :cmdc_tool, tools`.
+
+      iex> CMDC.Tool.CLI.failed_summary([
+      ...>   %{path: "config :cmdc_tool, tools", reason: "X is not a compiled module"},
+      ...>   %{path: "a.py", reason: "..."},
+      ...>   %{path: "b.ex", reason: "..."}
+      ...> ])
+      "2 tool file(s) and 1 configured tool(s)"
+  """
+  @spec failed_summary([map()]) :: String.t()
+  def failed_summary(errors) do
+    {config, files} = Enum.split_with(errors, &(&1.path == CMDC.Tool.Project.config_path()))
+
+    [{files, "tool file(s)"}, {config, "configured tool(s)"}]
+    |> Enum.reject(fn {list, _} -> list == [] end)
+    |> Enum.map_join(" and ", fn {list, what} -> "#{length(list)} #{what}" end)
   end
 
   defp untrusted([]), do: nil
@@ -144,7 +163,12 @@ defmodule CMDC.Tool.CLI do
   @spec unserved(report(), String.t() | nil, keyword()) :: String.t() | nil
   def unserved(report, name \\ nil, opts \\ []) do
     cwd = opts[:cwd] || File.cwd!()
-    configured = List.wrap(Application.get_env(:cmdc_tool, :tools, []))
+    # The line proposed keeps what the config serves, not an entry that is no module (a typo).
+    configured =
+      for m <- List.wrap(Application.get_env(:cmdc_tool, :tools, [])),
+          is_atom(m) and Code.ensure_loaded?(m),
+          do: m
+
     config_file = Unserved.config_file(cwd)
 
     served = MapSet.new(report.tools ++ configured)

@@ -33,9 +33,11 @@ defmodule CMDC.Tool.CLI.Commands do
         [format: :string, strict: :boolean] ++
           @loading,
       run: :schema,
+      # FORMATS: the formats the library has (`CMDC.Tool.Providers.formats/0`), filled in when
+      # the help is printed, so the help and the unknown-format error list the same ones.
       summary:
-        "the tools as a model request carries them (--format openai|openai_responses|" <>
-          "anthropic|gemini|mcp, --strict); rewriting warnings on stderr"
+        "the tools as a model request carries them (--format FORMATS, default openai; " <>
+          "--strict); rewriting warnings on stderr"
     },
     %{
       name: "validate",
@@ -111,21 +113,26 @@ defmodule CMDC.Tool.CLI.Commands do
 
   @doc "One subcommand's usage."
   def usage(%{} = c) do
-    """
-    Usage: mix cmdc.tools #{c.name}#{if c.args != "", do: " " <> c.args}#{flags(c)}
+    summary = String.replace(c.summary, "FORMATS", Enum.join(Providers.formats(), "|"))
 
-    #{c.summary}.
-    """ <> if(c.switches[:trust], do: common_flags(), else: "")
+    """
+    Usage: mix cmdc.tools #{c.name}#{if c.args != "", do: " " <> c.args}#{flags(c)} [-h]
+
+    #{summary}.
+
+    """ <> common_flags(c)
   end
 
-  defp common_flags do
-    """
+  @common_flags [
+    trust: "--trust      trust this project for this run (`mix cmdc.tools trust` records it)",
+    mcp: "--no-mcp     skip the MCP servers of .mcp.json and the user's MCP configs",
+    examples: "--examples   also serve the library's example tools"
+  ]
 
-      --trust      trust this project for this run (`mix cmdc.tools trust` records it)
-      --no-mcp     skip the MCP servers of .mcp.json and the user's MCP configs
-      --examples   also serve the library's example tools
-      -h, --help   print this help
-    """
+  # The flags every loading command shares, those this one has, then -h.
+  defp common_flags(c) do
+    lines = for {name, text} <- @common_flags, Keyword.has_key?(c.switches, name), do: text
+    Enum.map_join(lines ++ ["-h, --help   print this help"], "", &"  #{&1}\n")
   end
 
   defp flags(c) do
@@ -177,15 +184,8 @@ defmodule CMDC.Tool.CLI.Commands do
         if opts[:help], do: {:help, usage(command)}, else: check_args(command, args, opts)
 
       {_, _, [{switch, nil} | _]} ->
-        known = for {name, _} <- switches, do: "--" <> dash(name)
-
-        hint =
-          case CMDC.Tool.Options.suggest(switch, known) do
-            [best | _] -> " (did you mean #{best}?)"
-            [] -> ""
-          end
-
-        {:error, "#{command.name}: unknown option #{switch}#{hint}\n\n" <> usage(command)}
+        message = CMDC.Tool.Options.switch_error(switch, switches)
+        {:error, "#{command.name}: #{message}\n\n" <> usage(command)}
 
       {_, _, [{switch, value} | _]} ->
         {:error, "#{command.name}: invalid value for #{switch}: #{value}\n\n" <> usage(command)}
@@ -237,7 +237,7 @@ defmodule CMDC.Tool.CLI.Commands do
   defp load_status(%{errors: errors}) do
     IO.puts(
       :stderr,
-      "#{length(errors)} tool file(s) failed to load (exit status #{@load_failed})"
+      "#{CLI.failed_summary(errors)} failed to load (exit status #{@load_failed})"
     )
 
     @load_failed
@@ -308,7 +308,7 @@ defmodule CMDC.Tool.CLI.Commands do
     approver = Approver.for(tools, opts[:yes] == true, Approver.terminal?())
     policies = Map.new(Keyword.get_values(opts, :allow), &{&1, :auto})
 
-    hooks = [hooks: cli_hooks(opts)]
+    hooks = [settings_hooks: cli_hooks(opts)]
 
     run_opts =
       [on_update: on_update, approver: approver, policies: policies] ++
@@ -316,7 +316,8 @@ defmodule CMDC.Tool.CLI.Commands do
 
     Runner.session_event(tools, :start, ctx, hooks)
     started = System.monotonic_time(:microsecond)
-    result = Runner.run(tools, %{id: "cli-1", name: name, arguments: json}, ctx, run_opts)
+    call = %{id: "cli-1", name: name, arguments: json}
+    result = without_hook_error_logs(fn -> Runner.run(tools, call, ctx, run_opts) end)
     ms = (System.monotonic_time(:microsecond) - started) / 1000
     Runner.session_event(tools, :shutdown, ctx, hooks)
     Enum.each(result.notes, &IO.puts(:stderr, Output.dim("hook: " <> &1)))
@@ -332,15 +333,42 @@ defmodule CMDC.Tool.CLI.Commands do
     if result.is_error, do: @failed, else: @ok
   end
 
-  # The command hooks of the settings files (`CMDC.Tool.Hooks.Config`); problems go to stderr.
+  # A failing command hook's message is in the result's notes, printed after the call: the log
+  # (the same terminal) does not say it a second time.
+  defp without_hook_error_logs(fun) do
+    id = :cmdc_tool_cli_hook_notes
+    drop = fn %{meta: meta}, _ -> if meta[:cmdc_hook_error], do: :stop, else: :ignore end
+    :logger.add_primary_filter(id, {drop, nil})
+
+    try do
+      fun.()
+    after
+      :logger.remove_primary_filter(id)
+    end
+  end
+
+  # The settings files' command hooks the runner applies (`CMDC.Tool.Hooks.Settings`): their
+  # problems, and hooks inactive in an untrusted project, said once on stderr; `false` when the
+  # app's config turned them off.
   defp cli_hooks(opts) do
-    config = CMDC.Tool.Hooks.load(hooks_opts(opts))
+    if CMDC.Tool.Hooks.Settings.enabled?() do
+      settings = hooks_opts(opts)
+      config = CMDC.Tool.Hooks.Settings.config(settings)
 
-    for e <- config.errors,
-        do:
-          IO.puts(:stderr, "hooks: #{Path.relative_to_cwd(e.path)}#{hook_label(e)}: #{e.reason}")
+      for e <- config.errors,
+          do:
+            IO.puts(
+              :stderr,
+              "hooks: #{Path.relative_to_cwd(e.path)}#{hook_label(e)}: #{e.reason}"
+            )
 
-    CMDC.Tool.Hooks.Config.active(config)
+      if note = CMDC.Tool.Hooks.Settings.inactive_note(config),
+        do: IO.puts(:stderr, "hooks: " <> note)
+
+      settings
+    else
+      false
+    end
   end
 
   defp hook_label(%{hook: nil}), do: ""

@@ -1,12 +1,14 @@
 defmodule CMDC.Tool.CLI.Doctor do
   @moduledoc false
   # `mix cmdc.tools doctor`: what would surprise a user of the project's tools (names providers
-  # rewrite or refuse, schemas strict mode or Gemini change, script caches, interpreters), after
-  # the load report. The status is the listing's: 4 when something failed to load.
+  # rewrite or refuse, schemas strict mode or Gemini change, script caches, interpreters, the
+  # settings files' hook problems: a matcher that cannot be run fails its hook on every call),
+  # after the load report. The status is the listing's: 4 when something failed to load.
 
   alias CMDC.Tool.CLI
   alias CMDC.Tool.CLI.Output
   alias CMDC.Tool.{Providers, RoundTrip}
+  alias CMDC.Tool.Providers.Warnings
 
   @doc """
   The findings for `report` (`CMDC.Tool.CLI.load/2`) and the script cache problems, first the
@@ -14,8 +16,22 @@ defmodule CMDC.Tool.CLI.Doctor do
   """
   def findings(report, caches, opts \\ []) do
     List.wrap(CLI.unserved(report, nil, opts)) ++
+      List.wrap(CMDC.Tool.Project.compile_time_config(opts[:cwd] || File.cwd!())) ++
       names(report.tools) ++
-      strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters()
+      strict(report.tools) ++ gemini(report.tools) ++ caches ++ interpreters() ++ hooks(opts)
+  end
+
+  # The problems `mix cmdc.tools hooks` lists, for the same project and home.
+  defp hooks(opts) do
+    cwd = opts[:cwd] || File.cwd!()
+
+    config =
+      CMDC.Tool.Hooks.load([cwd: cwd, trust_project: opts[:trust]] ++ Keyword.take(opts, [:home]))
+
+    for e <- config.errors do
+      where = if e.hook, do: " " <> e.hook, else: ""
+      "hooks: #{Path.relative_to(e.path, cwd)}#{where}: #{e.reason}"
+    end
   end
 
   @doc "Runs the doctor over the project of `opts[:cwd]` (default the current folder)."
@@ -66,12 +82,15 @@ defmodule CMDC.Tool.CLI.Doctor do
 
   defp strict(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :openai, strict: true)
-    Enum.map(warnings, &"#{&1.tool}: OpenAI strict mode: #{&1.message}")
+
+    warnings
+    |> Warnings.notable(tools)
+    |> Enum.map(&"#{&1.tool}: OpenAI strict mode: #{&1.message}")
   end
 
   defp gemini(tools) do
     {_, warnings} = Providers.convert(tools, %{}, format: :gemini)
-    Enum.map(warnings, &"#{&1.tool}: Gemini: #{&1.message}")
+    warnings |> Warnings.notable(tools) |> Enum.map(&"#{&1.tool}: Gemini: #{&1.message}")
   end
 
   # Without a script loader, discovery lists scripts in :ignored: a scan that loads nothing.

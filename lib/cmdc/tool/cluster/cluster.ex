@@ -110,10 +110,15 @@ defmodule CMDC.Tool.Cluster do
     |> modules()
     |> Enum.filter(&(only == nil or &1.name() in only))
     |> Enum.map(fn module ->
+      name = module.name()
+
       %{
-        name: module.name(),
+        name: name,
         description: CMDC.Tool.description(module),
         parameters: module.parameters(),
+        # The tool's own namespace, read here where the module lives (a namespaced call's
+        # rule, `Namespaces.resolve_name/4`).
+        namespace: Namespaces.own_namespace(tools, module, name),
         module: module,
         node: node(),
         publisher: self()
@@ -124,16 +129,14 @@ defmodule CMDC.Tool.Cluster do
   # The entries with what a provider's tools list needs of each (`:tool`), read here where the
   # modules live: the registry's settings and the modules' callbacks. (The entry's own
   # description and parameters are in `:tool`: not sent twice.)
-  defp describe_schema(%{tools: tools} = state) do
+  defp describe_schema(state) do
     entries = describe(state)
     described = Described.new(Enum.map(entries, & &1.module))
 
     Enum.zip_with(entries, described.tools, fn entry, tool ->
-      namespace = Namespaces.own_namespace(tools, entry.module, entry.name)
-
       entry
       |> Map.drop([:description, :parameters])
-      |> Map.put(:tool, %{tool | namespace: namespace})
+      |> Map.put(:tool, %{tool | namespace: entry.namespace})
     end)
   end
 
@@ -283,8 +286,9 @@ defmodule CMDC.Tool.Cluster do
   Starts a call (see `run/3`); `await/2` or `cancel/1` the returned handle. A call with a
   `:namespace` (an OpenAI Responses `function_call` of a function inside a namespace, as
   `CMDC.Tool.Deferred.Namespaces.call/1` gives it) names the published tool it resolves to by
-  the runner's rule (`CMDC.Tool.Deferred.Namespaces.resolve_name/3` over the view), so it runs
-  as it would through `CMDC.Tool.Runner`, and its result carries the published name.
+  the runner's rule (`CMDC.Tool.Deferred.Namespaces.resolve_name/4` over the view), so it runs
+  as it would through `CMDC.Tool.Runner`, and its result carries the published name. A
+  namespace that does not hold the tool makes the call an unknown tool, as on the runner.
   """
   def async(call, context, opts \\ []) do
     check!(opts, @call, "run/3")
@@ -315,8 +319,17 @@ defmodule CMDC.Tool.Cluster do
   # `{name the call ran under, result}`: the view is asked once, for the namespace and the tool.
   defp start({id, name, namespace, arguments}, context, opts, caller, ref) do
     entries = candidates(opts)
-    name = resolved(entries, namespace, name)
 
+    case resolved(entries, namespace, name, opts[:namespaces]) do
+      {:unknown, message} ->
+        {name, CMDC.Tool.Result.error(message, :unknown_tool)}
+
+      name ->
+        run_entry(entries, {id, name, arguments}, context, opts, {caller, ref})
+    end
+  end
+
+  defp run_entry(entries, {id, name, arguments}, context, opts, {caller, ref}) do
     case Enum.find(entries, &(is_binary(name) and &1.name == name)) do
       %{} = entry ->
         call = %{id: id, name: name, arguments: arguments}
@@ -341,14 +354,18 @@ defmodule CMDC.Tool.Cluster do
     end
   end
 
-  defp resolved(entries, ns, name) when is_binary(ns) and ns != "" and is_binary(name) do
-    case Namespaces.resolve_name(Enum.map(entries, & &1.name), ns, name) do
+  defp resolved(entries, ns, name, explicit)
+       when is_binary(ns) and ns != "" and is_binary(name) do
+    names = Enum.map(entries, & &1.name)
+    own = Map.new(entries, &{&1.name, Map.get(&1, :namespace)})
+
+    case Namespaces.resolve_name(names, own, ns, name, explicit) do
       {:ok, registered} -> registered
-      :error -> name
+      :error -> {:unknown, Namespaces.unknown_message(names, &own[&1], ns, name)}
     end
   end
 
-  defp resolved(_entries, _ns, name), do: name
+  defp resolved(_entries, _ns, name, _explicit), do: name
 
   defp remote(entry, call, context, opts, caller, ref) do
     {pid, mon} =

@@ -88,4 +88,44 @@ defmodule CMDC.Tool.Options do
     |> Enum.sort_by(fn {_, d} -> -d end)
     |> Enum.map(&elem(&1, 0))
   end
+
+  @doc """
+  The message for a command-line switch `OptionParser` could not take (given as `{switch, nil}`
+  in its invalid list) with the `switches` it was parsing: a known switch that takes a value
+  was given none (`--timeout needs a value`), else an unknown one, with "did you mean".
+
+      iex> CMDC.Tool.Options.switch_error("--timeout", timeout: :integer, yes: :boolean)
+      "--timeout needs a value (an integer)"
+      iex> CMDC.Tool.Options.switch_error("--yse", timeout: :integer, yes: :boolean)
+      "unknown option --yse (did you mean --yes?)"
+  """
+  @spec switch_error(String.t(), keyword()) :: String.t()
+  def switch_error(switch, switches) do
+    known =
+      Map.new(switches, fn {name, type} ->
+        {"--" <> String.replace(to_string(name), "_", "-"), type}
+      end)
+
+    case Map.fetch(known, switch) do
+      {:ok, type} when type not in [:boolean, :count] ->
+        "#{switch} needs a value#{kind(type)}"
+
+      _ ->
+        hint =
+          case suggest(switch, Map.keys(known)) do
+            [best | _] -> " (did you mean #{best}?)"
+            [] -> ""
+          end
+
+        "unknown option #{switch}#{hint}"
+    end
+  end
+
+  defp kind(type) do
+    case List.wrap(type) |> Enum.find(&(&1 in [:integer, :float, :string])) do
+      :integer -> " (an integer)"
+      :float -> " (a number)"
+      _ -> ""
+    end
+  end
 end

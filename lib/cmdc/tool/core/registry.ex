@@ -125,7 +125,7 @@ defmodule CMDC.Tool.Registry do
   def register(%__MODULE__{ref: ref}, modules, opts \\ []) do
     CMDC.Tool.Options.check!(opts, [], "CMDC.Tool.Registry.register/3")
 
-    with {:ok, batch} <- prepare(List.wrap(modules)) do
+    with {:ok, batch} <- prepare(List.wrap(modules), ref) do
       ref |> Native.registry_register(batch, false) |> name_module()
     end
   end
@@ -153,7 +153,7 @@ defmodule CMDC.Tool.Registry do
   """
   @spec replace(t(), [module()]) :: :ok | {:error, error()}
   def replace(%__MODULE__{ref: ref}, modules) when is_list(modules) do
-    with {:ok, batch} <- prepare(modules) do
+    with {:ok, batch} <- prepare(modules, ref) do
       ref |> Native.registry_register(batch, true) |> name_module()
     end
   end
@@ -243,8 +243,24 @@ defmodule CMDC.Tool.Registry do
   """
   @spec put_settings(t(), String.t(), map()) ::
           :ok | {:error, {:not_found, String.t(), [String.t()]}}
-  def put_settings(%__MODULE__{ref: ref}, name, settings) when is_map(settings) do
-    done(Native.registry_put_settings(ref, to_name(name), :erlang.term_to_binary(settings)))
+  def put_settings(%__MODULE__{ref: ref} = reg, name, settings) when is_map(settings) do
+    name = to_name(name)
+    before = settings(reg, name)
+
+    with :ok <- done(Native.registry_put_settings(ref, name, :erlang.term_to_binary(settings))) do
+      # A namespace given here is the tool's namespace for search too (the one rule,
+      # `CMDC.Tool.Deferred.OwnNamespace`): the module is indexed again (its settings stay).
+      if namespace(before) != namespace(settings), do: reindex(reg, name), else: :ok
+    end
+  end
+
+  defp namespace(settings), do: settings["namespace"] || settings[:namespace]
+
+  defp reindex(reg, name) do
+    case find(reg, name) do
+      {:ok, module} -> register(reg, module)
+      _ -> :ok
+    end
   end
 
   @doc """
@@ -254,8 +270,10 @@ defmodule CMDC.Tool.Registry do
       %{}
   """
   @spec settings(t(), String.t()) :: map()
-  def settings(%__MODULE__{ref: ref}, name) do
-    case Native.registry_settings(ref, to_name(name)) do
+  def settings(%__MODULE__{ref: ref}, name), do: stored_settings(ref, to_name(name))
+
+  defp stored_settings(ref, name) do
+    case Native.registry_settings(ref, name) do
       {:ok, settings} -> settings_map(settings)
       _not_found -> %{}
     end
@@ -265,9 +283,10 @@ defmodule CMDC.Tool.Registry do
   Searches the registry's tools (a native index kept current with every registration):
   `{:ok, [{name, score}]}` best first, or `{:error, message}` for a query that cannot be run
   (empty, over 4,096 bytes, a regex over 200 characters or that does not compile, a bad
-  option). See `CMDC.Tool.Search` for the modes (`mode: :bm25 | :dense | :hybrid | :regex`;
-  `:hybrid` by default once an embedder is attached with `CMDC.Tool.Search.attach/3`), the
-  `namespace:` / `annotations:` filters and `rerank:`; `limit:` defaults to 5 (at most 1,000).
+  option value; an unknown option raises `ArgumentError`, with "did you mean"). See
+  `CMDC.Tool.Search` for the modes (`mode: :bm25 | :dense | :hybrid | :regex`; `:hybrid` by
+  default once an embedder is attached with `CMDC.Tool.Search.attach/3`), the `namespace:` /
+  `annotations:` filters and `rerank:`; `limit:` defaults to 5 (at most 1,000).
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
@@ -339,9 +358,9 @@ defmodule CMDC.Tool.Registry do
 
   # {:ok, [{module, name, description, contextual?, schema, search_meta}]} or the first
   # module's error.
-  defp prepare(modules) do
+  defp prepare(modules, ref) do
     Enum.reduce_while(modules, {:ok, []}, fn module, {:ok, acc} ->
-      case prepare_one(module) do
+      case prepare_one(module, ref) do
         {:ok, entry} -> {:cont, {:ok, [entry | acc]}}
         {:error, _} = error -> {:halt, error}
       end
@@ -352,18 +371,21 @@ defmodule CMDC.Tool.Registry do
     end
   end
 
-  defp prepare_one(module) when is_atom(module) do
+  defp prepare_one(module, ref) when is_atom(module) do
     with :ok <- check_tool(module),
          {:ok, name} <- call(module, :name),
          {:ok, description} <- call(module, :description),
          {:ok, schema} <- schema(module),
          {:ok, _examples} <- examples(module, name) do
       contextual = function_exported?(module, :description, 1)
-      {:ok, {module, name, description, contextual, schema, CMDC.Tool.Search.meta(module, name)}}
+      # Settings kept from an earlier registration (a reload) still name its namespace.
+      stored = if is_binary(name), do: stored_settings(ref, name), else: %{}
+      meta = CMDC.Tool.Search.meta(module, name, stored)
+      {:ok, {module, name, description, contextual, schema, meta}}
     end
   end
 
-  defp prepare_one(other) do
+  defp prepare_one(other, _ref) do
     {:error, {:invalid_tool, other, "#{inspect(other)} is not a module; expected a CMDC.Tool"}}
   end
 

@@ -65,8 +65,12 @@ defmodule CMDC.Tool.Discovery.Compiler do
     fresh = Enum.reject(paths, &Map.has_key?(cached, &1))
     compiled = compile_fresh(fresh, opts)
 
+    # The compiler VM read each file after it was keyed: one that changed meanwhile (saved
+    # while a watcher's tick compiled it) may have been compiled from its new content, which
+    # must not be cached under the old content's key.
     Enum.each(compiled, fn {path, result} ->
-      CompileCache.store(cache, keyed[path], path, result)
+      if CompileCache.key(path) == keyed[path],
+        do: CompileCache.store(cache, keyed[path], path, result)
     end)
 
     Map.merge(cached, compiled)

@@ -105,7 +105,8 @@ defmodule CMDC.Tool.Exec do
     :stream_stderr,
     :on_stderr_line,
     :window,
-    :window_bytes
+    :window_bytes,
+    :kill_strays
   ]
 
   @doc """
@@ -140,6 +141,11 @@ defmodule CMDC.Tool.Exec do
       calls `ack/2` (`await/1` does it for the lines it handles). Default `nil`: none.
     * `:window_bytes` - with `:window`, also bound the bytes of the lines waiting (default
       16 MiB; one longer line still passes when nothing else waits).
+    * `:kill_strays` - `true`: once the program has ended (exit, time-out or cancel), kill
+      every process it left running, even one that left its group (`setsid daemon &`) and was
+      re-parented: each carries the run's marker (`CMDC_EXEC_RUN`) in its environment. For
+      one-shot commands such as hooks; default `false` (a command may start a service on
+      purpose).
 
       iex> {:ok, r} = CMDC.Tool.Exec.run("cat", [], stdin: "from stdin")
       iex> r.stdout
@@ -189,7 +195,8 @@ defmodule CMDC.Tool.Exec do
         Keyword.get(opts, :stream_stderr, false) == true or
           Keyword.has_key?(opts, :on_stderr_line),
       window: positive(Keyword.get(opts, :window), :window),
-      window_bytes: positive(Keyword.get(opts, :window_bytes), :window_bytes)
+      window_bytes: positive(Keyword.get(opts, :window_bytes), :window_bytes),
+      kill_strays: Keyword.get(opts, :kill_strays, false) == true
     }
 
     stdin =

@@ -7,23 +7,29 @@ defmodule CMDC.Tool.Hooks.Command do
   stdin (`session_id`, `transcript_path`, `cwd`, `permission_mode`, `hook_event_name`,
   `tool_name`, `tool_input`, `tool_use_id`; `tool_response` after a call; `error` and
   `is_interrupt` after a failed call; `source` / `reason` for session events; `pending_action`
-  (`id`, `label`, `details`, `tool`) for a `resolve` call). Past its
-  `timeout` it is killed with its whole process group.
+  (`id`, `label`, `details`, `tool`) for a `resolve` call). Past its `timeout` it is killed with
+  its whole process group; whether it ends or is killed, every process it started and left
+  running is killed too, even a daemon that left its group (`setsid daemon &`: the exec layer's
+  `:kill_strays`).
 
     * exit 0: stdout, when not empty, must be a JSON object: `continue` (`false` stops the turn,
       with `stopReason`), `systemMessage` (for the user), `suppressOutput`, `decision` +
       `reason`, and `hookSpecificOutput` with `permissionDecision` (`allow`/`deny`/`ask`/`defer`),
       `permissionDecisionReason`, `updatedInput`, `additionalContext`, `updatedToolOutput`,
-      `updatedMCPToolOutput`. Other text, or more than 1 MB, is a non-blocking error.
+      `updatedMCPToolOutput`. Other text is a failure of the hook. More than 1 MB is a failure
+      too, except that a JSON object at its start holding a decision (`permissionDecision`,
+      `decision`) denies the call (blocks the result after it), whatever that decision was: an
+      answer cut short never allows. The same holds for a JSON answer followed by other text.
     * exit 2: blocks; stderr is the reason the model reads (before a call: denied; after: the
       result is replaced; after a failure: added as context).
-    * any other status, a signal or the time-out: a non-blocking error, logged with the hook's
-      file and command; the call goes on.
+    * any other status, a signal or the time-out: a failure of the hook.
+
+  A failure is a non-blocking error by default (Claude Code's rule: logged, in the result's
+  `:notes`, the call goes on) and a deny with `"cmdc": {"failClosed": true}`
+  (`CMDC.Tool.Hooks.Failure`).
   """
 
-  require Logger
-
-  alias CMDC.Tool.Hooks.Verdict
+  alias CMDC.Tool.Hooks.{Failure, Verdict}
   alias CMDC.Tool.JSON
 
   @max_output 1_000_000
@@ -52,12 +58,13 @@ defmodule CMDC.Tool.Hooks.Command do
       env: %{"CLAUDE_PROJECT_DIR" => hook.dir, "CMDC_PROJECT_DIR" => hook.dir},
       timeout: hook.timeout_ms,
       kill_after: 1_000,
-      max_output: @max_output
+      max_output: @max_output,
+      kill_strays: true
     ]
 
     case CMDC.Tool.Exec.run("sh", ["-c", hook.command], opts) do
       {:ok, result} -> read(hook, event, result)
-      {:error, message} -> error(hook, "could not start: #{message}")
+      {:error, message} -> Failure.verdict(hook, event, "could not start: #{message}")
     end
   end
 
@@ -119,13 +126,24 @@ defmodule CMDC.Tool.Hooks.Command do
 
   ## Reading the answer
 
-  defp read(hook, _event, %{status: :timeout}),
-    do: error(hook, "timed out after #{hook.timeout_ms} ms: killed with its process group")
+  defp read(hook, event, %{status: :timeout}),
+    do:
+      Failure.verdict(
+        hook,
+        event,
+        "timed out after #{hook.timeout_ms} ms: killed with its process group"
+      )
 
-  defp read(hook, _event, %{status: :cancelled}), do: error(hook, "was cancelled")
+  defp read(hook, event, %{status: :cancelled}), do: Failure.verdict(hook, event, "was cancelled")
 
-  defp read(hook, _event, %{stdout_truncated: n}) when n > 0,
-    do: error(hook, "printed more than #{@max_output} bytes on stdout; its answer is ignored")
+  defp read(hook, event, %{stdout_truncated: n, stdout: out}) when n > 0 do
+    why = "printed more than #{@max_output} bytes on stdout"
+
+    case leading_decision(event, out) do
+      nil -> Failure.verdict(hook, event, why <> "; its answer is ignored")
+      said -> oversize_decision(hook, event, said, why)
+    end
+  end
 
   defp read(hook, event, %{code: 0, stdout: out}) do
     case String.trim(out) do
@@ -136,17 +154,71 @@ defmodule CMDC.Tool.Hooks.Command do
 
   defp read(hook, event, %{code: 2, stderr: err}), do: blocking(hook, event, reason(err))
 
-  defp read(hook, _event, %{code: code, stderr: err}) when is_integer(code),
-    do: error(hook, "exited with status #{code}: #{reason(err)}")
+  defp read(hook, event, %{code: code, stderr: err}) when is_integer(code),
+    do: Failure.verdict(hook, event, "exited with status #{code}: #{reason(err)}")
 
-  defp read(hook, _event, %{signal: signal}), do: error(hook, "was killed by signal #{signal}")
+  defp read(hook, event, %{signal: signal}),
+    do: Failure.verdict(hook, event, "was killed by signal #{signal}")
+
+  # The decision a JSON object at the start of cut-short output holds (`nil`: none found).
+  defp leading_decision(event, out) do
+    with {:ok, text} <- first_object(out),
+         {:ok, %{} = json} <- JSON.decode(text) do
+      specific = if is_map(json["hookSpecificOutput"]), do: json["hookSpecificOutput"], else: %{}
+      decision = specific["permissionDecision"] || json["decision"]
+
+      if is_binary(decision) and (event == :pre_tool_use or decision == "block"),
+        do: {decision, str(specific["permissionDecisionReason"]) || str(json["reason"])}
+    else
+      _ -> nil
+    end
+  end
+
+  defp oversize_decision(hook, :pre_tool_use, {decision, said}, why) do
+    reason =
+      "#{hook.label} #{why}; the answer it began with (#{decision}" <>
+        if(said, do: ": #{said}", else: "") <> ") is taken as a deny"
+
+    %Verdict{hook: hook.label, decision: :deny, reason: reason}
+  end
+
+  defp oversize_decision(hook, _event, {_block, said}, why),
+    do: %Verdict{
+      hook: hook.label,
+      block: said || "#{hook.label} #{why} after blocking the result"
+    }
+
+  # The first JSON object of `out` (leading whitespace skipped): its text up to the brace that
+  # closes it, strings and escapes taken into account.
+  defp first_object(out) do
+    case String.trim_leading(out) do
+      "{" <> _ = text -> scan(text, 0, 0, false)
+      _ -> :error
+    end
+  end
+
+  defp scan(text, at, depth, in_string) when at < byte_size(text) do
+    case {:binary.at(text, at), in_string} do
+      {?\\, true} -> scan(text, at + 2, depth, true)
+      {?", _} -> scan(text, at + 1, depth, not in_string)
+      {_, true} -> scan(text, at + 1, depth, true)
+      {?{, false} -> scan(text, at + 1, depth + 1, false)
+      {?}, false} when depth == 1 -> {:ok, binary_part(text, 0, at + 1)}
+      {?}, false} -> scan(text, at + 1, depth - 1, false)
+      _ -> scan(text, at + 1, depth, false)
+    end
+  end
+
+  defp scan(_text, _at, _depth, _in_string), do: :error
 
   defp blocking(hook, :pre_tool_use, why),
     do: %Verdict{hook: hook.label, decision: :deny, reason: why}
 
   defp blocking(hook, :post_tool_use, why), do: %Verdict{hook: hook.label, block: why}
   defp blocking(hook, :post_tool_use_failure, why), do: %Verdict{hook: hook.label, context: why}
-  defp blocking(hook, _session, why), do: error(hook, "exited with status 2: #{why}")
+
+  defp blocking(hook, event, why),
+    do: Failure.verdict(hook, event, "exited with status 2: #{why}")
 
   defp reason(stderr) do
     case stderr |> CMDC.Tool.Result.fit_text(10_000) |> String.trim() do
@@ -161,10 +233,17 @@ defmodule CMDC.Tool.Hooks.Command do
         fields(hook, event, json)
 
       _ ->
-        error(
-          hook,
-          "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
-        )
+        case leading_decision(event, text) do
+          nil ->
+            Failure.verdict(
+              hook,
+              event,
+              "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
+            )
+
+          said ->
+            oversize_decision(hook, event, said, "printed more text after its JSON answer")
+        end
     end
   end
 
@@ -260,9 +339,4 @@ defmodule CMDC.Tool.Hooks.Command do
 
   defp item_text(%{"type" => "text", "text" => text}) when is_binary(text), do: text
   defp item_text(item), do: JSON.encode!(item)
-
-  defp error(hook, why) do
-    Logger.warning("cmdc_tool: #{hook.label} #{why}")
-    %Verdict{hook: hook.label, error: why}
-  end
 end

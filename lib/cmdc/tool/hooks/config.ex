@@ -15,7 +15,17 @@ defmodule CMDC.Tool.Hooks.Config do
 
   Events: `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `SessionStart`, `SessionEnd`.
   `timeout` is in seconds (default 60). Hooks run with the project directory (`:cwd`) as
-  working directory.
+  working directory. A hook may carry cmdc_tool's own settings under a `"cmdc"` key, which
+  Claude Code ignores: `"cmdc": {"failClosed": true}` makes the hook's failures (time-out, kill,
+  bad exit, invalid JSON, oversize output, a matcher that cannot be run) deny the call rather
+  than let it go on (`CMDC.Tool.Hooks.Failure`).
+
+      {"type": "command", "command": "./guard.sh", "cmdc": {"failClosed": true}}
+
+  Every matcher is compiled when the file is read (`CMDC.Tool.Hooks.Matcher`). One that cannot
+  be run (not a valid regular expression, or a JavaScript-only construct such as look-around)
+  is a problem in `errors`, and its group's hooks are kept with that matcher: listed by
+  `mix cmdc.tools hooks`, and failing as their failure mode says whenever a tool is called.
 
       iex> config = CMDC.Tool.Hooks.Config.load(cwd: "/nonexistent/project", home: "/nonexistent/home")
       iex> {config.hooks, config.files, config.errors}
@@ -23,8 +33,8 @@ defmodule CMDC.Tool.Hooks.Config do
 
   ## Errors
 
-  `load/1` never fails: a file that is not valid JSON, an unknown event, a matcher that is not a
-  valid regular expression, a hook without a command or of another `type`, a bad `timeout` —
+  `load/1` never fails: a file that is not valid JSON, an unknown event, a matcher that cannot
+  be run, a hook without a command or of another `type`, a bad `timeout` or `cmdc` key —
   each is an entry `%{path, hook, reason}` in `errors`, and every other hook of every file still
   loads.
   """
@@ -41,14 +51,20 @@ defmodule CMDC.Tool.Hooks.Config do
         }
 
   @default_timeout_s 60
+  @strict "; the hook fails closed until this is fixed"
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :paths, :fail_closed]
 
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
   `:home`, `:cmdc_home`, `:trust_project`, `:trusted` (as for `CMDC.Tool.Discovery`), `:paths`
-  (more settings files, treated as the user's).
+  (more settings files, treated as the user's), `:fail_closed` (`true`: every hook read fails
+  closed, as with `"cmdc": {"failClosed": true}`; for a server that must never run a tool a
+  guard could not judge; default the app's `config :cmdc_tool, hooks_fail_closed: true`, which
+  so reaches `mix cmdc.tools call` and `cmdc-mcp` too).
   """
   @spec load(keyword()) :: t()
   def load(opts \\ []) do
+    CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Hooks.Config.load/1")
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
     # A project that is the home folder has one settings file, not two.
     files =
@@ -64,6 +80,7 @@ defmodule CMDC.Tool.Hooks.Config do
     Enum.reduce(files, %__MODULE__{errors: home_errors}, fn {source, path}, acc ->
       active = source == :user or trusted?
       {hooks, errors} = read(path, cwd, active)
+      hooks = if fail_closed?(opts), do: close(hooks), else: hooks
 
       %{
         acc
@@ -72,6 +89,35 @@ defmodule CMDC.Tool.Hooks.Config do
           errors: acc.errors ++ errors
       }
     end)
+  end
+
+  @doc """
+  `hooks` with every command hook made fail-closed (the runner's `hooks_fail_closed: true`,
+  `load/1`'s `fail_closed: true`); Elixir hooks always are.
+  """
+  @spec close([Hook.t()]) :: [Hook.t()]
+  def close(hooks), do: Enum.map(hooks, &%{&1 | fail_closed: true})
+
+  defp fail_closed?(opts) do
+    Keyword.get_lazy(opts, :fail_closed, fn ->
+      Application.get_env(:cmdc_tool, :hooks_fail_closed, false)
+    end) == true
+  end
+
+  @doc false
+  # Every file whose contents decide what `load/1` answers for `opts`, present or not: the
+  # settings files and the trust lists (`CMDC.Tool.Hooks.Settings` reads them to see a change).
+  def sources(opts) do
+    cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
+
+    home_dir =
+      case Home.user_home(opts) do
+        {:ok, home} -> Path.join(home, ".cmdc")
+        {:error, _} -> nil
+      end
+
+    trust = for dir <- Enum.uniq([Home.cmdc_dir(opts), home_dir]), dir, do: dir <> "/trusted.json"
+    Enum.map(files(cwd, opts), &elem(&1, 1)) ++ trust
   end
 
   @doc "The active hooks of `load/1` (what a runner should use)."
@@ -151,16 +197,19 @@ defmodule CMDC.Tool.Hooks.Config do
   defp event(name, groups, path, cwd, active) do
     case {Map.fetch(Command.events(), name), groups} do
       {:error, _} ->
-        known = Command.events() |> Map.keys() |> Enum.join(", ")
+        known = Command.events() |> Map.keys() |> Enum.sort()
 
-        {[],
-         [
-           problem(
-             path,
-             name,
-             "unknown event #{inspect(name)}: cmdc_tool runs #{known}; its hooks are ignored"
-           )
-         ]}
+        hint =
+          case CMDC.Tool.Options.suggest(name, known) do
+            [best | _] -> " (did you mean #{inspect(best)}?)"
+            [] -> ""
+          end
+
+        why =
+          "unknown event #{inspect(name)}#{hint}: cmdc_tool runs #{Enum.join(known, ", ")}; " <>
+            "its hooks are ignored"
+
+        {[], [problem(path, name, why)]}
 
       {{:ok, event}, groups} when is_list(groups) ->
         groups
@@ -179,30 +228,34 @@ defmodule CMDC.Tool.Hooks.Config do
        when is_list(list) do
     where = "#{name}[#{g}]"
 
-    case Matcher.parse(group["matcher"]) do
-      {:ok, matcher} ->
-        list
-        |> Enum.with_index()
-        |> Enum.reduce({[], []}, fn {spec, i}, {hooks, errors} ->
-          base = %Hook{
-            kind: :command,
-            events: [event],
-            matcher: matcher,
-            dir: cwd,
-            source: path,
-            event_name: name,
-            active: active
-          }
+    {matcher, matcher_errors} =
+      case Matcher.parse_kept(group["matcher"]) do
+        {:ok, matcher} ->
+          {matcher, []}
 
-          case command(spec, base, "#{where}.hooks[#{i}]") do
-            {:ok, hook} -> {hooks ++ [hook], errors}
-            {:error, hook_name, why} -> {hooks, errors ++ [problem(path, hook_name, why)]}
-          end
-        end)
+        {:error, matcher, why} ->
+          {matcher, [problem(path, where, why <> "; its hooks fail whenever a tool is called")]}
+      end
 
-      {:error, why} ->
-        {[], [problem(path, where, why <> "; the group's hooks are ignored")]}
-    end
+    list
+    |> Enum.with_index()
+    |> Enum.reduce({[], matcher_errors}, fn {spec, i}, {hooks, errors} ->
+      base = %Hook{
+        kind: :command,
+        events: [event],
+        matcher: matcher,
+        dir: cwd,
+        source: path,
+        event_name: name,
+        active: active
+      }
+
+      case command(spec, base, "#{where}.hooks[#{i}]") do
+        {:ok, hook} -> {hooks ++ [hook], errors}
+        {:ok, hook, at, why} -> {hooks ++ [hook], errors ++ [problem(path, at, why)]}
+        {:error, hook_name, why} -> {hooks, errors ++ [problem(path, hook_name, why)]}
+      end
+    end)
   end
 
   defp group(_group, {name, _event, g}, path, _cwd, _active),
@@ -210,13 +263,16 @@ defmodule CMDC.Tool.Hooks.Config do
 
   defp command(%{"type" => "command", "command" => cmd} = spec, base, where)
        when is_binary(cmd) and cmd != "" do
-    case Map.get(spec, "timeout", @default_timeout_s) do
-      t when is_number(t) and t > 0 ->
-        label = "#{base.source} #{where} (#{Matcher.source(base.matcher)}: #{short(cmd)})"
-        {:ok, %{base | command: cmd, timeout_ms: round(t * 1000), label: label}}
+    with {:ok, t} <- timeout(Map.get(spec, "timeout", @default_timeout_s), where) do
+      label = "#{base.source} #{where} (#{Matcher.source(base.matcher)}: #{short(cmd)})"
+      hook = %{base | command: cmd, timeout_ms: round(t * 1000), label: label}
 
-      t ->
-        {:error, where, "timeout must be a positive number of seconds (got #{inspect(t)})"}
+      # A "cmdc" key that cannot be read was meant to change how the hook fails: the hook
+      # loads fail-closed (the stricter reading), and the problem is reported.
+      case own(Map.get(spec, "cmdc", %{})) do
+        {:ok, closed} -> {:ok, %{hook | fail_closed: closed}}
+        {:error, why} -> {:ok, %{hook | fail_closed: true}, where, why <> @strict}
+      end
     end
   end
 
@@ -228,6 +284,39 @@ defmodule CMDC.Tool.Hooks.Config do
 
   defp command(_spec, _base, where),
     do: {:error, where, "a hook must be an object with \"type\": \"command\" and a \"command\""}
+
+  defp timeout(t, _where) when is_number(t) and t > 0, do: {:ok, t}
+
+  defp timeout(t, where),
+    do: {:error, where, "timeout must be a positive number of seconds (got #{inspect(t)})"}
+
+  # cmdc_tool's own keys of a hook (`"cmdc": {...}`): `failClosed`.
+  defp own(%{} = cmdc) do
+    case Map.keys(cmdc) -- ["failClosed"] do
+      [] ->
+        case Map.get(cmdc, "failClosed", false) do
+          closed when is_boolean(closed) ->
+            {:ok, closed}
+
+          other ->
+            {:error, "cmdc.failClosed must be true or false (got #{inspect(other)})"}
+        end
+
+      [key | _] ->
+        hint =
+          case CMDC.Tool.Options.suggest(key, ["failClosed"]) do
+            [] -> ""
+            [near | _] -> " (did you mean #{inspect(near)}?)"
+          end
+
+        {:error, "unknown key #{inspect(key)} in \"cmdc\"#{hint}; known: \"failClosed\""}
+    end
+  end
+
+  defp own(other),
+    do:
+      {:error,
+       "\"cmdc\" must be an object such as {\"failClosed\": true} (got #{inspect(other)})"}
 
   defp short(cmd),
     do: if(String.length(cmd) > 60, do: String.slice(cmd, 0, 57) <> "...", else: cmd)

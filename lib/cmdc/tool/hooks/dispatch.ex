@@ -3,11 +3,12 @@ defmodule CMDC.Tool.Hooks.Dispatch do
   Runs the hooks of one event that match, concurrently, each in a process of its own under its
   time-out, and returns their `CMDC.Tool.Hooks.Verdict`s in hook order (not finishing order).
 
-  An Elixir hook that raises, exits or runs past its time-out fails safe: before a call it denies
-  the call, after a call it blocks the result, at a session event it is a logged error; the
-  caller never crashes. A command hook's time-out is enforced by the exec layer (the hook and its
-  process group are killed) and is a non-blocking error, as in Claude Code
-  (`CMDC.Tool.Hooks.Command`). A `:cancel` message to the calling process stops the hooks.
+  A hook that fails (raises, exits, runs past its time-out, or has a matcher that cannot be run)
+  answers as `CMDC.Tool.Hooks.Failure` says: an Elixir hook or a fail-closed command hook denies
+  the call before it and blocks the result after it; a command hook by default is a
+  non-blocking error, as in Claude Code. The caller never crashes. A command hook's time-out is
+  enforced by the exec layer (the hook and what it started are killed,
+  `CMDC.Tool.Hooks.Command`). A `:cancel` message to the calling process stops the hooks.
 
       iex> {:ok, hooks} = CMDC.Tool.Hooks.new([
       ...>   [name: "slow", timeout: 50, before_call: fn _, _ -> Process.sleep(1_000) end],
@@ -20,7 +21,7 @@ defmodule CMDC.Tool.Hooks.Dispatch do
 
   require Logger
 
-  alias CMDC.Tool.Hooks.{Command, Hook, Verdict}
+  alias CMDC.Tool.Hooks.{Command, Failure, Hook}
 
   # A command hook's own time-out is enforced natively; this only covers a stuck VM process.
   @command_margin 5_000
@@ -32,9 +33,29 @@ defmodule CMDC.Tool.Hooks.Dispatch do
   """
   @spec run([Hook.t()], Hook.event(), [String.t()], map()) :: [Verdict.t()] | :cancelled
   def run(hooks, event, names, input) do
-    case Enum.filter(hooks, &Hook.matches?(&1, event, names)) do
-      [] -> []
-      matching -> matching |> start(event, input) |> collect(event, %{})
+    # A matcher that cannot be run is the hook's failure, in its place among the others.
+    asked =
+      Enum.flat_map(hooks, fn hook ->
+        case Hook.match(hook, event, names) do
+          false -> []
+          answer -> [{hook, answer}]
+        end
+      end)
+
+    case asked do
+      [] ->
+        []
+
+      asked ->
+        indexed = Enum.with_index(asked)
+
+        failed =
+          for {{hook, {:error, why}}, i} <- indexed,
+              into: %{},
+              do: {i, Failure.verdict(hook, event, "has a matcher that cannot be run: " <> why)}
+
+        runnable = for {{hook, true}, i} <- indexed, do: {hook, i}
+        runnable |> start(event, input) |> collect(event, failed)
     end
   end
 
@@ -44,7 +65,6 @@ defmodule CMDC.Tool.Hooks.Dispatch do
 
     running =
       hooks
-      |> Enum.with_index()
       |> Enum.map(fn {hook, i} ->
         # Linked: a hook dies with its caller (and a command hook's program with it). Nothing
         # inside can exit abnormally, so the link never takes the caller down.
@@ -101,21 +121,5 @@ defmodule CMDC.Tool.Hooks.Dispatch do
     kind, reason -> failed(hook, event, "#{kind}: #{inspect(reason, limit: 10)}")
   end
 
-  # Fail-safe for Elixir hooks; a non-blocking error for command hooks (Claude Code's rule).
-  defp failed(%Hook{kind: :command, label: label}, _event, why) do
-    Logger.warning("cmdc_tool: #{label} #{why}")
-    %Verdict{hook: label, error: why}
-  end
-
-  defp failed(%Hook{label: label}, :pre_tool_use, why),
-    do: %Verdict{hook: label, decision: :deny, reason: "#{label} #{why} (fail-safe: not run)"}
-
-  defp failed(%Hook{label: label}, event, why)
-       when event in [:post_tool_use, :post_tool_use_failure],
-       do: %Verdict{hook: label, block: "#{label} #{why} (fail-safe: result withheld)"}
-
-  defp failed(%Hook{label: label}, _event, why) do
-    Logger.warning("cmdc_tool: #{label} #{why}")
-    %Verdict{hook: label, error: why}
-  end
+  defp failed(hook, event, why), do: Failure.verdict(hook, event, why)
 end

@@ -11,14 +11,16 @@ defmodule CMDC.Tool.Hooks.Hook do
     * `:timeout_ms` - how long it may take (Elixir default 5,000; command default 60,000).
     * Elixir: `:funs` (`%{before_call: fun/2, after_call: fun/3, on_session: fun/2}`).
     * Command: `:command` (run by `sh -c`), `:dir` (the project directory), `:source` (the file),
-      `:event_name` (as written), `:active` (`false` for an untrusted project's file).
+      `:event_name` (as written), `:active` (`false` for an untrusted project's file),
+      `:fail_closed` (its failures deny rather than let the call go on: `"cmdc": {"failClosed":
+      true}` in the settings file, see `CMDC.Tool.Hooks.Failure`).
 
   An Elixir hook is given as a module exporting any of `before_call/2`, `after_call/3`,
   `on_session/2` (and optionally `hook_options/0` with `:match`, `:timeout`, `:name`), as
   `{module, options}`, or as a keyword list or map of those functions and options.
 
       iex> {:ok, hook} = CMDC.Tool.Hooks.Hook.new(before_call: fn _call, _ctx -> :ok end, match: "echo")
-      iex> {hook.kind, hook.events, CMDC.Tool.Hooks.Hook.matches?(hook, :pre_tool_use, ["echo"])}
+      iex> {hook.kind, hook.events, CMDC.Tool.Hooks.Hook.match(hook, :pre_tool_use, ["echo"])}
       {:elixir, [:pre_tool_use], true}
   """
 
@@ -36,7 +38,8 @@ defmodule CMDC.Tool.Hooks.Hook do
             dir: nil,
             source: nil,
             event_name: nil,
-            active: true
+            active: true,
+            fail_closed: false
 
   @type event ::
           :pre_tool_use | :post_tool_use | :post_tool_use_failure | :session_start | :session_end
@@ -124,8 +127,20 @@ defmodule CMDC.Tool.Hooks.Hook do
     end)
   end
 
-  @doc "Whether the hook runs for `event` given the tool's names (or a session event's source)."
-  @spec matches?(t(), event(), [String.t()]) :: boolean()
-  def matches?(%__MODULE__{active: active, events: events, matcher: matcher}, event, names),
-    do: active and event in events and Matcher.match?(matcher, names)
+  @doc """
+  Whether the hook runs for `event` given the tool's names (or a session event's source):
+  `true`, `false`, or `{:error, message}` when its matcher cannot be run (a failure of the hook,
+  see `CMDC.Tool.Hooks.Failure`: never taken for "no match").
+  """
+  @spec match(t(), event(), [String.t()]) :: boolean() | {:error, String.t()}
+  def match(%__MODULE__{active: active, events: events, matcher: matcher}, event, names) do
+    if active and event in events do
+      case Matcher.match(matcher, names) do
+        {:ok, matched} -> matched
+        {:error, message} -> {:error, message}
+      end
+    else
+      false
+    end
+  end
 end

@@ -10,11 +10,14 @@ defmodule CMDC.Tool.Hooks do
 
   ## Where hooks apply
 
-  Hooks are found per call, in this order (the order of "last rewrite wins"): hooks attached
-  `:global`ly on the node, to the call's registry, to its session (`{:session, id}`), then the
-  runner's `:hooks` option. `CMDC.Tool.Runner` applies them, so every path that runs calls
-  through it does too: `mix cmdc.tools call`, the MCP server, and a cluster call (on the node
-  that executes, with that node's hooks).
+  Hooks are found per call, in this order (the order of "last rewrite wins"): the command
+  hooks of the settings files (the user's, and the project's once trusted: loaded once,
+  reloaded when a file changes, see `CMDC.Tool.Hooks.Settings`; `config :cmdc_tool,
+  settings_hooks: false` turns them off), hooks attached `:global`ly on the node, to the
+  call's registry, to its session (`{:session, id}`), then the runner's `:hooks` option.
+  `CMDC.Tool.Runner` applies them, so every path that runs calls through it does too: your
+  agent's `Runner.run/4`, `mix cmdc.tools call`, the MCP server, and a cluster call (on the
+  node that executes, with that node's hooks).
 
   ## Before a call (`PreToolUse`, `c:before_call/2`)
 
@@ -42,8 +45,11 @@ defmodule CMDC.Tool.Hooks do
   An Elixir hook that raises, exits, answers something else or runs past its time-out fails
   safe: its call is denied (before) or its result blocked (after), with a message naming the
   hook; the runner never crashes. A command hook's failure (exit status other than 0 and 2, a
-  signal, its time-out, output that is not JSON or over 1 MB) is a non-blocking error in
-  `:notes` and the log, as Claude Code treats it.
+  signal, its time-out, output that is not JSON or over 1 MB, a matcher that cannot be run) is a
+  non-blocking error in `:notes` and the log, as Claude Code treats it, unless the hook fails
+  closed (`"cmdc": {"failClosed": true}`, or the runner's `hooks_fail_closed: true`): then it
+  denies as an Elixir hook does. Output over 1 MB that begins with a decision denies in both
+  modes. See `CMDC.Tool.Hooks.Failure` and the table in `docs/HOOKS.md`.
 
   ## Session events (`SessionStart`, `SessionEnd`, `c:on_session/2`)
 
@@ -65,7 +71,7 @@ defmodule CMDC.Tool.Hooks do
   (see `CMDC.Tool.Hooks.Config`).
   """
 
-  alias CMDC.Tool.Hooks.{Config, Hook, Store}
+  alias CMDC.Tool.Hooks.{Config, Hook, Settings, Store}
 
   @typedoc "A call as Elixir hooks see it."
   @type call :: %{tool: String.t(), args: map(), call_id: term(), module: module()}
@@ -130,8 +136,9 @@ defmodule CMDC.Tool.Hooks do
   defdelegate load(opts \\ []), to: Config
 
   @doc false
-  # The hooks of one call, in order: global, registry, session, the runner's `:hooks`;
-  # `{:error, message}` when the `:hooks` option holds a bad hook.
+  # The hooks of one call, in order: the settings files' (`CMDC.Tool.Hooks.Settings`), global,
+  # registry, session, the runner's `:hooks`; `{:error, message}` when the `:hooks` option
+  # holds a bad hook.
   def for_call(tools, context, opts) do
     registry =
       case tools do
@@ -141,9 +148,15 @@ defmodule CMDC.Tool.Hooks do
 
     session = if context.session_id, do: Store.get({:session, context.session_id}), else: []
 
-    case new(Keyword.get(opts, :hooks, [])) do
-      {:ok, own} -> Store.get(:global) ++ registry ++ session ++ own
-      {:error, message} -> {:error, "invalid :hooks option: " <> message}
+    with {:ok, settings} <- Settings.for_run(Keyword.get(opts, :settings_hooks)) do
+      case new(Keyword.get(opts, :hooks, [])) do
+        {:ok, own} ->
+          hooks = settings ++ Store.get(:global) ++ registry ++ session ++ own
+          if opts[:hooks_fail_closed] == true, do: Config.close(hooks), else: hooks
+
+        {:error, message} ->
+          {:error, "invalid :hooks option: " <> message}
+      end
     end
   end
 

@@ -1,13 +1,14 @@
 defmodule CMDC.Tool.Hooks.Listing do
   @moduledoc """
   What `mix cmdc.tools hooks` prints: every command hook of the settings files (event, matcher,
-  command, time-out, file, active or why not), then the files read and the problems found.
+  command, time-out, what its failure does, file, active or why not), then the files read and
+  the problems found (a matcher that cannot be run is one: its hook fails on every call).
 
       iex> CMDC.Tool.Hooks.Listing.render(%CMDC.Tool.Hooks.Config{}, "/tmp")
       "no command hooks configured"
   """
 
-  alias CMDC.Tool.Hooks.{Config, Matcher}
+  alias CMDC.Tool.Hooks.{Config, Failure, Matcher}
 
   @doc "The listing of a `CMDC.Tool.Hooks.Config` as text (paths relative to `cwd`)."
   @spec render(Config.t(), String.t()) :: String.t()
@@ -19,15 +20,17 @@ defmodule CMDC.Tool.Hooks.Listing do
           Matcher.source(hook.matcher),
           hook.command,
           "#{div(hook.timeout_ms, 1000)}s",
+          if(Failure.closed?(hook), do: "deny", else: "continue"),
           relative(hook.source, cwd),
-          if(hook.active, do: "yes", else: "no (project not trusted)")
+          active(hook)
         ]
       end
 
     [
       if(rows == [],
         do: "no command hooks configured",
-        else: table(["EVENT", "MATCHER", "COMMAND", "TIMEOUT", "FILE", "ACTIVE"], rows)
+        else:
+          table(["EVENT", "MATCHER", "COMMAND", "TIMEOUT", "ON FAILURE", "FILE", "ACTIVE"], rows)
       ),
       section("settings files", config.files, fn f ->
         "#{relative(f.path, cwd)} (#{f.source}#{if f.active, do: "", else: ", inactive: the project is not trusted; pass --trust or list it in ~/.cmdc/trusted.json"})"
@@ -39,6 +42,10 @@ defmodule CMDC.Tool.Hooks.Listing do
     |> Enum.reject(&(&1 == ""))
     |> Enum.join("\n\n")
   end
+
+  defp active(%{active: false}), do: "no (project not trusted)"
+  defp active(%{matcher: {:invalid, _, _}}), do: "fails (matcher cannot be run, see problems)"
+  defp active(_hook), do: "yes"
 
   defp section(_title, [], _fun), do: ""
 

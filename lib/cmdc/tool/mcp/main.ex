@@ -166,15 +166,7 @@ defmodule CMDC.Tool.MCP.Main do
         end
 
       {_, _, [{switch, nil} | _]} ->
-        known = for {name, _} <- switches, do: "--" <> String.replace(to_string(name), "_", "-")
-
-        hint =
-          case CMDC.Tool.Options.suggest(switch, known) do
-            [best | _] -> " (did you mean #{best}?)"
-            [] -> ""
-          end
-
-        {:error, "unknown option #{switch}#{hint}"}
+        {:error, CMDC.Tool.Options.switch_error(switch, switches)}
 
       {_, _, [{switch, value} | _]} ->
         {:error, "invalid value for #{switch}: #{value}"}
@@ -222,24 +214,20 @@ defmodule CMDC.Tool.MCP.Main do
     Runner.session_event(report.tools, :shutdown, context)
   end
 
-  # The stdio session gets the command hooks of the settings files, and its session events.
+  # The runner applies the settings files' command hooks (`CMDC.Tool.Hooks.Settings`, read
+  # again when a file changes); their problems are logged at start, naming file and hook.
   defp hooked_context(tools, allowed) do
     context = context(allowed)
-
-    :ok = Hooks.attach({:session, context.session_id}, settings_hooks())
+    if Hooks.Settings.enabled?(), do: log_hook_problems(Hooks.Settings.config([]))
     Runner.session_event(tools, :start, context)
     context
   end
 
-  # The command hooks of the settings files (`CMDC.Tool.Hooks.Config`: a project's only when
-  # trusted); problems are logged, naming file and hook.
-  defp settings_hooks do
-    config = Hooks.load(cwd: File.cwd!())
-
+  defp log_hook_problems(config) do
     for e <- config.errors,
         do: Logger.warning("mcp: hooks: #{e.path}#{if e.hook, do: " " <> e.hook}: #{e.reason}")
 
-    Hooks.Config.active(config)
+    if note = Hooks.Settings.inactive_note(config), do: Logger.warning("mcp: hooks: " <> note)
   end
 
   defp load_opts(opts), do: Keyword.take(opts, [:trust, :mcp, :examples])
@@ -268,7 +256,7 @@ defmodule CMDC.Tool.MCP.Main do
       true ->
         IO.puts(
           :stderr,
-          "cmdc-mcp: #{length(problems)} tool file(s) failed to load; serving the other " <>
+          "cmdc-mcp: #{CLI.failed_summary(problems)} failed to load; serving the other " <>
             "#{length(report.tools)} tools:"
         )
 
@@ -298,8 +286,8 @@ defmodule CMDC.Tool.MCP.Main do
     with {:ok, http_opts} <- http_options(opts) do
       {report, state} = CLI.watch(paths, load_opts(opts))
       report_problems(report, nil)
-      # HTTP sessions come and go: the settings' hooks apply to every call of this VM.
-      :ok = Hooks.attach(:global, settings_hooks())
+      # The runner applies the settings files' hooks to every call of this VM.
+      if Hooks.Settings.enabled?(), do: log_hook_problems(Hooks.Settings.config([]))
       http_opts = [tools: report.tools, list_changed: opts[:watch] != nil] ++ http_opts
       # A port in use is a message and a status, not a crash of the caller.
       Process.flag(:trap_exit, true)

@@ -323,7 +323,7 @@ defmodule CMDC.Tool.MCP do
         {:error, error(id, :invalid_params, "arguments must be an object")}
 
       true ->
-        case CMDC.Tool.find(tools(state), name) do
+        case lookup(tools(state), name, params["namespace"]) do
           {:ok, module} ->
             token = get_in(params, ["_meta", "progressToken"])
 
@@ -337,10 +337,25 @@ defmodule CMDC.Tool.MCP do
 
             param_headers(call, headers)
 
-          {:error, :not_found} ->
-            message = CMDC.Tool.unknown_tool_message(tools(state), name)
+          {:error, message} ->
             {:error, error(id, :invalid_params, message)}
         end
+    end
+  end
+
+  # A call relayed with a namespace (an OpenAI Responses `function_call`): the runner's rule,
+  # the namespace must hold the tool (`CMDC.Tool.Deferred.Namespaces.resolve/4`).
+  defp lookup(tools, name, ns) when is_binary(ns) and ns != "" do
+    case CMDC.Tool.Deferred.Namespaces.resolve(tools, ns, name) do
+      {:ok, registered} -> lookup(tools, registered, nil)
+      :error -> {:error, CMDC.Tool.Deferred.Namespaces.unknown(tools, ns, name)}
+    end
+  end
+
+  defp lookup(tools, name, _ns) do
+    case CMDC.Tool.find(tools, name) do
+      {:ok, module} -> {:ok, module}
+      {:error, :not_found} -> {:error, CMDC.Tool.unknown_tool_message(tools, name)}
     end
   end
 
@@ -362,15 +377,18 @@ defmodule CMDC.Tool.MCP do
 
   defp notification(_method, _params, state), do: {[], state}
 
-  @doc "A tool's entry in `tools/list` (with `title`, `annotations`, `outputSchema` when set)."
+  @doc """
+  A tool's entry in `tools/list`: its entry of `CMDC.Tool.to_schema/3`'s `format: :mcp` (so
+  what `mix cmdc.tools schema --format mcp` prints is what a client gets: the description's
+  `Examples:` block, `title`, `annotations`, `outputSchema` when set).
+
+      iex> CMDC.Tool.MCP.describe(CMDC.Tool.Examples.Echo)["inputSchema"]["required"]
+      ["text"]
+  """
   @spec describe(module()) :: map()
   def describe(module) do
-    %{
-      "name" => module.name(),
-      "description" => CMDC.Tool.description(module),
-      "inputSchema" => module.parameters()
-    }
-    |> Map.merge(CMDC.Tool.Structured.mcp_fields(module))
+    {[entry], _warnings} = CMDC.Tool.Providers.convert([module], %{}, format: :mcp)
+    entry
   end
 
   @doc """

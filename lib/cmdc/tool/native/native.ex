@@ -96,6 +96,11 @@ defmodule CMDC.Tool.Native do
   def json_encode_dirty(_term, _pretty), do: err()
   def json_encode_slice(_list), do: err()
 
+  # matcher.rs
+  def matcher_compile(_pattern), do: err()
+  def matcher_match(_matcher, _texts), do: err()
+  def matcher_match_dirty(_matcher, _texts), do: err()
+
   # permissions.rs
   def permissions_resolve(_settings_json, _origin), do: err()
 

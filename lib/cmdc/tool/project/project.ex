@@ -5,11 +5,18 @@ defmodule CMDC.Tool.Project do
   in the project's tool folders.
 
   Declare them in the application's config, as tool modules and/or modules listing them (a
-  module exporting `tools/0` that returns tool modules):
+  module exporting `tools/0` that returns tool modules), in `config/runtime.exs`: Mix
+  recompiles all of cmdc_tool after each edit of `config :cmdc_tool` in `config/config.exs`
+  (`compile_time_config/1` is the doctor's finding), an edit of `runtime.exs` recompiles
+  nothing.
 
-      # config/config.exs
+      # config/runtime.exs
       import Config
       config :cmdc_tool, tools: [MyAgent.Tools.Weather, MyAgent.ToolSet]
+
+  The other keys: `examples: true` (below), and `settings_hooks: false` — the runner then
+  applies no command hooks of the settings files (`.claude/settings.json`, …) in the app's
+  own calls, the CLI's or the MCP server's (`CMDC.Tool.Hooks.Settings`).
 
       # lib/my_agent/tool_set.ex
       defmodule MyAgent.ToolSet do
@@ -38,6 +45,10 @@ defmodule CMDC.Tool.Project do
   @examples [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile, CMDC.Tool.Examples.Countdown]
   @examples_dir Path.expand("../../../../examples/tools", __DIR__)
   @where "config :cmdc_tool, tools"
+
+  @doc false
+  # The `path` of a configured tool's load error (what reports and counts recognize it by).
+  def config_path, do: @where
 
   @doc "The library's built-in example modules (served with `--examples`)."
   @spec examples() :: [module()]
@@ -115,6 +126,37 @@ defmodule CMDC.Tool.Project do
     end
   end
 
+  @doc """
+  A finding when the project's compile-time config (`config/config.exs` and what it imports,
+  for `MIX_ENV`) sets `config :cmdc_tool`, else `nil`: Mix (1.14) recompiles every module of a
+  dependency whose own application config changed, so each such edit recompiles all of
+  cmdc_tool, while `config/runtime.exs`, read when the VM starts, recompiles nothing.
+
+      iex> CMDC.Tool.Project.compile_time_config("/nonexistent")
+      nil
+  """
+  @spec compile_time_config(Path.t()) :: String.t() | nil
+  def compile_time_config(dir) do
+    file = Path.join([dir, "config", "config.exs"])
+    env = String.to_atom(System.get_env("MIX_ENV") || "dev")
+
+    with true <- File.regular?(file),
+         config when is_list(config) <- read_config(file, env),
+         [_ | _] = keys <- Keyword.keys(Keyword.get(config, :cmdc_tool, [])) do
+      "config/config.exs sets `config :cmdc_tool, #{Enum.map_join(keys, ", ", &"#{&1}:")} ...`: " <>
+        "Mix recompiles all of cmdc_tool after each edit of it; move it to config/runtime.exs " <>
+        "(read when the VM starts: an edit there recompiles nothing)"
+    else
+      _ -> nil
+    end
+  end
+
+  defp read_config(file, env) do
+    Config.Reader.read!(file, env: env, target: :host)
+  rescue
+    _ -> nil
+  end
+
   defp mix_project? do
     Code.ensure_loaded?(Mix.Project) and apply(Mix.Project, :get, []) != nil
   end
@@ -122,8 +164,7 @@ defmodule CMDC.Tool.Project do
   defp expand(module) when is_atom(module) do
     cond do
       not loaded?(module) ->
-        {:error,
-         "#{inspect(module)} is not a compiled module (is it spelled right and under lib/?)"}
+        {:error, "#{inspect(module)} is not a compiled module#{spelling(module)}"}
 
       tool?(module) ->
         {:ok, [module]}
@@ -140,6 +181,23 @@ defmodule CMDC.Tool.Project do
 
   defp expand(other),
     do: {:error, "#{inspect(other)} is not a module: list tool modules or tool sets"}
+
+  # A misspelled module: the closest compiled module of the same top namespace (the app's).
+  defp spelling(module) do
+    name = inspect(module)
+    prefix = "Elixir." <> hd(String.split(name, ".")) <> "."
+
+    candidates =
+      for {file, _, _} <- :code.all_available(),
+          full = to_string(file),
+          String.starts_with?(full, prefix),
+          do: String.replace_prefix(full, "Elixir.", "")
+
+    case CMDC.Tool.Options.suggest(name, candidates) do
+      [best | _] -> " (did you mean #{best}?)"
+      [] -> " (is it spelled right and under lib/?)"
+    end
+  end
 
   defp expand_set(module) do
     case module.tools() do

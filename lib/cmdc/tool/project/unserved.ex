@@ -220,13 +220,24 @@ defmodule CMDC.Tool.Project.Unserved do
   end
 
   @doc """
-  How the messages name the config file of the project in `cwd`: `config/config.exs`, saying
-  how to start it when the project has none (`mix new` makes none).
+  How the messages name the config file of the project in `cwd`: the file that already sets
+  `config :cmdc_tool`, else `config/runtime.exs` (an edit there recompiles nothing), saying how
+  to start it when the project has none (`mix new` makes none).
   """
   @spec config_file(Path.t()) :: String.t()
   def config_file(cwd) do
-    if File.regular?(Path.join(cwd, "config/config.exs")),
-      do: "config/config.exs",
-      else: "config/config.exs (a new file; its first line: import Config)"
+    sets? = fn file ->
+      case File.read(Path.join(cwd, file)) do
+        {:ok, text} -> text =~ ~r/^\s*config\s*\(?\s*:cmdc_tool\b/m
+        {:error, _} -> false
+      end
+    end
+
+    cond do
+      sets?.("config/runtime.exs") -> "config/runtime.exs"
+      sets?.("config/config.exs") -> "config/config.exs"
+      File.regular?(Path.join(cwd, "config/runtime.exs")) -> "config/runtime.exs"
+      true -> "config/runtime.exs (a new file; its first line: import Config)"
+    end
   end
 end

@@ -63,6 +63,47 @@ defmodule CMDC.Tool.Providers.Warnings do
     :ok
   end
 
+  @doc """
+  The warnings worth a person's action (what `mix cmdc.tools doctor` reports and
+  `CMDC.Tool.Test.schemas!/2` fails on): all but a dropped `additionalProperties: false` — a
+  format that cannot say an object is closed (Gemini's declarations) drops it, OpenAI strict
+  mode needs it said, and the runner refuses unlisted keys whatever the model was told, so a
+  schema cannot avoid one of the two and nothing changes for the tool. `tools` are the modules
+  converted.
+  """
+  @spec notable([CMDC.Tool.Providers.warning()], [module()]) :: [CMDC.Tool.Providers.warning()]
+  def notable(warnings, tools) when is_list(tools) do
+    Enum.reject(warnings, fn w ->
+      w.keyword == "additionalProperties" and w.message =~ " dropped: " and
+        closed_at?(tools, w.tool, w.path)
+    end)
+  end
+
+  # By the modules' own names: this module sits below `CMDC.Tool` (no call back into it).
+  defp closed_at?(tools, name, path) do
+    with module when module != nil <- Enum.find(tools, &(is_atom(&1) and &1.name() == name)),
+         %{} = schema <- at(module.parameters(), path) do
+      schema["additionalProperties"] == false
+    else
+      _ -> false
+    end
+  end
+
+  defp at(schema, ""), do: schema
+
+  defp at(schema, "/" <> pointer) do
+    pointer
+    |> String.split("/")
+    |> Enum.map(&(&1 |> String.replace("~1", "/") |> String.replace("~0", "~")))
+    |> Enum.reduce_while(schema, fn
+      key, %{} = map -> {:cont, Map.get(map, key)}
+      key, list when is_list(list) -> {:cont, Enum.at(list, String.to_integer(key))}
+      _, _ -> {:halt, nil}
+    end)
+  rescue
+    ArgumentError -> nil
+  end
+
   # Without the table (the application not started) every warning is logged.
   defp new?(key) do
     if :ets.info(@table, :size) >= @max, do: :ets.delete_all_objects(@table)

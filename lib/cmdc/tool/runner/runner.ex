@@ -24,7 +24,9 @@ defmodule CMDC.Tool.Runner do
   so a tool written for a model's calls works unchanged when Elixir code calls it. An OpenAI
   Responses call of a function inside a namespace also has `:namespace`: `name` is then the
   function's name in that namespace (`create_issue` in `github` runs `github__create_issue`;
-  see `CMDC.Tool.Deferred.Namespaces`, whose `call/1` reads a `function_call` item).
+  see `CMDC.Tool.Deferred.Namespaces`, whose `call/1` reads a `function_call` item). The
+  namespace must hold the tool: a call naming a tool of another namespace, or of none, is an
+  unknown tool (`:unknown_tool`, with the namespace's closest names), never that tool.
 
   ## Options
 
@@ -41,6 +43,18 @@ defmodule CMDC.Tool.Runner do
     * `:hooks` - hooks for this run (`CMDC.Tool.Hooks`), after those attached globally, to
       the registry and to the session. A `resolve` call applies a pending action of the
       session (`CMDC.Tool.Pending`).
+    * `:settings_hooks` - the command hooks of the settings files (`.claude/settings.json`,
+      …; `CMDC.Tool.Hooks.Settings`), applied first. By default those of the current
+      directory's project (its own files once it is trusted) and the user's, read once and
+      again when a file changes; `config :cmdc_tool, settings_hooks: false` turns that
+      default off (`true` applies them all the same). `false`: none; a keyword list: the
+      options of `CMDC.Tool.Hooks.Config.load/1` (`cwd:`, `trust_project:`, `home:`).
+    * `:hooks_fail_closed` - `true`: every command hook of the call fails closed (a time-out,
+      kill, bad exit, invalid or oversize answer, or a matcher that cannot be run denies the
+      call), as `"cmdc": {"failClosed": true}` does for one hook (`CMDC.Tool.Hooks.Failure`).
+    * `:namespaces` - the `namespaces:` map given to `CMDC.Tool.to_schema/3`, when it puts a
+      tool in a namespace its name and settings do not say: a call in that namespace then
+      reaches it (see `CMDC.Tool.Deferred.Namespaces.resolve/4`).
 
   ## Tool settings
 
@@ -77,7 +91,10 @@ defmodule CMDC.Tool.Runner do
     :policies,
     :subscriber,
     :await_timeout,
-    :hooks
+    :hooks,
+    :settings_hooks,
+    :hooks_fail_closed,
+    :namespaces
   ]
 
   @doc false
@@ -115,14 +132,21 @@ defmodule CMDC.Tool.Runner do
     check!(opts, "async/4")
     caller = self()
     ref = make_ref()
-    {id, name, arguments} = call_parts(named(tools, call))
+    named = named(tools, call, opts)
+    {id, name, arguments} = call_parts(named)
     opts = Keyword.drop(opts, [:on_update])
 
     pid =
       spawn(fn ->
         # The worker dies with its caller (and so does the tool: see supervise/6).
         Process.monitor(caller)
-        result = execute(tools, {id, name, arguments}, context, opts, caller, ref)
+
+        result =
+          case named do
+            %{unknown: message} -> %{Result.error(message, :unknown_tool) | id: id, name: name}
+            _ -> execute(tools, {id, name, arguments}, context, opts, caller, ref)
+          end
+
         send(caller, {__MODULE__, ref, {:done, result}})
       end)
 
@@ -265,7 +289,7 @@ defmodule CMDC.Tool.Runner do
     do: %{Result.error("cancelled: the turn was aborted", :aborted) | id: id, name: name}
 
   defp exclusive?(tools, call) do
-    {_, name, _} = call_parts(named(tools, call))
+    {_, name, _} = call_parts(named(tools, call, []))
 
     case CMDC.Tool.find(tools, name) do
       {:ok, module} -> Map.get(Settings.for_tool(tools, module, name), :exclusive, false) == true
@@ -283,12 +307,19 @@ defmodule CMDC.Tool.Runner do
   end
 
   # An OpenAI Responses call of a function inside a namespace (`name` + `namespace`, see
-  # `CMDC.Tool.Deferred.Namespaces`) names the registered tool it resolves to.
-  defp named(tools, call) do
+  # `CMDC.Tool.Deferred.Namespaces`) names the registered tool it resolves to, when the
+  # namespace holds it; otherwise it is an unknown tool (`:unknown` holds the message), never
+  # the tool of that name in another namespace or in none.
+  defp named(tools, call, opts) do
     with ns when is_binary(ns) and ns != "" <- Map.get(call, :namespace, call["namespace"]),
-         {id, name, args} when is_binary(name) <- call_parts(call),
-         {:ok, registered} <- Namespaces.resolve(tools, ns, name) do
-      %{id: id, name: registered, arguments: args}
+         {id, name, args} when is_binary(name) <- call_parts(call) do
+      case Namespaces.resolve(tools, ns, name, opts[:namespaces]) do
+        {:ok, registered} ->
+          %{id: id, name: registered, arguments: args}
+
+        :error ->
+          %{id: id, name: name, arguments: args, unknown: Namespaces.unknown(tools, ns, name)}
+      end
     else
       _ -> call
     end
@@ -625,6 +656,8 @@ defmodule CMDC.Tool.Runner do
   """
   @spec session_event(term(), atom(), CMDC.Context.t(), keyword()) :: :ok
   def session_event(tools, event, context, opts \\ []) do
+    CMDC.Tool.Options.check!(opts, [:hooks, :settings_hooks], "CMDC.Tool.Runner.session_event/4")
+
     for module <- modules(tools),
         Code.ensure_loaded?(module) and function_exported?(module, :on_session, 2) do
       try do

@@ -333,6 +333,7 @@ defmodule CMDC.Tool.Script do
   @spec cache_status([Path.t()], keyword()) ::
           [{Path.t(), {:ok, cache_status()} | {:error, String.t()}}]
   def cache_status(paths, opts \\ []) when is_list(paths) do
+    CMDC.Tool.Options.check!(opts, [:cache, :cache_key], "CMDC.Tool.Script.cache_status/2")
     key = opts[:cache_key] || CacheKey.get()
 
     statuses =

@@ -68,13 +68,42 @@ defmodule CMDC.Tool.Deferred do
     decls = declarations(tools, format)
     deferred = deferred_names(decls, format, opts)
 
-    if MapSet.size(deferred) == 0 do
-      Namespaces.group(tools, source, namespaces)
-    else
-      decls
-      |> defer(deferred, format, search_mode(format, opts), source, context, convert_opts)
-      |> wrap(format)
-      |> Namespaces.group(source, namespaces)
+    out =
+      if MapSet.size(deferred) == 0 do
+        Namespaces.group(tools, source, namespaces)
+      else
+        decls
+        |> defer(deferred, format, search_mode(format, opts), source, context, convert_opts)
+        |> wrap(format)
+        |> Namespaces.group(source, namespaces)
+      end
+
+    Warnings.report(empty_namespaces(namespaces, out), format, mode)
+    out
+  end
+
+  # A namespace the `namespaces:` map names that no tool ended up in: the model would never see
+  # it, and the functions meant for it are flat.
+  defp empty_namespaces(nil, _out), do: []
+
+  defp empty_namespaces(%{explicit: explicit}, out) do
+    present = for %{"type" => "namespace", "name" => ns} <- out, into: MapSet.new(), do: ns
+
+    for {ns, spec} <- Enum.sort(explicit), not MapSet.member?(present, ns) do
+      listed =
+        if spec.tools == [],
+          do: "it lists no tools and no tool's own namespace is #{ns}",
+          else: "none of its tools (#{Enum.join(spec.tools, ", ")}) is in the list"
+
+      %{
+        tool: "namespace #{ns}",
+        path: "",
+        keyword: "namespaces",
+        message:
+          "namespaces: no tool is in #{ns} (#{listed}); it is left out. Name its tools " <>
+            "(%{#{inspect(ns)} => %{description: ..., tools: [names]}}) or give them that " <>
+            "namespace (tool_options/0 or metadata \"namespace\")"
+      }
     end
   end
 
@@ -302,6 +331,12 @@ defmodule CMDC.Tool.Deferred do
   """
   @spec openai_search_output(Result.t(), Providers.source(), keyword()) :: map()
   def openai_search_output(%Result{} = result, source, opts \\ []) do
+    CMDC.Tool.Options.check!(
+      opts,
+      Providers.schema_options(),
+      "CMDC.Tool.Deferred.openai_search_output/3"
+    )
+
     {status, tools} =
       case found(result) do
         {:ok, found} -> {"completed", loaded(found, source, opts)}

@@ -37,9 +37,12 @@ defmodule CMDC.Tool.Search do
   candidate; the first `limit` are returned. A reranker that raises or answers something else
   leaves the search's own order (and a warning is logged).
 
-  Filters: `namespace:` (a name or a list; the namespace a tool's `tool_options/0` names, an
-  MCP tool's server, else the part of the name before `__` or `.`) and `annotations:` (hints
-  that must be true: `:read_only`, `"readOnlyHint"`, `:destructive`, ...).
+  Filters: `namespace:` (a name or a list; a tool's namespace by the one rule
+  `CMDC.Tool.Deferred.OwnNamespace` states and `to_schema`'s `namespaces: true` groups by: the
+  registry settings' `"namespace"` (a plugin's name, metadata, `Registry.put_settings/3`), its
+  `tool_options/0` or metadata `namespace`, an MCP tool's server; a name's `github__` prefix
+  alone is none) and `annotations:` (hints that must be true: `:read_only`,
+  `"readOnlyHint"`, `:destructive`, ...).
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
@@ -289,46 +292,15 @@ defmodule CMDC.Tool.Search do
 
   @doc false
   # What the index reads of a module beyond name, description and parameters:
-  # `{title, namespace, true_annotations}` (CMDC.Tool.Registry sends it with the module).
-  @spec meta(module(), String.t()) :: {String.t() | nil, String.t() | nil, [String.t()]}
-  def meta(module, name) do
+  # `{title, namespace, true_annotations}` (CMDC.Tool.Registry sends it with the module and the
+  # registry's settings of the name).
+  @spec meta(module(), String.t(), map()) :: {String.t() | nil, String.t() | nil, [String.t()]}
+  def meta(module, name, settings \\ %{}) do
     title = safe(fn -> Structured.title(module) end)
     annotations = safe(fn -> Structured.annotations(module) end) || %{}
     hints = for {key, true} <- annotations, do: to_string(key)
-    {if(is_binary(title), do: title), namespace(module, name), hints}
-  end
-
-  # The namespace its `tool_options/0` or metadata names (as OpenAI Responses namespaces group
-  # it), an MCP tool's server; else the name's prefix before `__` or `.`.
-  defp namespace(module, name) do
-    settings =
-      if function_exported?(module, :__tool_settings__, 0),
-        do: safe(fn -> module.__tool_settings__() end)
-
-    options =
-      if function_exported?(module, :tool_options, 0),
-        do: safe(fn -> Map.new(module.tool_options()) end)
-
-    case {options, settings} do
-      {%{namespace: ns}, _} when is_binary(ns) and ns != "" ->
-        ns
-
-      {%{namespace: ns}, _} when is_atom(ns) and ns not in [nil, true, false] ->
-        Atom.to_string(ns)
-
-      # A discovered tool's metadata `"namespace"` (its wrapper's settings).
-      {_, %{namespace: ns}} when is_binary(ns) and ns != "" ->
-        ns
-
-      {_, %{server: server}} when is_binary(server) ->
-        server
-
-      _ ->
-        case String.split(name, ["__", "."], parts: 2) do
-          [prefix, _rest] when prefix != "" -> prefix
-          _ -> nil
-        end
-    end
+    namespace = CMDC.Tool.Deferred.OwnNamespace.of(module, name, settings)
+    {if(is_binary(title), do: title), namespace, hints}
   end
 
   defp safe(fun) do

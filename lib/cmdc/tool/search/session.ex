@@ -40,6 +40,12 @@ defmodule CMDC.Tool.Session do
   """
   @spec new(Registry.t(), keyword()) :: t()
   def new(%Registry{} = reg, opts \\ []) do
+    CMDC.Tool.Options.check!(
+      opts,
+      CMDC.Tool.Providers.schema_options(),
+      "CMDC.Tool.Session.new/2"
+    )
+
     opts = Keyword.put_new(opts, :defer, true)
     format = Keyword.get(opts, :format, :openai)
     hosted = format in [:anthropic, :openai_responses] and opts[:search] != :client

@@ -24,18 +24,9 @@ fn signal_pid(pid: u32, signal: i32) {
 /// before children. Read from `/proc`; empty where there is none.
 pub fn descendants(root: u32) -> Vec<u32> {
     let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some(ppid) = parent_of(pid) {
-                children.entry(ppid).or_default().push(pid);
-            }
+    for pid in pids() {
+        if let Some(ppid) = parent_of(pid) {
+            children.entry(ppid).or_default().push(pid);
         }
     }
     let mut out = Vec::new();
@@ -49,6 +40,14 @@ pub fn descendants(root: u32) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Every pid `/proc` lists (none where there is no `/proc`).
+fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flat_map(|dir| dir.flatten())
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
 }
 
 /// Whether `/proc` shows `pid` as exited but not yet reaped (a zombie). A process killed while
@@ -77,6 +76,23 @@ fn parent_of(pid: u32) -> Option<u32> {
     fields.next()?.parse().ok()
 }
 
+/// Stops (SIGSTOP) every process `find` lists, asking again until a pass finds nothing new (a
+/// process may fork between a read and its stop); the processes stopped.
+fn stop_all(find: impl Fn() -> Vec<u32>) -> Vec<u32> {
+    let mut found: Vec<u32> = Vec::new();
+    for _ in 0..8 {
+        let fresh: Vec<u32> = find().into_iter().filter(|p| !found.contains(p)).collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for &p in &fresh {
+            signal_pid(p, libc::SIGSTOP);
+        }
+        found.extend(fresh);
+    }
+    found
+}
+
 /// Kills `root`, its process group and every descendant, including those that left the group
 /// (`setsid`, `start_new_session=True`) and their groups. The tree is walked *before* anything
 /// is killed (a killed parent's children are re-parented and can no longer be found) and each
@@ -86,21 +102,7 @@ pub fn kill_tree(root: u32) {
         return;
     }
     signal_pid(root, libc::SIGSTOP);
-    let mut found: Vec<u32> = Vec::new();
-    // Walk until a pass finds nothing new: a process may fork between a read and its stop.
-    for _ in 0..8 {
-        let fresh: Vec<u32> = descendants(root)
-            .into_iter()
-            .filter(|p| !found.contains(p))
-            .collect();
-        if fresh.is_empty() {
-            break;
-        }
-        for &p in &fresh {
-            signal_pid(p, libc::SIGSTOP);
-        }
-        found.extend(fresh);
-    }
+    let found = stop_all(|| descendants(root));
     kill_group(root, libc::SIGKILL);
     signal_pid(root, libc::SIGKILL);
     for &p in &found {
@@ -112,6 +114,49 @@ pub fn kill_tree(root: u32) {
         }
         signal_pid(p, libc::SIGKILL);
     }
+}
+
+/// The environment variable that marks every process of one run started with
+/// `Spec::kill_strays` (its value is unique per run): inherited through `fork`, `exec`, `setsid`
+/// and double forks, so what the run left behind can be found after its program exited, when
+/// the parent links are gone (a daemon re-parented to init). The way CI servers find what a
+/// build left running (Jenkins' `BUILD_ID`).
+pub const RUN_MARKER: &str = "CMDC_EXEC_RUN";
+
+/// A value of [`RUN_MARKER`] no other run of this host has: the host's pid and a counter.
+pub fn run_marker_value() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+/// Every live process (of this user: another user's environment cannot be read) whose
+/// environment holds `RUN_MARKER=value`, read from `/proc/{pid}/environ`.
+pub fn marked(value: &str) -> Vec<u32> {
+    let needle = format!("{RUN_MARKER}={value}");
+    let mut out = Vec::new();
+    for pid in pids() {
+        if pid <= 1 || pid == std::process::id() || parent_of(pid).is_none() {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|&b| b == 0).any(|var| var == needle.as_bytes()) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Kills what a run left behind: every process carrying its marker ([`marked`]) with all it
+/// started ([`kill_tree`]), each stopped first and the search repeated until a pass finds none,
+/// so none can fork past it. Returns how many carried the marker.
+pub fn kill_marked(value: &str) -> usize {
+    let found = stop_all(|| marked(value));
+    for &p in &found {
+        kill_tree(p);
+    }
+    found.len()
 }
 
 /// Kills the tree of [`kill_tree`] when dropped: a started process cannot outlive the scope that

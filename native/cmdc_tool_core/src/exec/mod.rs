@@ -18,7 +18,10 @@ mod spawn;
 mod spec;
 
 pub use flow::Window;
-pub use kill::{descendants, is_zombie, kill_all, kill_group, kill_tree, TreeGuard};
+pub use kill::{
+    descendants, is_zombie, kill_all, kill_group, kill_marked, kill_tree, marked, TreeGuard,
+    RUN_MARKER,
+};
 pub use output::{CappedBuffer, LineSplitter};
 pub use run::{run, run_with};
 pub use spawn::{check, own_group, spawn, spawn_error, spawn_piped};

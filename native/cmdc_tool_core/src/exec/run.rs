@@ -10,13 +10,15 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, Command};
 
 use super::flow::Gate;
-use super::kill::{descendants, kill_group, scopeguard, Live};
+use super::kill::{
+    descendants, kill_group, kill_marked, run_marker_value, scopeguard, Live, RUN_MARKER,
+};
 use super::output::{read_all, CappedBuffer, LineSplitter};
 use super::spawn::{check, own_group, spawn, spawn_error};
 use super::spec::{Ending, Input, Outcome, Spec};
 use crate::error::Result;
 
-fn build_command(spec: &Spec, interactive: bool) -> Command {
+fn build_command(spec: &Spec, interactive: bool, marker: Option<&str>) -> Command {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args);
     if let Some(dir) = &spec.cwd {
@@ -30,6 +32,9 @@ fn build_command(spec: &Spec, interactive: bool) -> Command {
             Some(v) => cmd.env(key, v),
             None => cmd.env_remove(key),
         };
+    }
+    if let Some(value) = marker {
+        cmd.env(RUN_MARKER, value);
     }
     cmd.stdin(if spec.stdin.is_some() || interactive {
         Stdio::piped()
@@ -110,7 +115,8 @@ where
     check(&spec)?;
     let interactive = matches!(input, Input::Channel(_));
     let started = Instant::now();
-    let mut child = spawn(&mut build_command(&spec, interactive))
+    let marker = spec.kill_strays.then(run_marker_value);
+    let mut child = spawn(&mut build_command(&spec, interactive, marker.as_deref()))
         .await
         .map_err(|e| spawn_error(&spec, &e))?;
     let pid = child.id().unwrap_or(0);
@@ -188,6 +194,11 @@ where
     // Whatever the program left behind in its group goes too (a background job holding the pipes
     // would otherwise keep this run open).
     kill_group(pid, libc::SIGKILL);
+    if let Some(value) = &marker {
+        // A /proc walk of a few ms at most: off the async workers.
+        let value = value.clone();
+        let _ = tokio::task::spawn_blocking(move || kill_marked(&value)).await;
+    }
     if let Some(window) = &window {
         window.open();
     }

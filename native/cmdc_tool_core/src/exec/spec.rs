@@ -48,6 +48,11 @@ pub struct Spec {
     /// they come; a [`Window`] holds stdout (the program blocks on a full pipe) and drops
     /// stderr lines while the owner has not acknowledged enough of them.
     pub window: Option<Window>,
+    /// When the program has ended (however), kill every process it left running, even those
+    /// that left its group and were re-parented (`setsid cmd &`): each carries the run's marker
+    /// (`kill::RUN_MARKER`) in its environment. For hooks and one-shot commands, not for
+    /// programs meant to start services.
+    pub kill_strays: bool,
 }
 
 impl Default for Spec {
@@ -65,6 +70,7 @@ impl Default for Spec {
             stream_lines: false,
             max_line: 16 * 1024,
             window: None,
+            kill_strays: false,
         }
     }
 }

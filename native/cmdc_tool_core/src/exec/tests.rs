@@ -324,6 +324,34 @@ async fn timeout_kills_children_that_left_the_group() {
     );
 }
 
+#[tokio::test]
+async fn kill_strays_ends_daemons_the_program_left_after_a_normal_exit() {
+    // A daemon in a session of its own, and one double-forked away from it: both re-parented
+    // once `sh` exits, so no parent link leads to them; the run's marker does.
+    let script = "setsid sleep 1000 & echo $!; (setsid sh -c 'sleep 1000 & echo $!' &); sleep 0.2";
+    let mut s = spec("sh", &["-c", script]);
+    s.kill_strays = true;
+    let o = run_simple(s).await.unwrap();
+    assert_eq!((o.ending, o.code), (Ending::Exited, Some(0)));
+    let pids: Vec<u32> = String::from_utf8(o.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "both daemons reported their pid");
+    for pid in pids {
+        assert!(!alive(pid), "the daemon {pid} outlived the run");
+    }
+
+    // Without the option a daemon is the program's own business (a service it starts).
+    // (Its output goes elsewhere: a daemon holding the pipes would keep the run draining.)
+    let s = spec("sh", &["-c", "setsid sleep 1000 >/dev/null 2>&1 & echo $!"]);
+    let o = run_simple(s).await.unwrap();
+    let pid: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+    assert!(alive(pid));
+    kill_tree(pid);
+}
+
 #[test]
 fn kill_tree_reaches_every_descendant() {
     // sh -> (setsid sh -> sleep), sh -> sleep: three levels, two sessions.

@@ -41,7 +41,6 @@ pub(super) fn gemini_root(cx: &mut Cx, schema: &Value) -> Option<Value> {
     }
     .node(schema, "");
     match &out {
-        Value::Object(m) if m.is_empty() => return None,
         Value::Object(m) => {
             let props_empty = match m.get("properties") {
                 None => true,
@@ -49,8 +48,21 @@ pub(super) fn gemini_root(cx: &mut Cx, schema: &Value) -> Option<Value> {
                 _ => false,
             };
             let is_object = m.get("type").is_none_or(|t| t == "object");
-            if is_object && props_empty && !m.contains_key("anyOf") {
-                // Gemini refuses an empty object schema: a tool without parameters omits them.
+            if m.is_empty() || (is_object && props_empty && !m.contains_key("anyOf")) {
+                // Gemini refuses an object schema without properties: the declaration omits
+                // `parameters`, and the model then sends no arguments at all.
+                if takes_keys(schema) {
+                    cx.changed(
+                        "",
+                        "properties",
+                        "omitted with `parameters`",
+                        "an object without properties is refused, so the declaration has no \
+                         parameters and the model can send no arguments, while the original \
+                         takes any keys (a tool that takes none says `additionalProperties: \
+                         false`)",
+                        Effect::Less,
+                    );
+                }
                 return None;
             }
             if !is_object {
@@ -70,6 +82,20 @@ pub(super) fn gemini_root(cx: &mut Cx, schema: &Value) -> Option<Value> {
         }
     }
     Some(out)
+}
+
+/// Whether an object schema without properties still takes some key: not closed by
+/// `additionalProperties: false`, `maxProperties: 0` or `propertyNames: false`.
+fn takes_keys(schema: &Value) -> bool {
+    let Value::Object(m) = schema else {
+        return schema != &Value::Bool(false);
+    };
+    let closed = m.get("additionalProperties") == Some(&Value::Bool(false))
+        && m.get("patternProperties")
+            .is_none_or(|p| p.as_object().is_none_or(|p| p.is_empty()));
+    !(closed
+        || m.get("maxProperties").and_then(Value::as_u64) == Some(0)
+        || m.get("propertyNames") == Some(&Value::Bool(false)))
 }
 
 /// Sets `minimum`/`maximum`, keeping the tighter bound when one is already there.
@@ -336,13 +362,15 @@ fn enum_keyword(cx: &mut Cx, node: &mut Node, value: &Value, path: &str) {
     let Value::Array(values) = value else {
         return;
     };
-    if values.contains(&Value::Null) {
-        node.nullable = true;
-    }
     let strings: Vec<Value> = values.iter().filter(|v| !v.is_null()).cloned().collect();
     if strings.iter().all(Value::is_string) {
+        if values.contains(&Value::Null) {
+            node.nullable = true;
+        }
         node.string_enum(strings);
     } else {
+        // Dropped whole: its null must not become `nullable` alone, which `finish` reads as
+        // "only null" and would refuse the numbers the enum takes.
         cx.dropped(path, "enum", "Gemini enums hold strings only");
     }
 }

@@ -21,9 +21,21 @@ pub struct Plan {
     pub branches: Vec<Plan>,
     /// `$ref`s whose target's plan applies too (see [`NullPlan::defs`]).
     pub refs: Vec<String>,
+    /// For an `anyOf` branch that is a closed object: the properties it lists. An object with
+    /// another key cannot be that branch, so its plan (its defaults above all) does not apply:
+    /// `{"kind": null, "r": 1}` is a `Circle`, not a `Square` whose default `kind` is "square".
+    pub keys: Option<Vec<String>>,
 }
 
 impl Plan {
+    /// Whether a branch with this plan can hold an object with these keys.
+    pub fn takes_keys<'k>(&self, mut keys: impl Iterator<Item = &'k str>) -> bool {
+        match &self.keys {
+            Some(listed) => keys.all(|k| listed.iter().any(|l| l == k)),
+            None => true,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.props.is_empty()
             && self.items.is_none()
@@ -122,6 +134,11 @@ impl NullPlan {
             _ => {}
         }
         for b in &plan.branches {
+            if let Value::Object(map) = &*v {
+                if !b.takes_keys(map.keys().map(String::as_str)) {
+                    continue;
+                }
+            }
             changed |= self.apply_plan(b, v, depth + 1);
         }
         for r in &plan.refs {

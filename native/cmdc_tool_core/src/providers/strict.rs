@@ -682,11 +682,12 @@ impl Strict<'_, '_> {
                 continue;
             }
             let trivial = b == &Value::Bool(true) || b.as_object().is_some_and(Map::is_empty);
-            let (v, p) = self.node(b, &child(here, &i.to_string()), depth + 1);
+            let (v, mut p) = self.node(b, &child(here, &i.to_string()), depth + 1);
             if !trivial && (v == json!({}) || v == anthropic_any()) {
                 emptied = true;
             }
             if !p.is_empty() {
+                p.keys = closed_object_keys(self.root, b, 0);
                 plans.push(p);
             }
             out.push(v);
@@ -893,6 +894,24 @@ impl Strict<'_, '_> {
 
 /// OpenAPI's `nullable: true` means nothing in JSON Schema: the original refuses null there,
 /// and so does the result (said, since its author likely meant otherwise).
+/// The properties an object branch lists (following `$ref`s), which strict mode closes: an
+/// object with another key is not that branch. `None` when that cannot be told.
+fn closed_object_keys(root: &Value, schema: &Value, depth: usize) -> Option<Vec<String>> {
+    let m = schema.as_object()?;
+    if depth > 32
+        || ["allOf", "anyOf", "oneOf", "patternProperties"]
+            .iter()
+            .any(|k| m.contains_key(*k))
+    {
+        return None;
+    }
+    if let Some(Value::String(r)) = m.get("$ref") {
+        return closed_object_keys(root, resolve(root, r)?, depth + 1);
+    }
+    let props = m.get("properties")?.as_object()?;
+    Some(props.keys().cloned().collect())
+}
+
 pub(super) fn nullable_ignored(cx: &mut Cx, path: &str) {
     cx.warn(
         path,

@@ -333,9 +333,29 @@ fn gemini_subset() {
 
 #[test]
 fn gemini_omits_empty_parameters_and_cuts_recursion() {
-    let (out, ws) = gemini_schema("t", &json!({"type": "object", "properties": {}}));
-    assert_eq!(out, None);
-    assert!(ws.is_empty());
+    // Open: the original takes any key, the declaration none: said (issue 44).
+    for open in [
+        json!({"type": "object", "properties": {}}),
+        json!({}),
+        json!(true),
+    ] {
+        let (out, ws) = gemini_schema("t", &open);
+        assert_eq!(out, None, "{open}");
+        assert_eq!(keywords(&ws), [("", "properties")], "{open}");
+        assert!(ws[0].message.contains("accepts less"), "{}", ws[0].message);
+    }
+    // Closed: nothing is lost, nothing said.
+    for closed in [
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        json!({"type": "object", "maxProperties": 0}),
+    ] {
+        let (out, ws) = gemini_schema("t", &closed);
+        assert_eq!(out, None, "{closed}");
+        assert!(
+            !ws.iter().any(|w| w.keyword == "properties"),
+            "{closed}: {ws:?}"
+        );
+    }
     let tree = json!({"type": "object", "properties": {"node": {"$ref": "#/$defs/node"}},
         "$defs": {"node": {"type": "object", "properties": {
             "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}});
@@ -351,6 +371,23 @@ fn gemini_omits_empty_parameters_and_cuts_recursion() {
     assert_eq!(
         out,
         json!([{"functionDeclarations": [{"name": "t", "description": "Current weather for a city."}]}])
+    );
+}
+
+#[test]
+fn gemini_mixed_enum_is_dropped_without_becoming_null_only() {
+    // An enum of numbers, strings and null (Pydantic `Literal[1, "a", None]`): Gemini enums
+    // hold strings, so it goes, and what it took stays taken (not `type: null`).
+    let s = json!({"type": "object", "properties": {"m": {"enum": [1, 2.5, "a", null]}}});
+    let (out, ws) = gemini_schema("t", &s);
+    assert_eq!(out.unwrap()["properties"]["m"], json!({}));
+    assert_eq!(keywords(&ws), [("/properties/m", "enum")]);
+    // A string enum with null stays, nullable.
+    let s = json!({"type": "object", "properties": {"m": {"enum": ["a", null]}}});
+    let (out, _) = gemini_schema("t", &s);
+    assert_eq!(
+        out.unwrap()["properties"]["m"],
+        json!({"type": "string", "enum": ["a"], "nullable": true})
     );
 }
 
@@ -563,6 +600,41 @@ fn strict_rewrite_keeps_every_accepted_call() {
     }
     assert!(checked > 3000, "only {checked} accepted calls generated");
     assert!(round_trips > 1000, "only {round_trips} round trips checked");
+}
+
+#[test]
+fn strict_null_plan_applies_only_the_branch_a_call_can_be() {
+    // Pydantic 2's discriminated union whose tags have defaults (issue 44): strict mode sends
+    // `kind: null` for both; the default is the branch's own, never another branch's.
+    let schema = json!({"$defs": {
+        "Circle": {"properties": {"kind": {"const": "circle", "default": "circle", "type": "string"},
+            "r": {"type": "number"}}, "required": ["r"], "type": "object"},
+        "Square": {"properties": {"kind": {"const": "square", "default": "square", "type": "string"},
+            "side": {"type": "number"}}, "required": ["side"], "type": "object"}},
+        "properties": {"shape": {"discriminator": {"propertyName": "kind"},
+            "oneOf": [{"$ref": "#/$defs/Square"}, {"$ref": "#/$defs/Circle"}]}},
+        "required": ["shape"], "type": "object"});
+    let original = compile(&schema, Documents::default(), None).unwrap();
+    let plan = null_plan(&schema);
+    for (sent, meant) in [
+        (
+            json!({"shape": {"kind": null, "r": 1.0}}),
+            json!({"shape": {"kind": "circle", "r": 1.0}}),
+        ),
+        (
+            json!({"shape": {"kind": null, "side": 2.0}}),
+            json!({"shape": {"kind": "square", "side": 2.0}}),
+        ),
+        (
+            json!({"shape": {"kind": "circle", "r": 1.0}}),
+            json!({"shape": {"kind": "circle", "r": 1.0}}),
+        ),
+    ] {
+        let mut back = sent.clone();
+        plan.apply(&mut back);
+        assert_eq!(back, meant, "{sent}");
+        assert!(original.is_valid(&back), "{back}");
+    }
 }
 
 #[test]

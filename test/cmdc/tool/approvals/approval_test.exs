@@ -138,7 +138,7 @@ defmodule CMDC.Tool.ApprovalTest do
 
       frames = MCPIO.await_frames(out, 3)
       MCPIO.eof(input)
-      assert_receive :stopped, 5_000
+      assert_receive :stopped
 
       for id <- [2, 3] do
         %{"result" => %{"isError" => true, "content" => [%{"text" => text}]}} =

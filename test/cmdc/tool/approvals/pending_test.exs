@@ -169,7 +169,7 @@ defmodule CMDC.Tool.PendingTest do
     assert gone["method"] == "notifications/tools/list_changed"
     req.(6, "tools/list", %{})
     MCPIO.eof(input)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
     list3 = List.last(MCPIO.frames(out))
 
     tool_names = fn frame -> Enum.map(frame["result"]["tools"], & &1["name"]) end

@@ -256,7 +256,7 @@ defmodule CMDC.Tool.CLI.ProjectAppTest do
 
     {out, status} = ProjectApp.mix(app, ["test"], env: [{"MIX_ENV", "test"}])
     assert status == 0, out
-    assert out =~ "4 tests, 0 failures"
+    assert out =~ "6 tests, 0 failures"
   end
 
   # The server with stderr and the protocol on one pipe (its lines are all we read here).

@@ -2,8 +2,11 @@ defmodule CMDC.Tool.ClusterSchemaTest do
   # CMDC.Tool.Cluster.to_schema/1 with to_schema/3's options, on real peer nodes whose tools
   # exist there only (an MCP client's tools over the official Python SDK server, tools made on
   # the peer, a module compiled there): the output must be what CMDC.Tool.to_schema/3 gives
-  # for the same tools here.
+  # for the same tools here. Not async: peer nodes joining and leaving this node are seen by
+  # every cluster view here, so the cluster modules run one at a time.
   use ExUnit.Case, async: false
+
+  import CMDC.Tool.Eventually
 
   alias CMDC.Tool.{Cluster, DeferredCheck, MCPServers, Peers, Registry}
   alias CMDC.Tool.Examples.Echo
@@ -87,23 +90,18 @@ defmodule CMDC.Tool.ClusterSchemaTest do
     :ok = CMDC.Tool.MCP.Client.await_ready(pid)
     here = [weather, Echo | Factory.tools(@made) ++ CMDC.Tool.MCP.Client.tools(pid)]
     total = length(here)
-    wait(fn -> length(Cluster.list(scope)) == total end)
+
+    eventually(fn -> length(Cluster.list(scope)) == total end,
+      message: "the cluster view never held every tool"
+    )
 
     on_exit(fn ->
       Cluster.unpublish(local)
       Process.exit(sup, :shutdown)
-      for p <- [peer_a, peer_b], do: catch_exit(:peer.stop(p))
+      for p <- [peer_a, peer_b], do: Peers.stop(p)
     end)
 
     %{scope: scope, here: Map.new(here, &{&1.name(), &1}), peer_b: b}
-  end
-
-  defp wait(fun, tries \\ 100) do
-    cond do
-      fun.() -> :ok
-      tries == 0 -> flunk("the cluster view never held every tool")
-      true -> Process.sleep(50) && wait(fun, tries - 1)
-    end
   end
 
   # The local modules in the view's order.
@@ -210,7 +208,9 @@ defmodule CMDC.Tool.ClusterSchemaTest do
       {:ok, pub} =
         :erpc.call(ctx.peer_b, Peers, :publish_registry, [modules, @settings, [scope: scope]])
 
-      wait(fn -> length(Cluster.list(scope)) == length(made) end)
+      eventually(fn -> length(Cluster.list(scope)) == length(made) end,
+        message: "the cluster view never held every tool"
+      )
 
       local = Registry.new()
       :ok = Registry.register(local, Factory.tools(made))

@@ -1,5 +1,9 @@
 defmodule CMDC.Tool.ClusterTest do
+  # Not async: peer nodes joining and leaving this node are seen by every cluster view here
+  # (the `:down` checks below), so the cluster modules run one at a time.
   use ExUnit.Case, async: false
+
+  import CMDC.Tool.Eventually
 
   alias CMDC.Tool.{Cluster, Peers}
   alias CMDC.Tool.Examples.{Echo, ReadFile}
@@ -16,16 +20,6 @@ defmodule CMDC.Tool.ClusterTest do
     # The publisher must live on `node`: start it there, unlinked from the erpc process.
     {:ok, pid} = :erpc.call(node, Cluster, :publish, [tools, opts])
     pid
-  end
-
-  defp eventually(fun, tries \\ 50) do
-    if fun.() do
-      :ok
-    else
-      if tries == 0, do: flunk("condition never became true")
-      Process.sleep(50)
-      eventually(fun, tries - 1)
-    end
   end
 
   test "tools published on a peer are listed, found and described here" do
@@ -96,7 +90,7 @@ defmodule CMDC.Tool.ClusterTest do
       scope = :"remote_#{System.unique_integer([:positive])}"
       publish_on(node, [T.Report, T.Stream, T.Sleep], scope: scope)
       eventually(fn -> match?({:ok, _}, Cluster.find("report", scope: scope)) end)
-      on_exit(fn -> catch_exit(:peer.stop(peer)) end)
+      on_exit(fn -> Peers.stop(peer) end)
 
       %{
         peer: peer,
@@ -124,7 +118,7 @@ defmodule CMDC.Tool.ClusterTest do
               (receive do
                  {:part, p} -> p
                after
-                 1_000 -> nil
+                 30_000 -> nil
                end)
 
       assert parts == Enum.map(1..20, &"step #{&1}")
@@ -150,7 +144,7 @@ defmodule CMDC.Tool.ClusterTest do
 
       call = %{id: "r1c", name: "report", arguments: Map.put(args, "ms", 30_000)}
       handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
-      assert_receive {:remote_started, ^node, tool, _child}, 5_000
+      assert_receive {:remote_started, ^node, tool, _child}
       :ok = CMDC.Tool.Runner.cancel(handle)
       assert %{reason: :cancelled} = CMDC.Tool.Runner.await(handle, await_timeout: 10_000)
       eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
@@ -220,7 +214,7 @@ defmodule CMDC.Tool.ClusterTest do
     test "cancel stops the remote execution", %{scope: scope, args: args, node: node} do
       call = %{id: "r4", name: "report", arguments: Map.put(args, "ms", 30_000)}
       handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
-      assert_receive {:remote_started, ^node, tool, child}, 5_000
+      assert_receive {:remote_started, ^node, tool, child}
       Cluster.cancel(handle)
       assert %{reason: :cancelled} = Cluster.await(handle)
       eventually(fn -> not :erpc.call(node, Process, :alive?, [tool]) end)
@@ -235,7 +229,7 @@ defmodule CMDC.Tool.ClusterTest do
     } do
       call = %{id: "r5", name: "report", arguments: Map.put(args, "ms", 30_000)}
       handle = Cluster.async(call, CMDC.Context.new(), scope: scope)
-      assert_receive {:remote_started, ^node, _, _}, 5_000
+      assert_receive {:remote_started, ^node, _, _}
       :peer.stop(peer)
       assert %{is_error: true, reason: :node_down, content: text} = Cluster.await(handle)
       assert text =~ "#{node} went down"
@@ -256,7 +250,7 @@ defmodule CMDC.Tool.ClusterTest do
     setup do
       {peer, node} = Peers.start!(:ns)
       scope = :"ns_#{System.unique_integer([:positive])}"
-      names = ["github__create_issue", "fs.read", "echo_text"]
+      names = ["github__create_issue", "fs.read", "echo_text", "admin__wipe", "create_issue"]
 
       # The tools are made on the peer: their modules exist only there.
       modules =
@@ -264,8 +258,8 @@ defmodule CMDC.Tool.ClusterTest do
             do: :erpc.call(node, CMDC.Tool.Test.Factory, :tool, [n, "Does #{n}."])
 
       {:ok, _} = :erpc.call(node, Peers, :publish_registry, [modules, %{}, [scope: scope]])
-      eventually(fn -> length(Cluster.list(scope)) == 3 end)
-      on_exit(fn -> catch_exit(:peer.stop(peer)) end)
+      eventually(fn -> length(Cluster.list(scope)) == 5 end)
+      on_exit(fn -> Peers.stop(peer) end)
       # The same names in a local registry: what CMDC.Tool.Runner answers for the same items.
       local = CMDC.Tool.Registry.new()
       :ok = CMDC.Tool.Registry.register(local, Enum.map(names, &CMDC.Tool.Test.Factory.tool/1))
@@ -290,8 +284,7 @@ defmodule CMDC.Tool.ClusterTest do
     test "run on the owner's node as through the runner", %{scope: scope, local: local} do
       for {name, ns, registered} <- [
             {"create_issue", "github", "github__create_issue"},
-            {"read", "fs", "fs.read"},
-            {"echo_text", "util", "echo_text"}
+            {"read", "fs", "fs.read"}
           ] do
         call = item("c_" <> name, name, ns)
         result = Cluster.run(call, CMDC.Context.new(), scope: scope)
@@ -313,7 +306,28 @@ defmodule CMDC.Tool.ClusterTest do
       call = item("c_x", "close_issue", "github")
       result = Cluster.run(call, CMDC.Context.new(), scope: scope)
       assert %{is_error: true, reason: :unknown_tool, name: "close_issue"} = result
+      assert result.content =~ "in namespace github"
       assert seen(result) == seen(CMDC.Tool.Runner.run(local, call, CMDC.Context.new()))
+    end
+
+    # Issue 37 item 3: a namespace that does not hold the name never reaches a tool of another
+    # namespace or of none; the answer is the runner's, word for word.
+    test "a namespace that does not hold the name is an unknown tool, never that tool", %{
+      scope: scope,
+      local: local
+    } do
+      for {name, ns, says} <- [
+            {"admin__wipe", "crm", "Unknown tool: admin__wipe in namespace crm"},
+            {"create_issue", "nonexistent", "no tool is in nonexistent"},
+            {"echo_text", "util", "no tool is in util"}
+          ] do
+        call = item("c_" <> ns, name, ns)
+        result = Cluster.run(call, CMDC.Context.new(), scope: scope)
+        assert %{is_error: true, reason: :unknown_tool, name: ^name} = result
+        assert result.content =~ says
+        refute result.content == name
+        assert seen(result) == seen(CMDC.Tool.Runner.run(local, call, CMDC.Context.new()))
+      end
     end
   end
 end

@@ -104,7 +104,29 @@ defmodule CMDC.Tool.OptionsTest do
       {"CMDC.Tool.MCP.Client.start_link/1", :trasport, :transport,
        fn -> CMDC.Tool.MCP.Client.start_link(name: "x", trasport: nil) end},
       {"CMDC.Tool.MCP.Client.request/4", :timout, :timeout,
-       fn -> CMDC.Tool.MCP.Client.call_tool(self(), "t", %{}, timout: 1) end}
+       fn -> CMDC.Tool.MCP.Client.call_tool(self(), "t", %{}, timout: 1) end},
+      # Issue 40 (item 9): the ones that took any key.
+      {"CMDC.Tool.Registry.search/3", :limt, :limit,
+       fn -> CMDC.Tool.Registry.search(reg, "issue", limt: 3) end},
+      {"CMDC.Tool.Registry.search/3", :namepsace, :namespace,
+       fn -> CMDC.Tool.Registry.search(reg, "issue", namepsace: "x") end},
+      {"CMDC.Tool.Session.new/2", :defr, :defer,
+       fn -> CMDC.Tool.Session.new(reg, defr: true) end},
+      {"CMDC.Tool.Deferred.openai_search_output/3", :stirct, :strict,
+       fn ->
+         result = CMDC.Tool.Result.error("x", :tool_error)
+         CMDC.Tool.Deferred.openai_search_output(result, reg, stirct: true)
+       end},
+      {"CMDC.Tool.Runner.session_event/4", :hoks, :hooks,
+       fn -> CMDC.Tool.Runner.session_event([Echo], :switch, ctx(), hoks: []) end},
+      {"CMDC.Tool.Script.cache_status/2", :cache_kye, :cache_key,
+       fn -> CMDC.Tool.Script.cache_status([], cache_kye: "k") end},
+      {"CMDC.Tool.Hooks.Config.load/1", :trust_projet, :trust_project,
+       fn -> CMDC.Tool.Hooks.load(trust_projet: true) end},
+      {"CMDC.Tool.Test.call/4", :timout, :timeout,
+       fn -> CMDC.Tool.Test.call([Echo], "echo", %{}, timout: 1) end},
+      {"CMDC.Tool.Test.schemas!/2", :fromats, :formats,
+       fn -> CMDC.Tool.Test.schemas!([Echo], fromats: [:mcp]) end}
     ]
   end
 

@@ -46,6 +46,11 @@ defmodule CMDC.Tool.Discovery.WrapperTest do
     [tool] = discover(c.opts)
     assert %{is_error: true, content: refusal} = run([tool.module], name)
     assert refusal =~ "approv"
+    # A runner caller is told its own way too, not only the CLI's flag and the script's line.
+    assert refusal =~
+             "pass `policies: %{\"#{name}\" => :auto}` (or an `approver:`) to CMDC.Tool.Runner"
+
+    assert refusal =~ "executionPolicy"
 
     File.write!(Path.join(c.tools, "#{name}.json"), ~s({"policy": "auto", "timeout": 4000}))
     [tool] = discover(c.opts)
@@ -66,6 +71,17 @@ defmodule CMDC.Tool.Discovery.WrapperTest do
     assert %{policy: :deny} = Runner.settings([tool.module], tool.module, "#{c.tag}_renamed")
 
     assert %{is_error: true} = run([tool.module], "#{c.tag}_renamed")
+
+    # Called by its old name: the model is told the new one.
+    assert %{reason: :unknown_tool, content: content} = run([tool.module], name)
+
+    assert content ==
+             "Unknown tool: #{name}. It was renamed to #{c.tag}_renamed by its metadata: " <>
+               "call #{c.tag}_renamed."
+
+    registry = CMDC.Tool.Registry.new()
+    :ok = CMDC.Tool.Registry.register(registry, tool.module)
+    assert CMDC.Tool.unknown_tool_message(registry, name) == content
   end
 
   test "an Elixir tool's tool_options survive a rename; metadata overrides a key", c do

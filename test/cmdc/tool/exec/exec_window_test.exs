@@ -4,6 +4,7 @@ defmodule CMDC.Tool.ExecWindowTest do
   # it does; a stderr flood is dropped with a count and never holds stdout back.
   use ExUnit.Case, async: true
 
+  import CMDC.Tool.Eventually
   alias CMDC.Tool.Exec
 
   defp written(os_pid) do
@@ -16,6 +17,18 @@ defmodule CMDC.Tool.ExecWindowTest do
 
   defp wchar("wchar: " <> n), do: String.to_integer(n)
   defp wchar(_), do: nil
+
+  # Asleep in the kernel's pipe write: its pipe is full.
+  defp blocked_on_pipe?(os_pid) do
+    with {:ok, stat} <- File.read("/proc/#{os_pid}/stat"),
+         [state | _] <- stat |> String.split(") ", parts: 2) |> List.last() |> String.split(),
+         true <- state == "S",
+         {:ok, wchan} <- File.read("/proc/#{os_pid}/wchan") do
+      wchan =~ "pipe_write"
+    else
+      _ -> false
+    end
+  end
 
   defp drain(id, kind, acc \\ []) do
     receive do
@@ -30,9 +43,9 @@ defmodule CMDC.Tool.ExecWindowTest do
 
     id = exec.id
     assert_receive {:cmdc_exec, ^id, {:started, os_pid}}
-    Process.sleep(500)
+    # The window is full once `yes` sleeps in write(2) on its pipe, which nobody reads.
+    eventually(fn -> blocked_on_pipe?(os_pid) end)
     first = written(os_pid)
-    Process.sleep(300)
     {:message_queue_len, queued} = Process.info(self(), :message_queue_len)
     lines = drain(id, :line)
     # Unread, `yes` writes ~1 GB/s; here it filled its pipe and sleeps in write(2).
@@ -56,7 +69,7 @@ defmodule CMDC.Tool.ExecWindowTest do
         :ok = Exec.ack(exec, 1)
         {:cont, n + 1}
     after
-      5_000 -> {:halt, n}
+      30_000 -> {:halt, n}
     end
   end
 
@@ -94,7 +107,7 @@ defmodule CMDC.Tool.ExecWindowTest do
       {:cmdc_exec, ^id, {:exit, %{code: 0}}} ->
         {Enum.reverse(out), Enum.reverse(err), dropped}
     after
-      10_000 -> flunk("no exit")
+      30_000 -> flunk("no exit")
     end
   end
 

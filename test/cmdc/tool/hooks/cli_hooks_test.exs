@@ -27,11 +27,13 @@ defmodule CMDC.Tool.Hooks.CLIHooksTest do
 
   test "hooks lists each hook with its file and whether it is active", %{project: p, home: h} do
     out = capture_io(fn -> assert 0 = Commands.hooks([], cwd: p, home: h) end)
-    assert out =~ ~r/EVENT\s+MATCHER\s+COMMAND\s+TIMEOUT\s+FILE\s+ACTIVE/
-    assert out =~ ~r/PostToolUse\s+\*\s+printf .*60s\s+\S*home\/.claude\/settings.json\s+yes/
+    assert out =~ ~r/EVENT\s+MATCHER\s+COMMAND\s+TIMEOUT\s+ON FAILURE\s+FILE\s+ACTIVE/
 
     assert out =~
-             ~r/PreToolUse\s+echo\s+echo 'no echo today' >&2; exit 2\s+5s\s+.claude\/settings.json\s+no \(project not trusted\)/
+             ~r/PostToolUse\s+\*\s+printf .*60s\s+continue\s+\S*home\/.claude\/settings.json\s+yes/
+
+    assert out =~
+             ~r/PreToolUse\s+echo\s+echo 'no echo today' >&2; exit 2\s+5s\s+continue\s+.claude\/settings.json\s+no \(project not trusted\)/
 
     assert out =~ "inactive: the project is not trusted"
 

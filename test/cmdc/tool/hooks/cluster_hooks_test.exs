@@ -1,6 +1,8 @@
 defmodule CMDC.Tool.Hooks.ClusterHooksTest do
   use ExUnit.Case, async: false
 
+  import CMDC.Tool.Eventually
+
   @moduletag timeout: 120_000
 
   alias CMDC.Tool.{Cluster, Hooks, Peers}
@@ -25,12 +27,7 @@ defmodule CMDC.Tool.Hooks.ClusterHooksTest do
     {peer, node} = Peers.start!(:hooks)
     {:ok, _} = :erpc.call(node, Cluster, :publish, [[Echo], [scope: :hooks, hooks: hooks]])
 
-    wait = fn wait, n ->
-      match?({:ok, _}, Cluster.find("echo", scope: :hooks, node: node)) or
-        (n > 0 and (Process.sleep(50) || wait.(wait, n - 1)))
-    end
-
-    assert wait.(wait, 100)
+    eventually(fn -> match?({:ok, _}, Cluster.find("echo", scope: :hooks, node: node)) end)
 
     # The caller's own :hooks stay here: they are not the executing node's.
     mine = [before_call: fn _, _ -> {:deny, "caller-side hook ran remotely"} end]

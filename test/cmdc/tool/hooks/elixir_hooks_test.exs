@@ -180,11 +180,11 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
       cases = [
         {[before_call: fn _, _ -> raise "kaput" end], :denied, "raised ** (RuntimeError) kaput"},
         {[before_call: fn _, _ -> exit(:bye) end], :denied, "exit: :bye"},
-        {[before_call: fn _, _ -> Process.sleep(5_000) end, timeout: 100], :denied,
+        {[before_call: fn _, _ -> Process.sleep(:infinity) end, timeout: 100], :denied,
          "did not answer within 100 ms"},
         {[before_call: fn _, _ -> {:maybe, 1} end], :denied, "not a hook answer"},
         {[after_call: fn _, _, _ -> raise "late" end], :blocked, "raised ** (RuntimeError) late"},
-        {[after_call: fn _, _, _ -> Process.sleep(5_000) end, timeout: 100], :blocked,
+        {[after_call: fn _, _, _ -> Process.sleep(:infinity) end, timeout: 100], :blocked,
          "did not answer"},
         {[after_call: fn _, _, _ -> {:rewrite, %{content: 42}} end], :blocked,
          "not a hook answer"}
@@ -211,19 +211,22 @@ defmodule CMDC.Tool.Hooks.ElixirHooksTest do
   end
 
   test "matching hooks run concurrently" do
-    counter = :counters.new(1, [])
-
-    wait_both = fn _, _ ->
-      :counters.add(counter, 1, 1)
-      # Sequential hooks would never see 2 here and time out (which denies the call).
-      Enum.find_value(1..200, fn _ ->
-        :counters.get(counter, 1) == 2 or (Process.sleep(10) && nil)
+    # A barrier: each hook checks in and waits to be let go, which happens only once both have
+    # checked in. Sequential hooks would wait for ever, time out, and so deny the call (the
+    # time-out only bounds that hang).
+    barrier =
+      spawn_link(fn ->
+        first = receive(do: ({:arrived, pid} -> pid))
+        second = receive(do: ({:arrived, pid} -> pid))
+        for pid <- [first, second], do: send(pid, :go)
       end)
 
-      :allow
+    wait_both = fn _, _ ->
+      send(barrier, {:arrived, self()})
+      receive(do: (:go -> :allow))
     end
 
-    hooks = [[before_call: wait_both, timeout: 1_500], [before_call: wait_both, timeout: 1_500]]
+    hooks = [[before_call: wait_both, timeout: 30_000], [before_call: wait_both, timeout: 30_000]]
     assert run([Echo], call("echo", %{"text" => "x"}), hooks: hooks).content == "x"
   end
 

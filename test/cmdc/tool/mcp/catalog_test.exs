@@ -58,6 +58,6 @@ defmodule CMDC.Tool.MCP.CatalogTest do
     assert Enum.find(frames, &(&1["id"] == 5))["result"]["isError"] == false
     assert Enum.find(frames, &(&1["id"] == 6))["result"]["isError"] == true
     MCPIO.eof(input)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
   end
 end

@@ -149,7 +149,7 @@ defmodule CMDC.Tool.MCPConfigTest do
     port = MCPServers.free_port()
     {:ok, exec} = CMDC.Tool.Exec.start(python, [@keepalive, "keepalive", "#{port}", "30"])
     on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
-    true = MCPServers.wait_port(port, 100)
+    true = MCPServers.wait_port(port)
     "http://127.0.0.1:#{port}/mcp"
   end
 
@@ -212,7 +212,7 @@ defmodule CMDC.Tool.MCPConfigTest do
       assert %{"connections" => 7, "requests" => 7} = stats(off)
       # Each closed after its request (the relay may see a close just after the next open, so
       # two can overlap for a moment; none is left open).
-      assert MCPServers.wait_stat(off, "open", 0, 5_000)
+      assert MCPServers.wait_stat(off, "open", 0, 30_000)
       assert stats(off)["max_open"] <= 2
     end
 
@@ -232,7 +232,7 @@ defmodule CMDC.Tool.MCPConfigTest do
       # would wait 30 s), so the next call opens another.
       echo(tools, "idle", 2)
       assert %{"connections" => 1, "requests" => 4} = stats(idle)
-      assert MCPServers.wait_stat(idle, "open", 0, 8_000)
+      assert MCPServers.wait_stat(idle, "open", 0, 30_000)
       echo(tools, "idle", 1)
       assert %{"connections" => 2} = stats(idle)
 

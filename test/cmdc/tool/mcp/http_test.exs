@@ -24,6 +24,8 @@ defmodule CMDC.Tool.MCP.HTTPTest do
   # TypeScript SDKs), raw HTTP for what those clients never send, and real OS processes.
   use ExUnit.Case, async: true
 
+  import CMDC.Tool.Eventually
+
   alias CMDC.Test.OsProc
   alias CMDC.Tool.Examples.{Countdown, Echo, ReadFile}
   alias CMDC.Tool.JSON
@@ -141,7 +143,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       parent = self()
 
       Task.start_link(fn ->
-        wait_for_file(marker, 60_000)
+        eventually(fn -> File.exists?(marker) end, within: 60_000)
         HTTP.refresh(server, [Echo, ReadFile])
         send(parent, :refreshed)
       end)
@@ -151,14 +153,6 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       assert report["honored"] == %{"toolsListChanged" => true}
       assert report["event"] =~ "ToolsListChanged"
       assert report["tools_after"] == ["echo", "read_file"]
-    end
-  end
-
-  defp wait_for_file(path, ms) do
-    cond do
-      File.exists?(path) -> :ok
-      ms <= 0 -> raise "#{path} never appeared"
-      true -> Process.sleep(20) && wait_for_file(path, ms - 20)
     end
   end
 
@@ -447,17 +441,17 @@ defmodule CMDC.Tool.MCP.HTTPTest do
           body
 
       :ok = :gen_tcp.send(socket, request)
-      wait_for_file(pid_file, 30_000)
+      eventually(fn -> File.exists?(pid_file) end)
       sleep_pid = pid_file |> File.read!() |> String.trim() |> String.to_integer()
       assert OsProc.running?(sleep_pid)
       :gen_tcp.close(socket)
-      assert OsProc.wait_dead(sleep_pid, 5_000), "sleep #{sleep_pid} outlived its cancelled call"
+      assert OsProc.wait_dead(sleep_pid), "sleep #{sleep_pid} outlived its cancelled call"
       # The server goes on.
       assert {200, _, _} = post(url, modern(2, "tools/list"), modern_headers("tools/list"))
     end
 
     test "sessions unused for :session_idle_ms are dropped (the client then initializes again)" do
-      {server, url} = start(session_idle_ms: 50)
+      {server, url} = start(session_idle_ms: 1)
       init = %{"protocolVersion" => "2025-11-25", "capabilities" => %{}}
 
       body =
@@ -466,11 +460,20 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       {200, %{"mcp-session-id" => session}, _} = post(url, body)
       list = JSON.encode!(%{"jsonrpc" => "2.0", "id" => 2, "method" => "tools/list"})
       assert {200, _, _} = post(url, list, [{"mcp-session-id", session}])
-      Process.sleep(100)
-      # The sweep runs every minute; here it is asked for now.
-      send(server, :sweep)
-      :sys.get_state(server)
-      {404, _, {:ok, reply}} = post(url, list, [{"mcp-session-id", session}])
+
+      # The sweep runs every minute; here it is asked for now, until the session has been
+      # unused for over 1 ms when it runs (each request uses it).
+      {404, _, {:ok, reply}} =
+        eventually(fn ->
+          send(server, :sweep)
+          :sys.get_state(server)
+
+          case post(url, list, [{"mcp-session-id", session}]) do
+            {404, _, _} = gone -> gone
+            _ -> nil
+          end
+        end)
+
       assert reply["error"]["message"] =~ "initialize again"
     end
 
@@ -538,7 +541,6 @@ defmodule CMDC.Tool.MCP.HTTPTest do
 
       on_exit(fn -> :inets.stop(:httpc, profile) end)
       call = Task.async(fn -> post(url, slow, session_headers, profile) end)
-      Process.sleep(300)
 
       cancel = %{
         "jsonrpc" => "2.0",
@@ -546,10 +548,17 @@ defmodule CMDC.Tool.MCP.HTTPTest do
         "params" => %{"requestId" => 7}
       }
 
-      assert {202, _, nil} = post(url, JSON.encode!(cancel), session_headers)
+      # A cancel that comes before the server runs request 7 is ignored (as the spec says):
+      # sent again until the call answers.
+      answer =
+        eventually(fn ->
+          assert {202, _, nil} = post(url, JSON.encode!(cancel), session_headers)
+          Task.yield(call, 100)
+        end)
 
-      assert {200, _, {:ok, %{"id" => 7, "error" => %{"message" => "Request cancelled" <> _}}}} =
-               Task.await(call, 10_000)
+      assert {:ok,
+              {200, _, {:ok, %{"id" => 7, "error" => %{"message" => "Request cancelled" <> _}}}}} =
+               answer
 
       {:ok, {{_, 204, _}, _, _}} =
         :httpc.request(

@@ -258,7 +258,7 @@ defmodule CMDC.Tool.MCPTest do
     frames = MCPIO.await_frames(out, 5)
     assert Enum.map(Enum.drop(frames, 3), & &1["id"]) == [3, 4]
     MCPIO.eof(input)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
   end
 
   test "server: new tool lists send list_changed only when the tools changed; malformed frames never stop it" do
@@ -280,7 +280,7 @@ defmodule CMDC.Tool.MCPTest do
     CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":3,"method":"tools/list"}\n)})
     send(input, :eof)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
 
     frames =
       out
@@ -312,7 +312,7 @@ defmodule CMDC.Tool.MCPTest do
     CMDC.Tool.MCP.Server.refresh(server, [Echo, ReadFile])
     send(input, {:feed, ~s({"jsonrpc":"2.0","id":2,"method":"tools/list"}\n)})
     send(input, :eof)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
     {_, text} = StringIO.contents(out)
     frames = text |> String.split("\n", trim: true) |> Enum.map(&CMDC.Tool.JSON.decode!/1)
     assert [%{"id" => 1}, %{"id" => 2} = list] = frames
@@ -363,8 +363,8 @@ defmodule CMDC.Tool.MCPTest do
     # Partial results arrive as notifications/progress, in order, before the result.
     assert countdown["progress"] == ["3...", "2...", "1..."]
     assert countdown["text"] == "liftoff after 3 steps"
-    # A cancelled call stops quickly and the server keeps serving.
-    assert report["cancel_after_ms"] < 5_000
+    # A cancelled call stops (uncancelled, the countdown runs 100 s) and the server keeps serving.
+    assert report["cancel_after_ms"] < 100_000
     assert report["after_cancel"] == "still here"
   end
 end

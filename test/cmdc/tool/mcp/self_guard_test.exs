@@ -4,7 +4,9 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
   # tree read from /proc.
   use ExUnit.Case, async: true
 
-  alias CMDC.Test.{MCPPort, OsProc}
+  import CMDC.Tool.Eventually
+
+  alias CMDC.Test.MCPPort
   alias CMDC.Tool.JSON
   alias CMDC.Tool.MCP.{Client, SelfGuard}
 
@@ -63,9 +65,10 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
   end
 
   defp run(home) do
+    # `start` returns once the server answered `initialize`, which it does only after every
+    # configured server was started and was ready or failed (`MCP.Servers.load/1`): a server
+    # that started itself again would already be below it, at least one level deep.
     {port, os_pid} = start(home)
-    # The old behaviour reached depth 4 in 1.3 s: give any recursion time to show.
-    Process.sleep(3_000)
     names = MCPPort.names(port)
     below = servers_below(os_pid)
     MCPPort.stop(port, os_pid)
@@ -102,11 +105,11 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     names = MCPPort.names(port)
     assert "echo" in names
     refute Enum.any?(names, &String.contains?(&1, "__")), inspect(names)
-    # The nested VM refuses (a final failure, not retried) and exits on its own.
-    for _ <- 1..3 do
-      Process.sleep(1_000)
-      assert Enum.all?(servers_below(os_pid), &OsProc.wait_dead(&1, 30_000))
-    end
+    # The nested VM refuses (a final failure, not retried: checked by the test below) and
+    # exits on its own.
+    eventually(fn -> servers_below(os_pid) == [] end,
+      message: fn -> "still running below: #{inspect(servers_below(os_pid))}" end
+    )
 
     MCPPort.stop(port, os_pid)
   end
@@ -153,8 +156,21 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     assert message =~ "cmdc-mcp refusing to start below this one"
     assert message =~ "not retried"
     assert message =~ "started by another cmdc-mcp (CMDC_MCP_SERVER=12345)"
-    # The old backoff (0.2 s doubling) would have started it three more times by now.
-    Process.sleep(2_000)
+    # A retry would come after the backoff (0.2 s, doubling): a client started now whose
+    # server exits at once (status 3, no refusal) shows when two backoffs have passed.
+    control = Path.join(home, "control_starts")
+
+    start_supervised!(
+      {Client,
+       name: "control",
+       transport: {:stdio, %{command: "sh", args: ["-c", "echo x >> #{control}; exit 3"]}}},
+      id: :control
+    )
+
+    eventually(fn ->
+      File.exists?(control) and length(File.read!(control) |> String.split()) >= 3
+    end)
+
     info = Client.info(client)
     assert info.status == :failed
     assert info.last_error == message
@@ -176,7 +192,7 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
     assert {:error, message} = Client.await_ready(client, 30_000)
     assert message =~ "exited with status 3"
     refute message =~ "not retried"
-    assert wait_until(fn -> length(String.split(File.read!(starts), "\n", trim: true)) >= 2 end)
+    eventually(fn -> length(String.split(File.read!(starts), "\n", trim: true)) >= 2 end)
     assert Client.info(client).status in [:down, :connecting]
   end
 
@@ -208,20 +224,6 @@ defmodule CMDC.Tool.MCP.SelfGuardTest do
       assert String.to_integer(marker) in [os_pid | descendants(os_pid)], marker
     after
       MCPPort.stop(port, os_pid)
-    end
-  end
-
-  defp wait_until(fun, tries \\ 100) do
-    cond do
-      fun.() ->
-        true
-
-      tries == 0 ->
-        false
-
-      true ->
-        Process.sleep(100)
-        wait_until(fun, tries - 1)
     end
   end
 

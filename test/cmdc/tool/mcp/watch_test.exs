@@ -35,7 +35,7 @@ defmodule CMDC.Tool.MCPWatchTest do
     module =
       "CMDCTest.Watch.T#{System.unique_integer([:positive])}R#{:rand.uniform(1_000_000_000)}"
 
-    File.write!(Path.join(dir, "#{name}.ex"), """
+    source = """
     File.write!(#{inspect(count)}, "compiled\\n", [:append])
     #{extra}
     defmodule #{module} do
@@ -45,7 +45,14 @@ defmodule CMDC.Tool.MCPWatchTest do
       def parameters, do: %{"type" => "object", "properties" => %{}}
       def execute(_args, _context), do: {:ok, #{inspect(name)}}
     end
-    """)
+    """
+
+    # Written whole, then renamed into the watched folder (as editors save): a tick on a
+    # loaded machine could otherwise read the file between its truncation and its write, and
+    # compile a half-written file.
+    tmp = Path.join(Path.dirname(dir), "#{name}.ex.tmp")
+    File.write!(tmp, source)
+    File.rename!(tmp, Path.join(dir, "#{name}.ex"))
   end
 
   defp compiles(count), do: count |> File.read!() |> String.split("\n", trim: true) |> length()

@@ -27,6 +27,52 @@ defmodule CMDC.Tool.StallTest do
     assert {:ok, _} = Native.schema_validate(any, 2 ** 100)
   end
 
+  # Issue 37: a 200,000-digit integer (~83 KB, 10,382 words; its decimal conversion is
+  # quadratic, ~9 ms alone) is charged by its size on every entry a model's call or a tool's
+  # result takes: each normal-scheduler NIF yields before converting it, and the public
+  # function then answers from a dirty scheduler (figures: bench/stall.exs, "200,000-digit").
+  test "a 200,000-digit integer goes dirty on every entry", %{any: any} do
+    big = Integer.pow(10, 200_000) - 1
+    text = Integer.to_string(big)
+    integer = Schema.compile!(%{"type" => "integer", "maximum" => 5})
+    object = Schema.compile!(%{"properties" => %{"n" => %{"type" => "integer"}}})
+
+    assert Native.json_encode(big, false) == {:error, :yield}
+    assert Native.json_encode(%{"n" => [big]}, false) == {:error, :yield}
+    assert Native.json_encode_slice([big]) == {:error, :yield}
+    assert Native.json_decode(text) == {:error, :yield}
+    assert Native.json_decode(~s({"n": [#{text}]})) == {:error, :yield}
+
+    for {schema, term} <- [{any, big}, {integer, big}, {object, %{"n" => big}}] do
+      assert Native.schema_validate(schema, term) == {:error, :yield}
+    end
+
+    assert Native.schema_validate_json(object, ~s({"n": #{text}})) == {:error, :yield}
+
+    tool =
+      CMDC.Tool.Test.Factory.tool("big_n", "Takes n.", %{
+        "type" => "object",
+        "properties" => %{"n" => %{"type" => "integer", "minimum" => 0}}
+      })
+
+    reg = CMDC.Tool.Registry.new()
+    :ok = CMDC.Tool.Registry.register(reg, tool)
+    assert Native.registry_validate(reg.ref, "big_n", %{"n" => big}) == {:error, :yield}
+
+    assert Native.registry_validate_json(reg.ref, "big_n", ~s({"n": #{text}})) ==
+             {:error, :yield}
+
+    assert Native.module_validate(tool, tool.module_info(:md5), %{"n" => big}) ==
+             {:error, :yield}
+
+    # The public functions answer, from the dirty twins.
+    assert {:ok, ^text} = JSON.encode(big)
+    assert {:ok, ^big} = JSON.decode(text)
+    assert {:ok, ^big} = Schema.validate(any, big)
+    assert {:error, [%{keyword: "maximum"}]} = Schema.validate(integer, big)
+    assert {:ok, %{"n" => ^big}} = CMDC.Tool.validate(tool, %{"n" => big})
+  end
+
   test "a 3M-element list yields after its first cells, not after counting it", %{any: any} do
     list = List.duplicate(1, 3_000_000)
     assert Native.schema_validate(any, list) == {:error, :yield}

@@ -181,7 +181,8 @@ defmodule CMDC.Tool.ProvidersTest do
     assert Enum.map(warnings, &{&1.tool, &1.path, &1.keyword}) == [
              {"get_weather", "", "additionalProperties"},
              {"create_event", "/properties/attendees/items/properties/email", "format"},
-             {"create_event", "/properties/tags", "uniqueItems"}
+             {"create_event", "/properties/tags", "uniqueItems"},
+             {"list_files", "", "properties"}
            ]
 
     text = Providers.format_warnings(warnings)
@@ -246,10 +247,14 @@ defmodule CMDC.Tool.ProvidersTest do
     assert warning.keyword == "propertyName"
     assert warning.path == "/properties/max-results"
 
-    {[%{"functionDeclarations" => [decl]}], []} =
+    # No properties: no `parameters` (Gemini refuses an empty object schema). The original is
+    # open (it takes keys it does not list), the declaration takes none: said (issue 44).
+    {[%{"functionDeclarations" => [decl]}], [warning]} =
       Providers.convert([Realistic.ListFiles], %{}, format: :gemini)
 
     refute Map.has_key?(decl, "parameters")
+    assert {warning.path, warning.keyword} == {"", "properties"}
+    assert warning.message =~ "additionalProperties: false"
   end
 
   test "bad options raise with the accepted values" do

@@ -15,8 +15,12 @@ defmodule CMDC.Tool.Providers.RealWorldTest do
   @moduletag timeout: 900_000
   @corpus Path.expand("../../../support/real_world_schemas.json", __DIR__)
 
+  # Hand-written edge cases beside them (test/support/corpus/edge_schemas.json: property-less
+  # objects, mixed enums, Draft 7 `dependencies`, IDN formats, a root `anyOf`, 1,200 enum values).
+  @edges Path.expand("../../../support/corpus/edge_schemas.json", __DIR__)
+
   setup_all do
-    entries = @corpus |> File.read!() |> JSON.decode!()
+    entries = JSON.decode!(File.read!(@corpus)) ++ JSON.decode!(File.read!(@edges))
     tools = Map.new(entries, &{&1["name"], echo_tool(&1)})
     %{entries: entries, tools: tools}
   end

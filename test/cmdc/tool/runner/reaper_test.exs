@@ -2,6 +2,8 @@ defmodule CMDC.Tool.RunnerOsTest do
   # Time-outs and cancellation stop the OS processes a tool started through ports, with their
   # descendants: real shells and sleeps, checked in /proc.
   use ExUnit.Case, async: true
+
+  import CMDC.Tool.Eventually
   doctest CMDC.Tool.Runner.Reaper
 
   alias CMDC.Test.OsProc
@@ -63,24 +65,19 @@ defmodule CMDC.Tool.RunnerOsTest do
 
   # The shell's pid and its descendants, once the shell has written its pid and both sleeps
   # run `sleep` (a background child is a forked shell until it execs; `:os.cmd/1` runs the
-  # command in a subshell, one level deeper). After 10 s, the tree as it is.
-  defp started_tree(pidfile, ms \\ 10_000) do
-    tree =
-      with {:ok, text} <- File.read(pidfile),
-           {os_pid, _} <- Integer.parse(text),
-           do: descendants(os_pid)
-
-    cond do
-      is_list(tree) and (sleeps(tree) == 2 or ms <= 0) ->
-        tree
-
-      ms > 0 ->
-        Process.sleep(20)
-        started_tree(pidfile, ms - 20)
-
-      true ->
-        flunk("the tool's shell did not start within 10 s")
-    end
+  # command in a subshell, one level deeper).
+  defp started_tree(pidfile) do
+    eventually(
+      fn ->
+        with {:ok, text} <- File.read(pidfile),
+             {os_pid, _} <- Integer.parse(text),
+             tree = descendants(os_pid),
+             2 <- sleeps(tree),
+             do: tree,
+             else: (_ -> nil)
+      end,
+      message: "the tool's shell and its two sleeps did not start"
+    )
   end
 
   defp descendants(os_pid) do

@@ -124,9 +124,10 @@ defmodule CMDC.Tool.RunnerTest do
     started = System.monotonic_time(:millisecond)
 
     assert %{is_error: true, reason: :timeout, content: "timed out after 100 ms"} =
-             Runner.run(@tools, call("sleep", %{"ms" => 10_000}), ctx(), timeout: 100)
+             Runner.run(@tools, call("sleep", %{"ms" => 60_000}), ctx(), timeout: 100)
 
-    assert System.monotonic_time(:millisecond) - started < 5_000
+    # Over before the tool would have ended (a busy machine may take seconds to say so).
+    assert System.monotonic_time(:millisecond) - started < 60_000
     # The tool's own default applies without an option.
     assert %{content: "slept 10"} = Runner.run(@tools, call("sleep", %{"ms" => 10}), ctx())
   end
@@ -145,7 +146,7 @@ defmodule CMDC.Tool.RunnerTest do
             (receive do
                {:part, p} -> p
              after
-               1000 -> nil
+               30_000 -> nil
              end)
 
     assert parts == Enum.map(1..50, &"step #{&1}")
@@ -159,7 +160,7 @@ defmodule CMDC.Tool.RunnerTest do
         ctx()
       )
 
-    assert_receive {:child, child, tool}, 2_000
+    assert_receive {:child, child, tool}
     assert Process.alive?(child) and Process.alive?(tool)
     Runner.cancel(handle)
     assert %{is_error: true, reason: :cancelled} = Runner.await(handle)
@@ -170,7 +171,7 @@ defmodule CMDC.Tool.RunnerTest do
   test "cancel kills the OS processes the tool started through Exec (whole process group)" do
     me = :erlang.pid_to_list(self()) |> to_string()
     handle = Runner.async([CMDC.Tool.TestTools.Shell], call("shell", %{"to" => me}), ctx())
-    assert_receive {:os_started, os_pid}, 5_000
+    assert_receive {:os_started, os_pid}
     {children, 0} = System.cmd("pgrep", ["-g", Integer.to_string(os_pid)])
     group = String.split(children)
     assert length(group) >= 2
@@ -193,7 +194,7 @@ defmodule CMDC.Tool.RunnerTest do
         )
       end)
 
-    assert_receive {:child, child, tool}, 2_000
+    assert_receive {:child, child, tool}
     Process.exit(caller, :kill)
     refute_alive(tool)
     refute_alive(child)
@@ -331,6 +332,6 @@ defmodule CMDC.Tool.RunnerTest do
   # test is about whether it ends, not how fast.
   defp refute_alive(pid) do
     ref = Process.monitor(pid)
-    assert_receive {:DOWN, ^ref, :process, ^pid, _}, 10_000
+    assert_receive {:DOWN, ^ref, :process, ^pid, _}
   end
 end

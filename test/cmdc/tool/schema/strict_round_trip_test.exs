@@ -147,7 +147,7 @@ defmodule CMDC.Tool.StrictRoundTripTest do
 
     [_, %{"id" => 2, "result" => result}] = CMDC.Test.MCPIO.await_frames(out, 2)
     CMDC.Test.MCPIO.eof(input)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
     assert %{"isError" => false, "content" => [%{"text" => text}]} = result
     assert CMDC.Tool.JSON.decode!(text) == @meant
   end
@@ -214,7 +214,7 @@ defmodule CMDC.Tool.StrictRoundTripTest do
 
     [_, %{"id" => 2, "result" => result}] = CMDC.Test.MCPIO.await_frames(out, 2)
     CMDC.Test.MCPIO.eof(input)
-    assert_receive :stopped, 5_000
+    assert_receive :stopped
     assert %{"content" => [%{"text" => text}]} = result
     assert CMDC.Tool.JSON.decode!(text) == meant
   end

@@ -3,6 +3,7 @@ defmodule CMDC.Tool.ScriptCacheTest do
   # PATH (to prove that no interpreter runs), so this module is not async.
   use ExUnit.Case, async: false
   import CMDC.Tool.ScriptCase
+  import CMDC.Tool.Eventually
 
   alias CMDC.Tool.Script
 
@@ -181,7 +182,7 @@ defmodule CMDC.Tool.ScriptCacheTest do
     assert {:ok, %{value: os_pid}} = Script.call(pid, %{})
     assert {^path, [^os_pid]} = List.keyfind(Script.workers(), path, 0)
     assert Script.stop(path) == 1
-    assert wait_until(fn -> not alive?(os_pid) end)
+    eventually(fn -> not alive?(os_pid) end)
     assert {:ok, %{value: other}} = Script.call(pid, %{})
     assert other != os_pid
   end
@@ -191,7 +192,7 @@ defmodule CMDC.Tool.ScriptCacheTest do
     path = write!(dir, "idle.py", "import os\n\ndef pid():\n    return os.getpid()\n")
     {_, %{"pid" => pid}} = load!(path, idle_timeout: 300)
     assert {:ok, %{value: os_pid}} = Script.call(pid, %{})
-    assert wait_until(fn -> not alive?(os_pid) end, 200)
+    eventually(fn -> not alive?(os_pid) end)
     assert {^path, []} = List.keyfind(Script.workers(), path, 0)
     assert {:ok, %{value: other}} = Script.call(pid, %{})
     assert other != os_pid

@@ -4,6 +4,7 @@ defmodule CMDC.Tool.ScriptDaemonTest do
   # stay in its tree). Real Python workers and real processes.
   use ExUnit.Case, async: true
   import CMDC.Tool.ScriptCase
+  import CMDC.Tool.Eventually
 
   alias CMDC.Test.OsProc
   alias CMDC.Tool.Script
@@ -31,7 +32,7 @@ defmodule CMDC.Tool.ScriptDaemonTest do
   '''
 
   defp pids(dir) do
-    assert wait_until(fn -> File.exists?(Path.join(dir, "daemon.pid")) end, 500)
+    eventually(fn -> File.exists?(Path.join(dir, "daemon.pid")) end)
 
     [worker, child, session] =
       Path.join(dir, "children.pid")
@@ -60,7 +61,7 @@ defmodule CMDC.Tool.ScriptDaemonTest do
     assert {:error, %{kind: "timeout"}} = Task.await(task, 60_000)
 
     for {what, pid} <- procs do
-      assert OsProc.wait_dead(pid, 10_000), "#{what} (#{pid}) outlived the time-out"
+      assert OsProc.wait_dead(pid), "#{what} (#{pid}) outlived the time-out"
     end
   end
 
@@ -77,7 +78,7 @@ defmodule CMDC.Tool.ScriptDaemonTest do
     Script.stop(path)
 
     for {what, pid} <- procs do
-      assert OsProc.wait_dead(pid, 10_000), "#{what} (#{pid}) outlived its worker"
+      assert OsProc.wait_dead(pid), "#{what} (#{pid}) outlived its worker"
     end
   end
 end

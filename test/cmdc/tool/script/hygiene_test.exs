@@ -3,6 +3,7 @@ defmodule CMDC.Tool.ScriptHygieneTest do
   # started, including children that left the process group (setsid). Checked with `ps`.
   use ExUnit.Case, async: true
   import CMDC.Tool.ScriptCase
+  import CMDC.Tool.Eventually
 
   alias CMDC.Tool.{Runner, Script}
 
@@ -36,23 +37,11 @@ defmodule CMDC.Tool.ScriptHygieneTest do
         do: String.to_integer(pid)
   end
 
-  defp wait_all_dead(pids, ms \\ 5_000) do
-    case live(pids) do
-      [] -> []
-      left when ms <= 0 -> left
-      _ -> Process.sleep(50) && wait_all_dead(pids, ms - 50)
-    end
-  end
-
   defp pids_from(file) do
-    Enum.reduce_while(1..400, nil, fn _, _ ->
+    eventually(fn ->
       case File.read(file) do
-        {:ok, text} when text != "" ->
-          {:halt, text |> String.split() |> Enum.map(&String.to_integer/1)}
-
-        _ ->
-          Process.sleep(25)
-          {:cont, nil}
+        {:ok, text} when text != "" -> text |> String.split() |> Enum.map(&String.to_integer/1)
+        _ -> nil
       end
     end)
   end
@@ -75,7 +64,10 @@ defmodule CMDC.Tool.ScriptHygieneTest do
     assert result.is_error
     pids = pids_from(pids_file)
     assert length(pids) == 2
-    assert wait_all_dead(pids) == [], "left running: #{inspect(live(pids))}"
+
+    eventually(fn -> live(pids) == [] end,
+      message: fn -> "left running: #{inspect(live(pids))}" end
+    )
   end
 
   test "a cancel kills the worker and the child that called setsid" do
@@ -89,7 +81,10 @@ defmodule CMDC.Tool.ScriptHygieneTest do
     pids = pids_from(pids_file)
     assert live(pids) |> Enum.sort() == Enum.sort(pids)
     Script.cancel(handle)
-    assert wait_all_dead(pids) == [], "left running: #{inspect(live(pids))}"
+
+    eventually(fn -> live(pids) == [] end,
+      message: fn -> "left running: #{inspect(live(pids))}" end
+    )
   end
 
   test "when the VM dies, a warm worker and its background children (setsid too) die with it" do
@@ -127,6 +122,9 @@ defmodule CMDC.Tool.ScriptHygieneTest do
     assert live(pids) |> Enum.sort() == Enum.sort(pids), "the worker keeps its children"
     # The VM is killed outright: no cleanup code of the VM runs.
     System.cmd("kill", ["-KILL", Integer.to_string(vm)])
-    assert wait_all_dead(pids) == [], "left running: #{inspect(live(pids))}"
+
+    eventually(fn -> live(pids) == [] end,
+      message: fn -> "left running: #{inspect(live(pids))}" end
+    )
   end
 end

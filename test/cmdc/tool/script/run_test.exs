@@ -2,6 +2,7 @@ defmodule CMDC.Tool.ScriptRunTest do
   # Running script tools in persistent workers: results, errors, isolation, lifecycle.
   use ExUnit.Case, async: true
   import CMDC.Tool.ScriptCase
+  import CMDC.Tool.Eventually
 
   alias CMDC.Tool.Script
 
@@ -300,7 +301,7 @@ defmodule CMDC.Tool.ScriptRunTest do
 
     # a warm worker killed from outside while idle is replaced without failing a call
     System.cmd("kill", ["-9", "#{second}"])
-    assert wait_until(fn -> not alive?(second) end)
+    eventually(fn -> not alive?(second) end)
     assert {:ok, %{value: third}} = Script.call(t["pid"], %{})
     assert third != second
   end
@@ -335,8 +336,8 @@ defmodule CMDC.Tool.ScriptRunTest do
     assert message =~ "hang timed out after 2000 ms; its worker was killed"
     [worker, child] = marker |> File.read!() |> String.split() |> Enum.map(&String.to_integer/1)
     assert worker == warm
-    assert wait_until(fn -> not alive?(worker) end)
-    assert wait_until(fn -> not alive?(child) end)
+    eventually(fn -> not alive?(worker) end)
+    eventually(fn -> not alive?(child) end)
     assert {:ok, %{value: fresh}} = Script.call(t["pid"], %{})
     assert fresh != worker
   end
@@ -366,22 +367,23 @@ defmodule CMDC.Tool.ScriptRunTest do
         send(test, {:result, Script.call(hang, %{"marker" => marker}, timeout: 60_000)})
       end)
 
-    assert wait_until(fn -> File.exists?(marker) and File.read!(marker) != "" end, 1_000)
+    eventually(fn -> File.exists?(marker) and File.read!(marker) != "" end)
     worker = String.to_integer(File.read!(marker))
     Process.exit(caller, :kill)
-    assert wait_until(fn -> not alive?(worker) end), "the worker of a dead caller was not killed"
+
+    eventually(fn -> not alive?(worker) end, message: "the worker of a dead caller was not killed")
 
     # a direct cancel through the handle of start_call/3
     marker2 = Path.join(dir, "two")
     {:ok, handle} = Script.start_call(hang, %{"marker" => marker2})
 
-    assert wait_until(fn -> File.exists?(marker2) and File.read!(marker2) != "" end, 1_000)
+    eventually(fn -> File.exists?(marker2) and File.read!(marker2) != "" end)
     worker2 = String.to_integer(File.read!(marker2))
     assert Script.cancel(handle) == :ok
 
     assert {:error, %{kind: "cancelled", message: message}} = Script.await(handle)
     assert message =~ "hang was cancelled (cancelled by the caller); its worker was killed"
-    assert wait_until(fn -> not alive?(worker2) end)
+    eventually(fn -> not alive?(worker2) end)
     assert Script.cancel(handle) == :not_running
   end
 

@@ -13,6 +13,7 @@ defmodule CMDC.Tool.SearchTest do
     def description, do: "Show size and modification time of a path."
     def parameters, do: %{"type" => "object", "properties" => %{"path" => %{"type" => "string"}}}
     def annotations, do: %{read_only: true}
+    def tool_options, do: [namespace: "fs"]
     def execute(_args, _ctx), do: {:ok, "ok"}
   end
 
@@ -44,6 +45,7 @@ defmodule CMDC.Tool.SearchTest do
   end
 
   defp names({:ok, hits}), do: Enum.map(hits, &elem(&1, 0))
+  defp names_of(namespace), do: Enum.map(namespace["tools"], & &1["name"])
 
   test "ranks by what the words mean to a user, with scores best first" do
     reg = registry()
@@ -56,11 +58,16 @@ defmodule CMDC.Tool.SearchTest do
     assert names(Registry.search(reg, "zebra quantum")) == []
   end
 
-  test "filters by namespace (server or name prefix) and by annotation" do
+  test "filters by namespace (the one rule to_schema groups by) and by annotation" do
     reg = registry()
 
-    assert names(Registry.search(reg, "file", namespace: "fs")) |> Enum.sort() ==
-             ["fs__stat_file", "fs__write_file"]
+    # fs__stat_file says it is in fs (tool_options/0); fs__write_file only has the prefix in its
+    # name, which is no namespace: neither for search nor for to_schema (issue 40 item 10).
+    assert names(Registry.search(reg, "file", namespace: "fs")) == ["fs__stat_file"]
+    grouped = CMDC.Tool.to_schema(reg, %{}, format: :openai_responses, namespaces: true)
+
+    assert [{"fs", ["stat_file"]}] ==
+             for(%{"type" => "namespace"} = n <- grouped, do: {n["name"], names_of(n)})
 
     assert names(Registry.search(reg, "file", namespace: ["git", "weather"])) == []
     assert names(Registry.search(reg, "file", annotations: [:read_only])) == ["fs__stat_file"]

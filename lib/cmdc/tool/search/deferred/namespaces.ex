@@ -28,6 +28,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   """
 
   alias CMDC.Tool.{Registry, RoundTrip}
+  alias CMDC.Tool.Deferred.OwnNamespace
   alias CMDC.Tool.Providers.Described
 
   @typedoc "The `namespaces:` option checked: explicit namespaces and whether to group the rest."
@@ -36,7 +37,6 @@ defmodule CMDC.Tool.Deferred.Namespaces do
           auto: boolean()
         }
 
-  @format :openai_responses
   @max_description 1_000
 
   @doc """
@@ -164,7 +164,8 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   end
 
   @doc """
-  A tool's own namespace (before any `namespaces:` map): its registry settings' `"namespace"`
+  A tool's own namespace (before any `namespaces:` map), by the one rule of
+  `CMDC.Tool.Deferred.OwnNamespace`: its registry settings' `"namespace"`
   (metadata, a plugin's name), its `tool_options/0` `:namespace`, its metadata's
   `"namespace"` as a discovered tool's wrapper carries it (`__tool_settings__/0`, so a plain
   module list groups it too), an MCP tool's server (the prefix of its `server__tool` name),
@@ -177,44 +178,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
 
   def own_namespace(source, module, name) do
     settings = if match?(%Registry{}, source), do: Registry.settings(source, name), else: %{}
-    options = callback(module, :tool_options) || []
-    mcp = callback(module, :__tool_settings__)
-
-    ns =
-      settings["namespace"] || settings[:namespace] || option(options, :namespace) ||
-        option(mcp, :namespace) || server_prefix(mcp, name)
-
-    case ns do
-      ns when is_binary(ns) and ns != "" -> given(ns)
-      ns when is_atom(ns) and ns not in [nil, true, false] -> given(Atom.to_string(ns))
-      _ -> nil
-    end
-  end
-
-  defp option(options, key) when is_list(options) or is_map(options),
-    do: Enum.find_value(options, fn {k, v} -> if k == key, do: v end)
-
-  defp option(_options, _key), do: nil
-
-  # The `server__` prefix the client gave the name (the server's name made a valid name), else
-  # (`namespace: false` clients) the server's own name.
-  defp server_prefix(%{server: server}, name) when is_binary(server) do
-    case String.split(name, "__", parts: 2) do
-      [prefix, rest] when rest != "" ->
-        if prefix == String.replace(server, ~r/[^A-Za-z0-9_.-]/, "_"), do: prefix, else: server
-
-      _ ->
-        server
-    end
-  end
-
-  defp server_prefix(_settings, _name), do: nil
-
-  # An optional callback's answer; a tool whose callback raises simply has no namespace.
-  defp callback(module, fun) do
-    if function_exported?(module, fun, 0), do: apply(module, fun, [])
-  rescue
-    _ -> nil
+    OwnNamespace.of(module, name, settings)
   end
 
   @doc """
@@ -305,20 +269,7 @@ defmodule CMDC.Tool.Deferred.Namespaces do
     %{"type" => "namespace", "name" => ns, "description" => description, "tools" => functions}
   end
 
-  # The name the provider is given (`RoundTrip.name_for/2`), without a native call for the
-  # names it takes as they are.
-  defp given(name) when byte_size(name) in 1..64 do
-    if plain?(name), do: name, else: RoundTrip.name_for(name, @format)
-  end
-
-  defp given(name), do: RoundTrip.name_for(name, @format)
-
-  defp plain?(<<c, rest::binary>>)
-       when c in ?a..?z or c in ?A..?Z or c in ?0..?9 or c == ?_ or c == ?-,
-       do: plain?(rest)
-
-  defp plain?(<<>>), do: true
-  defp plain?(_), do: false
+  defp given(name), do: OwnNamespace.given(name)
 
   # A namespace nobody described: its functions' names (what tool search reads first).
   defp describe(ns, functions) do
@@ -330,75 +281,169 @@ defmodule CMDC.Tool.Deferred.Namespaces do
   end
 
   @doc """
-  The registered name a model meant by `name` in namespace `ns`, trying `ns__name`, `ns.name`
-  and `name` (each as registered, then as the provider was given it): `{:ok, name}` or
-  `:error`. `group/3` refuses namespaces where this would find another tool.
+  The registered name a model meant by `name` in namespace `ns`: `{:ok, name}` when `ns` holds
+  such a tool, else `:error` (the runner's unknown tool). It tries `ns__name`, `ns.name` and
+  `name` (each as registered, then as the provider was given it) and takes the first that
+  `ns` holds: a name written with the namespace's prefix (`github__create_issue` in `github`),
+  or a tool whose own namespace (`own_namespace/3`, the one rule `to_schema` and search use)
+  is `ns`, or one `explicit` (a `namespaces:` map, as given to `to_schema`) puts there. A tool
+  of another namespace or of none is never reached through a namespace it is not in.
+  `group/3` refuses namespaces where this would find another tool.
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> :ok = CMDC.Tool.Registry.register(reg, CMDC.Tool.Examples.Echo)
       iex> CMDC.Tool.Deferred.Namespaces.resolve(reg, "util", "echo")
-      {:ok, "echo"}
-      iex> CMDC.Tool.Deferred.Namespaces.resolve(reg, "util", "nope")
       :error
+      iex> CMDC.Tool.Deferred.Namespaces.resolve(reg, "util", "echo", %{"util" => "Utilities"})
+      :error
+      iex> CMDC.Tool.Deferred.Namespaces.resolve(reg, "util", "echo", %{"util" => %{tools: ["echo"]}})
+      {:ok, "echo"}
   """
-  @spec resolve(term(), String.t(), String.t()) :: {:ok, String.t()} | :error
-  def resolve(tools, ns, name) when is_binary(ns) and is_binary(name) do
+  @spec resolve(term(), String.t(), String.t(), term()) :: {:ok, String.t()} | :error
+  def resolve(tools, ns, name, explicit \\ nil) when is_binary(ns) and is_binary(name) do
+    spec = spec!(explicit || %{})
+    held = &held?(tools, ns, name, &1, spec)
     candidates = candidates(ns, name)
 
-    Enum.find_value(candidates, :error, fn c ->
-      if found?(tools, c), do: {:ok, c}
-    end)
-    |> case do
-      {:ok, found} -> {:ok, found}
-      :error -> mapped(tools, candidates)
-    end
-  end
+    direct = for c <- candidates, found(tools, c) != nil, do: c
 
-  # CMDC.Tool.find/2's lookup (this module is below CMDC.Tool: it must not call it).
-  defp found?(%Registry{} = reg, name), do: match?({:ok, _}, Registry.find(reg, name))
-  defp found?(modules, name) when is_list(modules), do: Enum.any?(modules, &(&1.name() == name))
-
-  defp mapped(tools, candidates) do
-    names =
-      case tools do
-        %Registry{} -> Enum.map(Registry.list(tools), & &1.name())
-        modules when is_list(modules) -> Enum.map(modules, & &1.name())
-        _ -> []
-      end
-
-    mapped_names(names, candidates)
-  end
-
-  @doc """
-  `resolve/3` over a list of names rather than a tool list (the names a
-  `CMDC.Tool.Cluster` view publishes, whose modules may live on other nodes): the same rule,
-  the same answer.
-
-      iex> names = ["github__create_issue", "fs.read", "echo"]
-      iex> ns = CMDC.Tool.Deferred.Namespaces
-      iex> {ns.resolve_name(names, "github", "create_issue"), ns.resolve_name(names, "fs", "read")}
-      {{:ok, "github__create_issue"}, {:ok, "fs.read"}}
-      iex> {ns.resolve_name(names, "util", "echo"), ns.resolve_name(names, "util", "nope")}
-      {{:ok, "echo"}, :error}
-  """
-  @spec resolve_name([String.t()], String.t(), String.t()) :: {:ok, String.t()} | :error
-  def resolve_name(names, ns, name) when is_binary(ns) and is_binary(name) do
-    candidates = candidates(ns, name)
-
-    case Enum.find(candidates, &(&1 in names)) do
-      nil -> mapped_names(names, candidates)
+    case Enum.find(direct, held) do
+      nil -> mapped(names_of(tools), candidates, held)
       found -> {:ok, found}
     end
   end
 
-  defp mapped_names(names, candidates) do
+  defp names_of(%Registry{} = reg), do: Enum.map(Registry.list(reg), & &1.name())
+  defp names_of(modules) when is_list(modules), do: Enum.map(modules, & &1.name())
+  defp names_of(_), do: []
+
+  # Whether namespace `ns` holds the registered tool `registered` a call named `name` in it.
+  defp held?(tools, ns, name, registered, spec) do
+    prefixed?(ns, name, registered) or explicit?(spec, ns, registered) or
+      (registered == name and own_of(tools, registered) == ns)
+  end
+
+  # Written with the namespace's prefix (`ns__name`, `ns.name`, or as the provider was given it).
+  defp prefixed?(ns, name, registered) do
+    leaf = leaf_name(ns, registered)
+    leaf != given(registered) and (leaf == name or leaf == given(name))
+  end
+
+  defp explicit?(spec, ns, registered) do
+    case spec.explicit do
+      %{^ns => %{tools: listed}} -> registered in listed or given(registered) in listed
+      _ -> false
+    end
+  end
+
+  defp own_of(tools, registered) do
+    case found(tools, registered) do
+      nil -> nil
+      module -> own_namespace(tools, module, registered)
+    end
+  end
+
+  # CMDC.Tool.find/2's lookup (this module is below CMDC.Tool: it must not call it).
+  defp found(%Registry{} = reg, name) do
+    case Registry.find(reg, name) do
+      {:ok, module} -> module
+      _ -> nil
+    end
+  end
+
+  defp found(modules, name) when is_list(modules), do: Enum.find(modules, &(&1.name() == name))
+  defp found(_tools, _name), do: nil
+
+  defp mapped(names, candidates, held) do
     Enum.find_value(candidates, :error, fn c ->
       case RoundTrip.original_name(names, c) do
-        {:ok, found} -> {:ok, found}
+        {:ok, found} -> if held.(found), do: {:ok, found}
         :error -> nil
       end
     end)
   end
+
+  @doc """
+  `resolve/4` over published names rather than a tool list (the names a `CMDC.Tool.Cluster`
+  view publishes, whose modules may live on other nodes): `namespaces` maps each name to its own
+  namespace (`own_namespace/3`, read where the module lives); `explicit` as for `resolve/4`.
+  The same rule, the same answer.
+
+      iex> names = ["github__create_issue", "fs.read", "echo", "list_orders"]
+      iex> own = %{"list_orders" => "crm"}
+      iex> ns = CMDC.Tool.Deferred.Namespaces
+      iex> {ns.resolve_name(names, own, "github", "create_issue"), ns.resolve_name(names, own, "fs", "read")}
+      {{:ok, "github__create_issue"}, {:ok, "fs.read"}}
+      iex> {ns.resolve_name(names, own, "crm", "list_orders"), ns.resolve_name(names, own, "crm", "echo")}
+      {{:ok, "list_orders"}, :error}
+  """
+  @spec resolve_name(
+          [String.t()],
+          %{String.t() => String.t() | nil},
+          String.t(),
+          String.t(),
+          term()
+        ) :: {:ok, String.t()} | :error
+  def resolve_name(names, namespaces, ns, name, explicit \\ nil)
+      when is_binary(ns) and is_binary(name) do
+    spec = spec!(explicit || %{})
+
+    held = fn registered ->
+      prefixed?(ns, name, registered) or explicit?(spec, ns, registered) or
+        (registered == name and Map.get(namespaces, registered) == ns)
+    end
+
+    candidates = candidates(ns, name)
+
+    case Enum.find(candidates, &(&1 in names and held.(&1))) do
+      nil -> mapped(names, candidates, held)
+      found -> {:ok, found}
+    end
+  end
+
+  @doc """
+  The message of a call `name` in namespace `ns` that `ns` does not hold: what the namespace
+  holds, with the closest names (`names` are the registered names, `namespace_of` gives each
+  one's own namespace).
+
+      iex> CMDC.Tool.Deferred.Namespaces.unknown_message(["crm__list_orders", "admin__wipe"], fn _ -> nil end, "crm", "list_order")
+      "Unknown tool: list_order in namespace crm. Did you mean: list_orders?"
+      iex> CMDC.Tool.Deferred.Namespaces.unknown_message(["create_issue"], fn _ -> nil end, "nonexistent", "create_issue")
+      "Unknown tool: create_issue in namespace nonexistent: no tool is in nonexistent (call create_issue without a namespace)."
+  """
+  @spec unknown_message([String.t()], (String.t() -> String.t() | nil), String.t(), String.t()) ::
+          String.t()
+  def unknown_message(names, namespace_of, ns, name) do
+    leaves =
+      for n <- names,
+          namespace_of.(n) == ns or leaf_name(ns, n) != given(n),
+          do: leaf_name(ns, n)
+
+    cond do
+      leaves != [] ->
+        "Unknown tool: #{name} in namespace #{ns}." <> did_you_mean(leaves, name)
+
+      name in names ->
+        "Unknown tool: #{name} in namespace #{ns}: no tool is in #{ns} " <>
+          "(call #{name} without a namespace)."
+
+      true ->
+        "Unknown tool: #{name} in namespace #{ns}." <> did_you_mean(names, name)
+    end
+  end
+
+  # CMDC.Tool.unknown_tool_message/2's suggestions (this module is below CMDC.Tool).
+  defp did_you_mean(names, name) do
+    case CMDC.Tool.Native.tool_suggest(names, name) do
+      [] -> ""
+      close -> " Did you mean: #{Enum.join(close, ", ")}?"
+    end
+  end
+
+  @doc false
+  # `unknown_message/4` over a tool list (the runner's unknown namespaced call).
+  def unknown(tools, ns, name),
+    do: unknown_message(names_of(tools), &own_of(tools, &1), ns, name)
 
   defp candidates(ns, name), do: [ns <> "__" <> name, ns <> "." <> name, name]
 

@@ -1,7 +1,10 @@
 defmodule CMDC.Tool.MCP.Client.HTTPTest do
   # The Streamable HTTP transport against the official Python SDK's server (stateless and
   # stateful, both eras) and against hostile HTTP servers (test/support/mcp_hostile.py).
+  # Not async: the floods' bounds are read from the whole VM's memory (`:erlang.memory/1`).
   use ExUnit.Case, async: false
+
+  import CMDC.Tool.Eventually
 
   alias CMDC.Tool.MCP.Client
   alias CMDC.Tool.MCPServers
@@ -48,7 +51,7 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     assert {:ok, _} = add(client)
 
     CMDC.Tool.Exec.cancel(exec)
-    wait_down(port)
+    eventually(fn -> not listening?(port) end)
     {_url, exec} = sdk_server("http", port)
 
     # The new server has never heard of the session: 404, then initialize again, re-send.
@@ -65,14 +68,19 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     assert :ok = Client.await_ready(client)
 
     CMDC.Tool.Exec.cancel(exec)
-    wait_down(port)
+    eventually(fn -> not listening?(port) end)
     assert {:error, message} = add(client)
     assert message =~ "cannot reach"
     assert Client.info(client).status in [:down, :connecting]
 
     # Held to the end: a program's handle, garbage collected, stops the program.
     {_url, exec} = sdk_server("http-stateless", port)
-    assert :ok = wait_ready(client, 60_000)
+
+    eventually(fn -> Client.info(client).status == :ready end,
+      within: 60_000,
+      message: fn -> inspect(Client.info(client)) end
+    )
+
     assert {:ok, _} = add(client)
     CMDC.Tool.Exec.cancel(exec)
   end
@@ -107,7 +115,7 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       port = MCPServers.free_port()
       {:ok, exec} = CMDC.Tool.Exec.start(python, [@script, "http", mode, "#{port}"])
       on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
-      wait_up(port, 100)
+      eventually(fn -> listening?(port) end)
       "http://127.0.0.1:#{port}/mcp"
     end
 
@@ -134,9 +142,8 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       {result, ms} = timed(fn -> Client.call_tool(client, "call", %{}, timeout: 2_000) end)
       assert {:error, message} = result
       assert message =~ "timed out after 2000 ms"
-      Process.sleep(1_000)
+      {:ok, %{"closed" => closed}} = wait_closed(url)
       growth = div(:erlang.memory(:total) - before, 1_048_576)
-      {:ok, %{"closed" => closed}} = stats(url)
 
       IO.puts(
         "\nendless SSE: failed after #{ms} ms, memory +#{growth} MB, streams closed: #{closed}"
@@ -194,7 +201,7 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
         ms = results |> Enum.map(&elem(&1, 1)) |> Enum.max()
 
         growth = Float.round((watch.peak - before) / 1_048_576, 1)
-        {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
+        {:ok, %{"closed" => closed}} = wait_closed(url)
 
         IO.puts(
           "\n#{unquote(mode)}: #{length(results)} calls, the slowest #{ms} ms, each " <>
@@ -259,7 +266,7 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
       {result, ms} = timed(fn -> Client.call_tool(client, "call", %{}, timeout: 5_000) end)
       assert {:ok, %{"content" => [%{"text" => "answered"}]}} = result
       assert ms < 2_000
-      assert {:ok, %{"closed" => 1}} = wait_closed(url, 5_000)
+      assert {:ok, %{"closed" => 1}} = wait_closed(url)
     end
 
     for {mode, expected} <- [
@@ -275,7 +282,7 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
         assert message =~ "MCP server #{unquote(mode)}"
         assert message =~ unquote(expected)
         assert ms < 3_000
-        assert {:ok, %{"closed" => closed}} = wait_closed(url, 5_000)
+        assert {:ok, %{"closed" => closed}} = wait_closed(url)
         IO.puts("\n#{unquote(mode)}: failed after #{ms} ms, connections closed: #{closed}")
         assert closed >= 1
       end
@@ -315,11 +322,10 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     end
   end
 
-  defp wait_closed(url, ms) do
-    case stats(url) do
-      {:ok, %{"closed" => n}} when n >= 1 or ms <= 0 -> stats(url)
-      _ -> Process.sleep(100) && wait_closed(url, ms - 100)
-    end
+  # The hostile server's `/stats` once it has seen a stream closed.
+  defp wait_closed(url) do
+    eventually(fn -> match?({:ok, %{"closed" => n}} when n >= 1, stats(url)) end)
+    stats(url)
   end
 
   defp stats(url) do
@@ -334,34 +340,10 @@ defmodule CMDC.Tool.MCP.Client.HTTPTest do
     CMDC.Tool.JSON.decode(to_string(body))
   end
 
-  defp wait_ready(client, ms) do
-    cond do
-      Client.info(client).status == :ready -> :ok
-      ms <= 0 -> {:error, Client.info(client)}
-      true -> Process.sleep(100) && wait_ready(client, ms - 100)
-    end
-  end
-
-  defp wait_up(port, tries) do
+  defp listening?(port) do
     case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
-      {:ok, s} ->
-        :gen_tcp.close(s)
-
-      _ when tries > 0 ->
-        Process.sleep(50)
-        wait_up(port, tries - 1)
-    end
-  end
-
-  defp wait_down(port) do
-    case :gen_tcp.connect({127, 0, 0, 1}, port, [], 100) do
-      {:ok, s} ->
-        :gen_tcp.close(s)
-        Process.sleep(50)
-        wait_down(port)
-
-      _ ->
-        :ok
+      {:ok, s} -> :gen_tcp.close(s) == :ok
+      _ -> false
     end
   end
 end

@@ -25,7 +25,7 @@ defmodule CMDC.Tool.MCP.Client.HTTP.PoolTest do
     port = MCPServers.free_port()
     {:ok, exec} = CMDC.Tool.Exec.start(python, [@script, mode, "#{port}", "#{idle}"])
     on_exit(fn -> CMDC.Tool.Exec.cancel(exec) end)
-    true = MCPServers.wait_port(port, 100)
+    true = MCPServers.wait_port(port)
     "http://127.0.0.1:#{port}/mcp"
   end
 
