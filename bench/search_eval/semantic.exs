@@ -224,8 +224,9 @@ defmodule SearchBench.Semantic do
     {small, _} =
       Native.search_bench_build(for {nm, d, p} <- own.tools, do: {nm, d, JSON.encode!(p)})
 
-    put_vectors(small, embedder)
+    # The passages first: once a tool has its vector it is no longer listed as missing one.
     by_passage = Map.new(Native.search_bench_passages(small))
+    put_vectors(small, embedder)
 
     base =
       for {nm, _, _} <- own.tools, into: %{} do
