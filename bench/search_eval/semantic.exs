@@ -176,7 +176,7 @@ defmodule SearchBench.Semantic do
   # ----------------------------------------------------------------------------------------
   # Speed with vectors
 
-  defp speed(sets, embedder) do
+  def speed(sets, embedder) do
     own = hd(sets)
     texts = own.queries |> Enum.map(&elem(&1, 0)) |> Enum.take(100)
 
