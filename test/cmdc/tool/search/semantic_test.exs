@@ -102,11 +102,6 @@ defmodule CMDC.Tool.Search.SemanticTest do
 
     assert hd(names(Registry.search(reg, "show me what's inside settings.yaml"))) ==
              "fs__read_text_file"
-
-    # Filters hold in every mode.
-    assert names(Registry.search(reg, query, mode: :dense, namespace: "fs")) == [
-             "fs__read_text_file"
-           ]
   end
 
   test "vectors are computed once per tool content and read back from disk", context do
