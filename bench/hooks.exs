@@ -4,7 +4,10 @@
 #      settings files' hooks, adds is shown, and the lookup without the settings files);
 #   2. one Elixir hook (before_call + after_call, both answering :ok);
 #   3. one command hook (`PreToolUse`, `true` through sh -c, on the native exec layer);
-#   4. for scale, `sh -c true` alone through CMDC.Tool.Exec (the floor of a command hook).
+#   4. the same command hook behind an `if` rule the call does not match (`Bash(git commit:*)`:
+#      skipped before any process starts), and marked `async` (started in the background: the
+#      call does not wait for it);
+#   5. for scale, `sh -c true` alone through CMDC.Tool.Exec (the floor of a command hook).
 # Run: MIX_ENV=bench mix run bench/hooks.exs [N]   (N calls per case; default 2,000)
 alias CMDC.Tool.{Exec, Hooks, Runner}
 alias CMDC.Tool.Examples.Echo
@@ -47,6 +50,14 @@ elixir = measure.(n, fn -> "hi" = Runner.run([Echo], call, ctx, hooks: elixir_ho
 command =
   measure.(command_n, fn -> "hi" = Runner.run([Echo], call, ctx, hooks: command_hooks).content end)
 
+{:ok, rule} = CMDC.Tool.Hooks.Condition.parse("Bash(git commit:*)")
+unmatched = Enum.map(command_hooks, &%{&1 | condition: rule})
+skipped = measure.(n, fn -> "hi" = Runner.run([Echo], call, ctx, hooks: unmatched).content end)
+background = Enum.map(command_hooks, &%{&1 | async: :async})
+
+async =
+  measure.(command_n, fn -> "hi" = Runner.run([Echo], call, ctx, hooks: background).content end)
+
 sh = measure.(command_n, fn -> {:ok, %{code: 0}} = Exec.run("sh", ["-c", "true"]) end)
 File.rm_rf!(dir)
 
@@ -65,7 +76,10 @@ per call through Runner.run/4 (echo tool; median of 5 rounds; #{n} calls, #{comm
 #{row.("runner, no hooks", alone, nil)}
 #{row.("one Elixir hook (before + after)", elixir, alone)}
 #{row.("one command hook (PreToolUse, `true`)", command, alone)}
+#{row.("the same behind an unmatched `if`", skipped, alone)}
+#{row.("the same, `async` (not waited for)", async, alone)}
 #{row.("reference: sh -c true via Exec alone", sh, nil)}
 targets: no hooks adds under 1 µs (the lookup); an Elixir hook adds under 50 µs (two hook
-processes); a command hook costs about one process start (the reference line), under 2x it.
+processes); a command hook costs about one process start (the reference line), under 2x it;
+one whose `if` does not match costs under 5 µs; an `async` one adds its process spawn only.
 """)

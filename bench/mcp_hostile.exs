@@ -1,4 +1,5 @@
 # Hostile MCP servers (issue 23, issue 28 item 3): what one costs the VM, beside its target.
+# (Hostile clients against our HTTP server, issue 36: bench/mcp_hostile_server.exs.)
 #
 #   * a 10 s stderr flood, a 10 s notification flood and a 10 s flood of 1 MB notifications:
 #     peak VM memory growth, the flooder's client mailbox peak and the worst lateness of a

@@ -15,6 +15,13 @@
 # And against Python's http.server (no TCP_NODELAY, head and body written apart), where the
 # client's TCP_QUICKACK keeps a kept-alive call from waiting ~40 ms on its own delayed ACK.
 #
+# Issue 36 moved the server from inets httpd onto hyper (in the NIF's tokio runtime). Before and
+# after, 100 clients x 30 calls, the same 2-core machine shared with other builds (load 14-23):
+#   before (inets httpd):  2,487 calls/s  p50 4.28 ms  p99 284.8 ms; Python SDK 154 calls/s
+#                          p50 624 ms (2026-11-28 13:30, load average 23.5)
+#   after (hyper):         9,708 calls/s  p50 7.4 ms   p99 23.2 ms;  Python SDK 255 calls/s
+#                          p50 366 ms (2026-11-28 15:03, load average 20.6; VM memory 32.6 -> 34.3 MB)
+#
 # Run: MIX_ENV=bench mix run bench/mcp_http.exs [CLIENTS] [CALLS]
 #      MIX_ENV=bench mix run bench/mcp_http.exs client [CALLS]   (the client figures only)
 alias CMDC.Tool.JSON
@@ -216,7 +223,7 @@ defmodule Reuse do
   end
 end
 
-{:ok, own} = HTTP.start_link(tools: [CMDC.Tool.Examples.Echo], port: 0, max_clients: 200)
+{:ok, own} = HTTP.start_link(tools: [CMDC.Tool.Examples.Echo], port: 0, max_connections: 200)
 
 client_figures = Reuse.run(HTTP.url(own), client_calls)
 HTTP.stop(own)
@@ -232,7 +239,7 @@ mb = fn bytes -> Float.round(bytes / 1_048_576, 1) end
 
 # Ours.
 {:ok, server} =
-  HTTP.start_link(tools: [CMDC.Tool.Examples.Echo], port: 0, max_clients: clients + 50)
+  HTTP.start_link(tools: [CMDC.Tool.Examples.Echo], port: 0, max_connections: clients + 50)
 
 port = HTTP.port(server)
 # Warm-up (code loading, the schema compiled once), not counted.
@@ -286,8 +293,8 @@ end
 
 IO.puts("""
 MCP tools/call over Streamable HTTP, #{clients} concurrent clients x #{calls} calls (echo, loopback):
-  cmdc_tool (inets httpd):       #{fmt.(ours)}
-  bare inets httpd, fixed body:  #{fmt.(ceiling)}  (the transport's ceiling here)
+  cmdc_tool (hyper in the NIF):  #{fmt.(ours)}
+  bare inets httpd, fixed body:  #{fmt.(ceiling)}  (the old transport's ceiling here)
   Python SDK 2.3.0 (uvicorn):    #{fmt.(theirs)}
   ratio:                         #{Float.round(ours.rate / theirs.rate, 1)}x the rate (target >= 5x); our p99 #{Float.round(ours.p99, 2)} ms vs its p50 #{Float.round(theirs.p50, 2)} ms (target <=)
   our VM memory:                 #{mb.(before)} MB before, #{mb.(after_run)} MB after the run

@@ -11,6 +11,7 @@ defmodule CMDC.Tool.Application do
       %{id: :cmdc_tool_cluster_pg, start: {:pg, :start_link, [:cmdc_tool_cluster]}},
       CMDC.Tool.Approvals,
       CMDC.Tool.Hooks.Store,
+      CMDC.Tool.Hooks.Background,
       CMDC.Tool.Pending,
       CMDC.Tool.Providers.Warnings
     ]

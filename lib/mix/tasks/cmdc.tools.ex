@@ -12,6 +12,7 @@ defmodule Mix.Tasks.Cmdc.Tools do
       mix cmdc.tools untrust [PATH]
       mix cmdc.tools trusted
       mix cmdc.tools hooks [--trust]
+      mix cmdc.tools plugins [--trust]
 
   `mix cmdc.tools SUBCOMMAND --help` prints one subcommand's usage.
 
@@ -65,7 +66,8 @@ defmodule Mix.Tasks.Cmdc.Tools do
 
     * `0` - done.
     * `1` - `call`: the tool's result is an error; `validate`: the arguments are invalid;
-      `trust`/`untrust`: the trust list could not be changed.
+      `trust`/`untrust`: the trust list could not be changed; `plugins`: a Claude Code plugin
+      is refused (broken, or enabled but not installed).
     * `2` - usage error: unknown subcommand (with "did you mean"), unknown option, missing
       arguments.
     * `3` - unknown tool (`validate`, `call`): the message names close names, the module of
@@ -79,7 +81,9 @@ defmodule Mix.Tasks.Cmdc.Tools do
   `call` applies the command hooks of the settings files (`.claude/settings.json`, ...; see
   `CMDC.Tool.Hooks.Config`; a project's only when trusted, e.g. with `--trust`) and prints their
   notes on stderr. `hooks` lists those hooks: event, matcher, command, time-out, file, and
-  whether each is active.
+  whether each is active. The hooks of enabled Claude Code plugins join them; `plugins` lists
+  the plugins installed (`~/.claude/plugins`), enabled or not, and what each brings
+  (`docs/PLUGINS.md`).
   """
   use Mix.Task
 

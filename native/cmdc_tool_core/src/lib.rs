@@ -9,6 +9,7 @@ pub mod error;
 pub mod etf;
 pub mod exec;
 pub mod fs;
+pub mod http;
 pub mod matcher;
 pub mod names;
 pub mod pattern;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cmdc_tool_core::discovery::{
-    self, Config, Meta, Note, NoteKind, Scan, Source, ToolFile, ToolKind, Trust,
+    self, ClaudePlugin, Config, Meta, Note, NoteKind, Part, Scan, Source, ToolFile, ToolKind, Trust,
 };
 use rustler::{Encoder, Env, NifMap, Term};
 
@@ -226,4 +226,54 @@ fn discovery_scan<'a>(env: Env<'a>, opts: Term<'a>, previous: Option<u64>) -> Re
     } else {
         (scan_term(env, &scan), digest).encode(env)
     })
+}
+
+/// A path as JSON text: lossy, so a non-UTF-8 name never fails the conversion.
+fn path_json(path: &Path) -> serde_json::Value {
+    serde_json::Value::String(path.to_string_lossy().into_owned())
+}
+
+/// One Claude Code plugin as JSON (string keys; the Elixir side makes the struct).
+fn claude_plugin_json(p: &ClaudePlugin) -> serde_json::Value {
+    let parts = |parts: &[Part]| {
+        parts
+            .iter()
+            .map(|part| serde_json::json!({"path": path_json(&part.path), "json": part.json}))
+            .collect::<Vec<_>>()
+    };
+    serde_json::json!({
+        "id": p.id,
+        "name": p.name,
+        "marketplace": p.marketplace,
+        "version": p.version,
+        "scope": p.scope,
+        "root": path_json(&p.root),
+        "status": p.status.as_str(),
+        "decided_by": p.decided_by.as_deref().map(path_json),
+        "description": p.description,
+        "hooks": parts(&p.hooks),
+        "mcp": parts(&p.mcp),
+        "tools": p.tools,
+        "problems": p.problems,
+    })
+}
+
+/// Claude Code's installed plugins (`~/.claude/plugins/installed_plugins.json`, enabled by
+/// `enabledPlugins`): `{:ok, %{"plugins" => [...], "problems" => [{path, reason}], "settings"
+/// => [path]}}` with string keys (see `cmdc_tool_core::discovery::claude_plugins`). Takes the
+/// options of `discovery_scan`. Runs on a dirty I/O scheduler: it reads files.
+#[rustler::nif(schedule = "DirtyIo")]
+fn discovery_claude_plugins<'a>(env: Env<'a>, opts: Term<'a>) -> Result<Term<'a>> {
+    let config = Config::from(options::decode::<ScanOpts>(opts)?);
+    let found = discovery::claude_plugins(&config);
+    let value = serde_json::json!({
+        "plugins": found.plugins.iter().map(claude_plugin_json).collect::<Vec<_>>(),
+        "problems": found
+            .problems
+            .iter()
+            .map(|(path, reason)| serde_json::json!({"path": path_json(path), "reason": reason}))
+            .collect::<Vec<_>>(),
+        "settings": found.settings.iter().map(|p| path_json(p)).collect::<Vec<_>>(),
+    });
+    Ok(from_value(env, &value))
 }

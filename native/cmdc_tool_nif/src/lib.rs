@@ -12,6 +12,7 @@ pub mod embed;
 pub mod encode;
 pub mod error;
 pub mod exec;
+pub mod http_server;
 pub mod json;
 pub mod layout;
 pub mod matcher;

@@ -90,8 +90,18 @@ defmodule CMDC.Tool.CLI.Commands do
       switches: [trust: :boolean],
       run: :hooks,
       summary:
-        "lists the command hooks of the settings files: event, matcher, command, time-out, " <>
-          "file, and whether each is active (a project's only when trusted)"
+        "lists the command hooks of the settings files and enabled Claude Code plugins: " <>
+          "event, matcher, command, time-out, file, and whether each is active " <>
+          "(a project's only when trusted)"
+    },
+    %{
+      name: "plugins",
+      args: "",
+      switches: [trust: :boolean],
+      run: :plugins,
+      summary:
+        "lists the Claude Code plugins installed (~/.claude/plugins): enabled or not and by " <>
+          "which settings file, where from, and the hooks, MCP servers and tools each brings"
     }
   ]
 
@@ -381,6 +391,19 @@ defmodule CMDC.Tool.CLI.Commands do
     config = CMDC.Tool.Hooks.load(hooks_opts(opts))
     IO.puts(CMDC.Tool.Hooks.Listing.render(config, opts[:cwd] || File.cwd!()))
     @ok
+  end
+
+  ## plugins
+
+  @doc false
+  def plugins(_args, opts) do
+    report = CMDC.Tool.Discovery.ClaudePlugins.load(hooks_opts(opts))
+    IO.puts(CMDC.Tool.CLI.Plugins.render(report, opts[:home] || System.user_home()))
+
+    if Enum.any?(report.plugins, &(&1.status in [:broken, :not_installed])) or
+         report.problems != [],
+       do: @failed,
+       else: @ok
   end
 
   # `:cwd` and `:home` let tests point at a project and a home of their own.

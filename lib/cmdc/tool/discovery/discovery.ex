@@ -20,7 +20,10 @@ defmodule CMDC.Tool.Discovery do
        (tool paths relative to the plugin folder, `["tools"]` when omitted; a path leaving the
        folder is refused, and so is a file or folder under it that resolves outside the plugin
        through a symlink: an `:outside_plugin` entry in `:errors`; `"disabled": true` skips the
-       plugin).
+       plugin); and the enabled Claude Code plugins' tool files (`tools/`, or the paths of a
+       `cmdc-plugin.json` at the plugin's root; provider `claude-plugin:<name@marketplace>`;
+       `CMDC.Tool.Discovery.ClaudePlugins`: a plugin pointing outside its folder, naming a
+       missing file or looping is an error entry and brings nothing).
 
   Each source can be switched off with `sources: [...]`. Within a source, folders come in the
   order above, files in path order (folders are walked recursively, hidden entries skipped).
@@ -152,7 +155,8 @@ defmodule CMDC.Tool.Discovery do
   `%{name, module, source, provider, path, real_path, kind, settings, plugin, metadata}`
   (`:original_name` when renamed). An entry: `%{type, source, provider, path, reason}`, plus
   `:name` and `:winner` for conflicts. `source` is `:explicit | :project | :user | :plugin`;
-  `provider` is `"explicit"`, `"cmdc"`, `"claude"`, `"codex"` or `"plugin:<name>"`.
+  `provider` is `"explicit"`, `"cmdc"`, `"claude"`, `"codex"`, `"plugin:<name>"` or
+  `"claude-plugin:<name@marketplace>"`.
 
       iex> dir = Path.join(System.tmp_dir!(), "cmdc_doc_#{System.unique_integer([:positive])}")
       iex> File.mkdir_p!(Path.join(dir, "notes"))
@@ -576,6 +580,17 @@ defmodule CMDC.Tool.Discovery do
   defp file_modules(_), do: []
 
   defp scan!(opts, previous) do
+    case Native.discovery_scan(native_opts(opts), previous) do
+      {:ok, {:unchanged, _digest}} -> :unchanged
+      {:ok, {scan, digest}} -> {scan, digest}
+      {:error, message} -> raise ArgumentError, message
+    end
+  end
+
+  @doc false
+  # The scan's options as the native side takes them (also read by
+  # `CMDC.Tool.Discovery.ClaudePlugins`, which reads the same folders).
+  def native_opts(opts) do
     cwd = Path.expand(Keyword.get_lazy(opts, :cwd, &File.cwd!/0))
     sources = Keyword.get(opts, :sources, @sources)
     # A relative or empty home or CMDC_HOME is passed on as given: the scan reports it
@@ -598,7 +613,7 @@ defmodule CMDC.Tool.Discovery do
             "unknown discovery sources #{inspect(unknown)}; the sources are #{inspect(@sources)}"
     end
 
-    native = %{
+    %{
       cwd: cwd,
       home: home,
       cmdc_home: cmdc_home,
@@ -610,12 +625,6 @@ defmodule CMDC.Tool.Discovery do
       trust: Keyword.get(opts, :trust_project),
       trusted: Enum.map(Keyword.get(opts, :trusted, []), &to_string/1)
     }
-
-    case Native.discovery_scan(native, previous) do
-      {:ok, {:unchanged, _digest}} -> :unchanged
-      {:ok, {scan, digest}} -> {scan, digest}
-      {:error, message} -> raise ArgumentError, message
-    end
   end
 
   # -------------------------------------------------------------------------------------------

@@ -7,21 +7,26 @@ defmodule CMDC.Tool.Hooks.Command do
   stdin (`session_id`, `transcript_path`, `cwd`, `permission_mode`, `hook_event_name`,
   `tool_name`, `tool_input`, `tool_use_id`; `tool_response` after a call; `error` and
   `is_interrupt` after a failed call; `source` / `reason` for session events; `pending_action`
-  (`id`, `label`, `details`, `tool`) for a `resolve` call). Past its `timeout` it is killed with
-  its whole process group; whether it ends or is killed, every process it started and left
-  running is killed too, even a daemon that left its group (`setsid daemon &`: the exec layer's
-  `:kill_strays`).
+  (`id`, `label`, `details`, `tool`) for a `resolve` call; the caller's fields for the agent
+  events of `CMDC.Tool.Hooks.event/3`), and the hook's own environment (`CLAUDE_PLUGIN_ROOT`
+  for a plugin's, `HOME` when the settings came from a given home). Past its `timeout` it is
+  killed with its whole process group; whether it ends or is killed, every process it started
+  and left running is killed too, even a daemon that left its group (`setsid daemon &`: the
+  exec layer's `:kill_strays`).
 
     * exit 0: stdout, when not empty, must be a JSON object: `continue` (`false` stops the turn,
       with `stopReason`), `systemMessage` (for the user), `suppressOutput`, `decision` +
       `reason`, and `hookSpecificOutput` with `permissionDecision` (`allow`/`deny`/`ask`/`defer`),
       `permissionDecisionReason`, `updatedInput`, `additionalContext`, `updatedToolOutput`,
-      `updatedMCPToolOutput`. Other text is a failure of the hook. More than 1 MB is a failure
-      too, except that a JSON object at its start holding a decision (`permissionDecision`,
-      `decision`) denies the call (blocks the result after it), whatever that decision was: an
-      answer cut short never allows. The same holds for a JSON answer followed by other text.
-    * exit 2: blocks; stderr is the reason the model reads (before a call: denied; after: the
-      result is replaced; after a failure: added as context).
+      `updatedMCPToolOutput`. Other text is a failure of the hook (context for `SessionStart`
+      and `UserPromptSubmit`). More than 1 MB is a failure too, except that a JSON object at its
+      start holding a decision (`permissionDecision`, `decision`) denies the call (blocks the
+      result after it), whatever that decision was: an answer cut short never allows. The same
+      holds for a JSON answer followed by other text. A first line `{"async": true, …}` sends
+      the hook to the background (see `run/4`).
+    * exit 2: what it means is the event's (`CMDC.Tool.Hooks.Events.on_exit_2/1`): before a
+      call denied (stderr is the reason the model reads); after: the result is replaced; after
+      a failure: added as context; a prompt refused; a stop refused; a message for the user.
     * any other status, a signal or the time-out: a failure of the hook.
 
   A failure is a non-blocking error by default (Claude Code's rule: logged, in the result's
@@ -29,43 +34,61 @@ defmodule CMDC.Tool.Hooks.Command do
   (`CMDC.Tool.Hooks.Failure`).
   """
 
-  alias CMDC.Tool.Hooks.{Failure, Verdict}
+  alias CMDC.Tool.Hooks.{Background, Events, Failure, Verdict}
   alias CMDC.Tool.JSON
 
   @max_output 1_000_000
-  @names %{
-    pre_tool_use: "PreToolUse",
-    post_tool_use: "PostToolUse",
-    post_tool_use_failure: "PostToolUseFailure",
-    session_start: "SessionStart",
-    session_end: "SessionEnd"
-  }
 
-  @doc "The event's name in settings files (`:pre_tool_use` → `\"PreToolUse\"`)."
-  @spec event_name(atom()) :: String.t()
-  def event_name(event), do: Map.fetch!(@names, event)
-
-  @doc "The events by their settings-file name."
-  @spec events() :: %{String.t() => atom()}
-  def events, do: Map.new(@names, fn {k, v} -> {v, k} end)
-
-  @doc "Runs the hook for `event` (see `CMDC.Tool.Hooks.Dispatch` for `input`)."
-  @spec run(CMDC.Tool.Hooks.Hook.t(), atom(), map()) :: Verdict.t()
-  def run(hook, event, input) do
+  @doc """
+  Runs the hook for `event` (see `CMDC.Tool.Hooks.Dispatch` for `input`). `detach`, when given,
+  is called (once, in this process) if the hook says on its first stdout line that it goes on
+  in the background (`{"async": true}`, as Claude Code's hooks may): the caller takes that as
+  the hook's (empty) answer, and what the hook says when it ends becomes a background report
+  (`CMDC.Tool.Hooks.Background`); `run/4` then returns `:detached`.
+  """
+  @spec run(CMDC.Tool.Hooks.Hook.t(), atom(), map(), (() -> any()) | nil) ::
+          Verdict.t() | :detached
+  def run(hook, event, input, detach \\ nil) do
     opts = [
       stdin: JSON.encode!(stdin(hook, event, input)),
       cwd: hook.dir,
-      env: %{"CLAUDE_PROJECT_DIR" => hook.dir, "CMDC_PROJECT_DIR" => hook.dir},
+      env:
+        Map.merge(hook.env, %{"CLAUDE_PROJECT_DIR" => hook.dir, "CMDC_PROJECT_DIR" => hook.dir}),
       timeout: hook.timeout_ms,
       kill_after: 1_000,
       max_output: @max_output,
-      kill_strays: true
+      kill_strays: true,
+      on_line: &first_line(&1, detach)
     ]
 
-    case CMDC.Tool.Exec.run("sh", ["-c", hook.command], opts) do
-      {:ok, result} -> read(hook, event, result)
-      {:error, message} -> Failure.verdict(hook, event, "could not start: #{message}")
+    verdict =
+      case CMDC.Tool.Exec.run("sh", ["-c", hook.command], opts) do
+        {:ok, result} -> read(hook, event, result)
+        {:error, message} -> Failure.verdict(hook, event, "could not start: #{message}")
+      end
+
+    Process.delete({__MODULE__, :lines})
+
+    if Process.delete({__MODULE__, :detached}) do
+      Background.finish(input, Background.report(hook, event, verdict))
+      :detached
+    else
+      verdict
     end
+  end
+
+  # The first stdout line may say the hook goes on in the background.
+  defp first_line(line, detach) do
+    if detach && Process.get({__MODULE__, :lines}, 0) == 0 && async_line?(line) do
+      Process.put({__MODULE__, :detached}, true)
+      detach.()
+    end
+
+    Process.put({__MODULE__, :lines}, Process.get({__MODULE__, :lines}, 0) + 1)
+  end
+
+  defp async_line?(line) do
+    match?({:ok, %{"async" => true}}, JSON.decode(String.trim(line)))
   end
 
   defp stdin(hook, event, input) do
@@ -76,13 +99,15 @@ defmodule CMDC.Tool.Hooks.Command do
       "transcript_path" => nil,
       "cwd" => ctx.working_dir || hook.dir,
       "permission_mode" => "default",
-      "hook_event_name" => event_name(event)
+      "hook_event_name" => Events.name(event)
     }
     |> Map.merge(event_fields(event, input))
   end
 
   defp event_fields(:session_start, input), do: %{"source" => input.session_event}
   defp event_fields(:session_end, input), do: %{"reason" => input.session_event}
+  # Agent events (`CMDC.Tool.Hooks.event/3`): the caller's fields, as given.
+  defp event_fields(_event, %{fields: fields}), do: fields
 
   defp event_fields(event, %{call: call} = input) do
     tool = %{
@@ -146,7 +171,7 @@ defmodule CMDC.Tool.Hooks.Command do
   end
 
   defp read(hook, event, %{code: 0, stdout: out}) do
-    case String.trim(out) do
+    case out |> without_async_line() |> String.trim() do
       "" -> %Verdict{hook: hook.label}
       text -> answer(hook, event, text)
     end
@@ -211,14 +236,31 @@ defmodule CMDC.Tool.Hooks.Command do
 
   defp scan(_text, _at, _depth, _in_string), do: :error
 
-  defp blocking(hook, :pre_tool_use, why),
-    do: %Verdict{hook: hook.label, decision: :deny, reason: why}
+  # A hook that said `{"async": true}` first answers with the first JSON line after it.
+  defp without_async_line(out) do
+    case String.split(out, "\n", parts: 2) do
+      [first, rest] ->
+        if async_line?(first),
+          do: rest |> String.split("\n") |> Enum.find("", &json_object?/1),
+          else: out
 
-  defp blocking(hook, :post_tool_use, why), do: %Verdict{hook: hook.label, block: why}
-  defp blocking(hook, :post_tool_use_failure, why), do: %Verdict{hook: hook.label, context: why}
+      _ ->
+        out
+    end
+  end
 
-  defp blocking(hook, event, why),
-    do: Failure.verdict(hook, event, "exited with status 2: #{why}")
+  defp json_object?(line), do: match?({:ok, %{}}, JSON.decode(String.trim(line)))
+
+  # What exit status 2 means is the event's (`CMDC.Tool.Hooks.Events`).
+  defp blocking(hook, event, why) do
+    case Events.on_exit_2(event) do
+      :deny -> %Verdict{hook: hook.label, decision: :deny, reason: why}
+      :block -> %Verdict{hook: hook.label, block: why}
+      :context -> %Verdict{hook: hook.label, context: why}
+      :message -> %Verdict{hook: hook.label, message: why}
+      :error -> Failure.verdict(hook, event, "exited with status 2: #{why}")
+    end
+  end
 
   defp reason(stderr) do
     case stderr |> CMDC.Tool.Result.fit_text(10_000) |> String.trim() do
@@ -233,16 +275,20 @@ defmodule CMDC.Tool.Hooks.Command do
         fields(hook, event, json)
 
       _ ->
-        case leading_decision(event, text) do
-          nil ->
+        # Some events take plain text as context (`SessionStart`, `UserPromptSubmit`).
+        cond do
+          Events.plain_stdout(event) == :context ->
+            %Verdict{hook: hook.label, context: CMDC.Tool.Result.fit_text(text, 100_000)}
+
+          said = leading_decision(event, text) ->
+            oversize_decision(hook, event, said, "printed more text after its JSON answer")
+
+          true ->
             Failure.verdict(
               hook,
               event,
               "printed text that is not a JSON object (ignored): " <> String.slice(text, 0, 200)
             )
-
-          said ->
-            oversize_decision(hook, event, said, "printed more text after its JSON answer")
         end
     end
   end
@@ -295,6 +341,15 @@ defmodule CMDC.Tool.Hooks.Command do
     |> take(s, "additionalContext", &is_binary/1, &%{&1 | context: &2})
     |> take(s, "updatedToolOutput", &(is_binary(&1) or is_map(&1)), &%{&1 | rewrite: output(&2)})
     |> take(s, "updatedMCPToolOutput", &mcp_output?/1, &%{&1 | rewrite: output(&2)})
+  end
+
+  # Agent events whose `decision: "block"` refuses the prompt or keeps the agent going.
+  defp specific(acc, event, json, s) when event in [:user_prompt_submit, :stop, :subagent_stop] do
+    acc
+    |> take(json, "decision", &(&1 in ["block", "approve"]), fn v, d ->
+      if d == "block", do: %{v | block: str(json["reason"]) || "blocked by a hook"}, else: v
+    end)
+    |> take(s, "additionalContext", &is_binary/1, &%{&1 | context: &2})
   end
 
   defp specific(acc, _event, _json, s),

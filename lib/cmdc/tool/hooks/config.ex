@@ -13,12 +13,20 @@ defmodule CMDC.Tool.Hooks.Config do
   project is trusted (the gate of `CMDC.Tool.Discovery.project_trusted?/1`); otherwise they are
   listed as inactive.
 
-  Events: `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `SessionStart`, `SessionEnd`.
-  `timeout` is in seconds (default 60). Hooks run with the project directory (`:cwd`) as
-  working directory. A hook may carry cmdc_tool's own settings under a `"cmdc"` key, which
-  Claude Code ignores: `"cmdc": {"failClosed": true}` makes the hook's failures (time-out, kill,
-  bad exit, invalid JSON, oversize output, a matcher that cannot be run) deny the call rather
-  than let it go on (`CMDC.Tool.Hooks.Failure`).
+  Then the hooks of the enabled Claude Code plugins (`CMDC.Tool.Discovery.ClaudePlugins`), each
+  labelled with its plugin, `${CLAUDE_PLUGIN_ROOT}` in its command replaced by the plugin's
+  folder and `CLAUDE_PLUGIN_ROOT` set when it runs (`plugins: false` leaves them out).
+
+  Events: those of `CMDC.Tool.Hooks.Events` (`SessionStart`, `UserPromptSubmit`, `PreToolUse`,
+  `PostToolUse`, `PostToolUseFailure`, `Notification`, `PreCompact`, `Stop`, `SubagentStop`,
+  `SessionEnd`). A hook entry: `type` (`"command"`), `command`, `timeout` in seconds (default
+  60), `if` (a permission rule, `CMDC.Tool.Hooks.Condition`), `async` / `asyncRewake` (run in
+  the background, `CMDC.Tool.Hooks.Background`) with `rewakeMessage` and `rewakeSummary`,
+  `statusMessage`, `once`, `shell` (`"bash"`). Hooks run with the project directory (`:cwd`)
+  as working directory. A hook may carry cmdc_tool's own settings under a `"cmdc"` key, which
+  Claude Code ignores: `"cmdc": {"failClosed": true}` makes the hook's failures (time-out,
+  kill, bad exit, invalid JSON, oversize output, a matcher that cannot be run) deny the call
+  rather than let it go on (`CMDC.Tool.Hooks.Failure`).
 
       {"type": "command", "command": "./guard.sh", "cmdc": {"failClosed": true}}
 
@@ -34,34 +42,39 @@ defmodule CMDC.Tool.Hooks.Config do
   ## Errors
 
   `load/1` never fails: a file that is not valid JSON, an unknown event, a matcher that cannot
-  be run, a hook without a command or of another `type`, a bad `timeout` or `cmdc` key —
-  each is an entry `%{path, hook, reason}` in `errors`, and every other hook of every file still
-  loads.
+  be run, a hook without a command or of another `type`, a bad `timeout`, `if` or `cmdc` key, a
+  broken plugin — each is an entry `%{path, hook, reason}` in `errors`, and every other hook of
+  every file still loads. An unknown key of a hook or a group is reported the same way, and the
+  hook loads without it.
   """
 
+  alias CMDC.Tool.Discovery.ClaudePlugins
   alias CMDC.Tool.Home
-  alias CMDC.Tool.Hooks.{Command, Hook, Matcher}
+  alias CMDC.Tool.Hooks.{Condition, Events, Hook, Matcher}
 
   defstruct hooks: [], files: [], errors: []
 
   @type t :: %__MODULE__{
           hooks: [Hook.t()],
-          files: [%{path: String.t(), source: :user | :project, active: boolean()}],
+          files: [
+            %{path: String.t(), source: :user | :project | :plugin, active: boolean()}
+          ],
           errors: [%{path: String.t(), hook: String.t() | nil, reason: String.t()}]
         }
 
   @default_timeout_s 60
   @strict "; the hook fails closed until this is fixed"
-  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :paths, :fail_closed]
-
   @doc """
   Reads the settings files. Options: `:cwd` (the project, default the current directory),
-  `:home`, `:cmdc_home`, `:trust_project`, `:trusted` (as for `CMDC.Tool.Discovery`), `:paths`
-  (more settings files, treated as the user's), `:fail_closed` (`true`: every hook read fails
-  closed, as with `"cmdc": {"failClosed": true}`; for a server that must never run a tool a
-  guard could not judge; default the app's `config :cmdc_tool, hooks_fail_closed: true`, which
-  so reaches `mix cmdc.tools call` and `cmdc-mcp` too).
+  `:home` (given, the hooks also run with it as `HOME`), `:cmdc_home`, `:trust_project`,
+  `:trusted` (as for `CMDC.Tool.Discovery`), `:paths` (more settings files, treated as the
+  user's), `:plugins` (`false`: no Claude Code plugins' hooks; default `true`), `:fail_closed`
+  (`true`: every hook read fails closed, as with `"cmdc": {"failClosed": true}`; for a server
+  that must never run a tool a guard could not judge; default the app's `config :cmdc_tool,
+  hooks_fail_closed: true`, which so reaches `mix cmdc.tools call` and `cmdc-mcp` too).
   """
+  @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :paths, :plugins, :fail_closed]
+
   @spec load(keyword()) :: t()
   def load(opts \\ []) do
     CMDC.Tool.Options.check!(opts, @options, "CMDC.Tool.Hooks.Config.load/1")
@@ -76,18 +89,80 @@ defmodule CMDC.Tool.Hooks.Config do
     project? = Enum.any?(files, &(elem(&1, 0) == :project))
     trusted? = project? and trusted?(cwd, opts)
     home_errors = for e <- Home.errors(opts), do: problem("(user folders)", nil, e.reason)
+    env = home_env(opts)
 
-    Enum.reduce(files, %__MODULE__{errors: home_errors}, fn {source, path}, acc ->
-      active = source == :user or trusted?
-      {hooks, errors} = read(path, cwd, active)
-      hooks = if fail_closed?(opts), do: close(hooks), else: hooks
+    config =
+      Enum.reduce(files, %__MODULE__{errors: home_errors}, fn {source, path}, acc ->
+        active = source == :user or trusted?
 
-      %{
-        acc
-        | hooks: acc.hooks ++ hooks,
-          files: acc.files ++ [%{path: path, source: source, active: active}],
-          errors: acc.errors ++ errors
-      }
+        {hooks, errors} =
+          read(path, %Hook{kind: :command, dir: cwd, source: path, active: active, env: env})
+
+        %{
+          acc
+          | hooks: acc.hooks ++ hooks,
+            files: acc.files ++ [%{path: path, source: source, active: active}],
+            errors: acc.errors ++ errors
+        }
+      end)
+
+    config =
+      if Keyword.get(opts, :plugins, true) and match?({:ok, _}, Home.user_home(opts)),
+        do: plugins(config, cwd, opts, env),
+        else: config
+
+    if fail_closed?(opts), do: %{config | hooks: close(config.hooks)}, else: config
+  end
+
+  # A plugin's folder, or (not installed) the settings file that enabled it.
+  defp where(%{root: root}) when root not in [nil, ""], do: root
+  defp where(%{decided_by: file, id: id}), do: file || id
+
+  # Hooks read from a home given by the caller run with that `HOME` (the home their files, and
+  # the state a plugin keeps under `~/.claude`, belong to); otherwise they inherit the VM's.
+  defp home_env(opts) do
+    with true <- Keyword.has_key?(opts, :home),
+         {:ok, home} <- Home.user_home(opts) do
+      %{"HOME" => home}
+    else
+      _ -> %{}
+    end
+  end
+
+  # The enabled Claude Code plugins' hooks, after the settings files'; a broken plugin (and a
+  # bad installed list) is a problem, and brings nothing.
+  defp plugins(config, cwd, opts, env) do
+    report =
+      ClaudePlugins.load(Keyword.take(opts, [:cwd, :home, :cmdc_home, :trust_project, :trusted]))
+
+    problems =
+      for(p <- report.problems, do: problem(p.path, nil, p.reason)) ++
+        for %{status: status} = p <- report.plugins,
+            status in [:broken, :not_installed],
+            do: problem(where(p), "plugin #{p.id}", Enum.join(p.problems, "; "))
+
+    Enum.reduce(ClaudePlugins.enabled(report), %{config | errors: config.errors ++ problems}, fn
+      plugin, acc ->
+        Enum.reduce(plugin.hooks, acc, fn %{path: path, json: json}, acc ->
+          base = %Hook{
+            kind: :command,
+            dir: cwd,
+            source: path,
+            active: true,
+            plugin: plugin.id,
+            env: Map.put(env, "CLAUDE_PLUGIN_ROOT", plugin.root)
+          }
+
+          {hooks, errors} = hooks_of(json, path, base)
+
+          %{
+            acc
+            | hooks: acc.hooks ++ hooks,
+              files:
+                acc.files ++ [%{path: path, source: :plugin, plugin: plugin.id, active: true}],
+              errors: acc.errors ++ errors
+          }
+        end)
     end)
   end
 
@@ -153,10 +228,10 @@ defmodule CMDC.Tool.Hooks.Config do
     )
   end
 
-  defp read(path, cwd, active) do
+  defp read(path, base) do
     with {:ok, text} <- File.read(path),
          {:ok, json} <- CMDC.Tool.JSON.decode(text) do
-      hooks_of(json, path, cwd, active)
+      hooks_of(json, path, base)
     else
       {:error, reason} when is_binary(reason) ->
         {[], [problem(path, nil, "not valid JSON: #{reason}")]}
@@ -166,16 +241,16 @@ defmodule CMDC.Tool.Hooks.Config do
     end
   end
 
-  defp hooks_of(%{"hooks" => events}, path, cwd, active) when is_map(events) do
+  defp hooks_of(%{"hooks" => events}, path, base) when is_map(events) do
     events
-    |> Enum.sort_by(fn {name, _} -> order(name) end)
+    |> Enum.sort_by(fn {name, _} -> Events.order(name) end)
     |> Enum.reduce({[], []}, fn {name, groups}, {hooks, errors} ->
-      {h, e} = event(name, groups, path, cwd, active)
+      {h, e} = event(name, groups, path, base)
       {hooks ++ h, errors ++ e}
     end)
   end
 
-  defp hooks_of(%{"hooks" => other}, path, _cwd, _active),
+  defp hooks_of(%{"hooks" => other}, path, _base),
     do:
       {[],
        [
@@ -186,36 +261,40 @@ defmodule CMDC.Tool.Hooks.Config do
          )
        ]}
 
-  defp hooks_of(%{}, _path, _cwd, _active), do: {[], []}
+  defp hooks_of(%{}, _path, _base), do: {[], []}
 
-  defp hooks_of(_, path, _cwd, _active),
+  defp hooks_of(_, path, _base),
     do: {[], [problem(path, nil, "the settings must be a JSON object")]}
 
-  @order ~w(SessionStart PreToolUse PostToolUse PostToolUseFailure SessionEnd)
-  defp order(name), do: Enum.find_index(@order, &(&1 == name)) || length(@order)
+  defp event(name, groups, path, base) do
+    case {Events.fetch(name), groups} do
+      {{:not_run, _}, _} ->
+        {[],
+         [
+           problem(
+             path,
+             name,
+             "#{name} is a Claude Code event cmdc_tool does not run " <>
+               "(it runs #{Enum.join(Events.names(), ", ")}); its hooks are ignored"
+           )
+         ]}
 
-  defp event(name, groups, path, cwd, active) do
-    case {Map.fetch(Command.events(), name), groups} do
       {:error, _} ->
-        known = Command.events() |> Map.keys() |> Enum.sort()
-
-        hint =
-          case CMDC.Tool.Options.suggest(name, known) do
-            [best | _] -> " (did you mean #{inspect(best)}?)"
-            [] -> ""
-          end
-
-        why =
-          "unknown event #{inspect(name)}#{hint}: cmdc_tool runs #{Enum.join(known, ", ")}; " <>
-            "its hooks are ignored"
-
-        {[], [problem(path, name, why)]}
+        {[],
+         [
+           problem(
+             path,
+             name,
+             "unknown event #{inspect(name)}#{did_you_mean(name, Events.names())}: " <>
+               "cmdc_tool runs #{Enum.join(Events.names(), ", ")}; its hooks are ignored"
+           )
+         ]}
 
       {{:ok, event}, groups} when is_list(groups) ->
         groups
         |> Enum.with_index()
         |> Enum.reduce({[], []}, fn {group, g}, {hooks, errors} ->
-          {h, e} = group(group, {name, event, g}, path, cwd, active)
+          {h, e} = group(group, {name, event, g}, path, base)
           {hooks ++ h, errors ++ e}
         end)
 
@@ -224,9 +303,12 @@ defmodule CMDC.Tool.Hooks.Config do
     end
   end
 
-  defp group(%{"hooks" => list} = group, {name, event, g}, path, cwd, active)
+  @group_keys ["matcher", "hooks"]
+
+  defp group(%{"hooks" => list} = group, {name, event, g}, path, base)
        when is_list(list) do
     where = "#{name}[#{g}]"
+    unknown = unknown_keys(group, @group_keys, path, where)
 
     {matcher, matcher_errors} =
       case Matcher.parse_kept(group["matcher"]) do
@@ -239,39 +321,59 @@ defmodule CMDC.Tool.Hooks.Config do
 
     list
     |> Enum.with_index()
-    |> Enum.reduce({[], matcher_errors}, fn {spec, i}, {hooks, errors} ->
-      base = %Hook{
-        kind: :command,
-        events: [event],
-        matcher: matcher,
-        dir: cwd,
-        source: path,
-        event_name: name,
-        active: active
-      }
+    |> Enum.reduce({[], unknown ++ matcher_errors}, fn {spec, i}, {hooks, errors} ->
+      base = %{base | events: [event], matcher: matcher, event_name: name}
 
       case command(spec, base, "#{where}.hooks[#{i}]") do
-        {:ok, hook} -> {hooks ++ [hook], errors}
-        {:ok, hook, at, why} -> {hooks ++ [hook], errors ++ [problem(path, at, why)]}
+        {:ok, hook, notes} -> {hooks ++ [hook], errors ++ notes}
         {:error, hook_name, why} -> {hooks, errors ++ [problem(path, hook_name, why)]}
       end
     end)
   end
 
-  defp group(_group, {name, _event, g}, path, _cwd, _active),
+  defp group(_group, {name, _event, g}, path, _base),
     do: {[], [problem(path, "#{name}[#{g}]", "a matcher group needs a \"hooks\" list")]}
+
+  # The keys of a hook entry Claude Code defines today; `statusMessage` and `once` are read
+  # and have no effect here (no spinner; a hook runs every time).
+  @hook_keys ~w(type command timeout if async asyncRewake rewakeMessage rewakeSummary
+                statusMessage once shell cmdc)
 
   defp command(%{"type" => "command", "command" => cmd} = spec, base, where)
        when is_binary(cmd) and cmd != "" do
-    with {:ok, t} <- timeout(Map.get(spec, "timeout", @default_timeout_s), where) do
-      label = "#{base.source} #{where} (#{Matcher.source(base.matcher)}: #{short(cmd)})"
-      hook = %{base | command: cmd, timeout_ms: round(t * 1000), label: label}
+    with {:ok, timeout_ms} <- timeout(spec, where),
+         {:ok, condition} <- wrap(Condition.parse(spec["if"]), where),
+         {:ok, async} <- async(spec, where),
+         {:ok, rewake} <- rewake(spec, where),
+         :ok <- shell(spec, where) do
+      cmd = expand_root(cmd, base.env)
+      plugin = if base.plugin, do: "plugin #{base.plugin} ", else: ""
+      rule = if condition, do: " if #{condition.source}", else: ""
+
+      label =
+        "#{plugin}#{base.source} #{where} (#{Matcher.source(base.matcher)}#{rule}: #{short(cmd)})"
+
+      hook = %{
+        base
+        | command: cmd,
+          timeout_ms: timeout_ms,
+          label: label,
+          condition: condition,
+          async: async,
+          rewake: rewake
+      }
+
+      notes = unknown_keys(spec, @hook_keys, base.source, where)
 
       # A "cmdc" key that cannot be read was meant to change how the hook fails: the hook
       # loads fail-closed (the stricter reading), and the problem is reported.
       case own(Map.get(spec, "cmdc", %{})) do
-        {:ok, closed} -> {:ok, %{hook | fail_closed: closed}}
-        {:error, why} -> {:ok, %{hook | fail_closed: true}, where, why <> @strict}
+        {:ok, closed} ->
+          {:ok, %{hook | fail_closed: closed}, notes}
+
+        {:error, why} ->
+          {:ok, %{hook | fail_closed: true},
+           notes ++ [problem(base.source, where, why <> @strict)]}
       end
     end
   end
@@ -285,10 +387,71 @@ defmodule CMDC.Tool.Hooks.Config do
   defp command(_spec, _base, where),
     do: {:error, where, "a hook must be an object with \"type\": \"command\" and a \"command\""}
 
-  defp timeout(t, _where) when is_number(t) and t > 0, do: {:ok, t}
+  defp timeout(spec, where) do
+    case Map.get(spec, "timeout", @default_timeout_s) do
+      t when is_number(t) and t > 0 -> {:ok, round(t * 1000)}
+      t -> {:error, where, "timeout must be a positive number of seconds (got #{inspect(t)})"}
+    end
+  end
 
-  defp timeout(t, where),
-    do: {:error, where, "timeout must be a positive number of seconds (got #{inspect(t)})"}
+  defp wrap({:ok, value}, _where), do: {:ok, value}
+  defp wrap({:error, why}, where), do: {:error, where, why <> "; the hook is ignored"}
+
+  defp async(spec, where) do
+    case {Map.get(spec, "async", false), Map.get(spec, "asyncRewake", false)} do
+      {a, r} when not is_boolean(a) or not is_boolean(r) ->
+        {:error, where, "async and asyncRewake must be true or false"}
+
+      {_, true} ->
+        {:ok, :rewake}
+
+      {true, false} ->
+        {:ok, :async}
+
+      _ ->
+        {:ok, nil}
+    end
+  end
+
+  defp rewake(spec, where) do
+    texts = Map.take(spec, ["rewakeMessage", "rewakeSummary"])
+
+    if Enum.all?(texts, fn {_, v} -> is_binary(v) end),
+      do: {:ok, %{message: texts["rewakeMessage"], summary: texts["rewakeSummary"]}},
+      else: {:error, where, "rewakeMessage and rewakeSummary must be strings"}
+  end
+
+  # Commands run with `sh -c` (POSIX shell); a hook asking for PowerShell is not run.
+  defp shell(spec, where) do
+    case Map.get(spec, "shell", "bash") do
+      s when s in ["bash", "sh"] -> :ok
+      other -> {:error, where, "shell #{inspect(other)} is not supported (hooks run with sh -c)"}
+    end
+  end
+
+  # Claude Code substitutes the plugin's folder into its commands (and sets the variable).
+  defp expand_root(cmd, %{"CLAUDE_PLUGIN_ROOT" => root} = _env),
+    do: String.replace(cmd, "${CLAUDE_PLUGIN_ROOT}", root)
+
+  defp expand_root(cmd, _env), do: cmd
+
+  defp unknown_keys(map, known, path, where) do
+    for key <- map |> Map.keys() |> Enum.sort(), key not in known do
+      problem(
+        path,
+        where,
+        "unknown key #{inspect(key)} (ignored; the keys are #{Enum.join(known, ", ")})" <>
+          did_you_mean(key, known)
+      )
+    end
+  end
+
+  defp did_you_mean(word, known) do
+    case CMDC.Tool.Options.suggest(word, known) do
+      [best | _] -> " (did you mean #{inspect(best)}?)"
+      [] -> ""
+    end
+  end
 
   # cmdc_tool's own keys of a hook (`"cmdc": {...}`): `failClosed`.
   defp own(%{} = cmdc) do

@@ -1,7 +1,9 @@
 defmodule CMDC.Tool.Hooks.Dispatch do
   @moduledoc """
-  Runs the hooks of one event that match, concurrently, each in a process of its own under its
-  time-out, and returns their `CMDC.Tool.Hooks.Verdict`s in hook order (not finishing order).
+  Runs the hooks of one event that match (their matcher, and for tool events their `if`
+  condition), concurrently, each in a process of its own under its time-out, and returns their
+  `CMDC.Tool.Hooks.Verdict`s in hook order (not finishing order). `async`/`asyncRewake` command
+  hooks are started in the background instead (`CMDC.Tool.Hooks.Background`): no verdict.
 
   A hook that fails (raises, exits, runs past its time-out, or has a matcher that cannot be run)
   answers as `CMDC.Tool.Hooks.Failure` says: an Elixir hook or a fail-closed command hook denies
@@ -21,7 +23,7 @@ defmodule CMDC.Tool.Hooks.Dispatch do
 
   require Logger
 
-  alias CMDC.Tool.Hooks.{Command, Failure, Hook}
+  alias CMDC.Tool.Hooks.{Background, Command, Failure, Hook, Verdict}
 
   # A command hook's own time-out is enforced natively; this only covers a stuck VM process.
   @command_margin 5_000
@@ -33,14 +35,26 @@ defmodule CMDC.Tool.Hooks.Dispatch do
   """
   @spec run([Hook.t()], Hook.event(), [String.t()], map()) :: [Verdict.t()] | :cancelled
   def run(hooks, event, names, input) do
-    # A matcher that cannot be run is the hook's failure, in its place among the others.
+    args = with %{call: %{args: args}} <- input, do: args, else: (_ -> nil)
+
+    # A matcher that cannot be run is the hook's failure, in its place among the others; a
+    # matching hook whose `if` does not hold does not run.
     asked =
       Enum.flat_map(hooks, fn hook ->
         case Hook.match(hook, event, names) do
           false -> []
-          answer -> [{hook, answer}]
+          true -> if Hook.condition?(hook, event, names, args), do: [{hook, true}], else: []
+          error -> [{hook, error}]
         end
       end)
+
+    # `async`/`asyncRewake` command hooks never hold the event up (`Background`).
+    {background, asked} =
+      Enum.split_with(asked, fn {hook, answer} ->
+        answer == true and hook.kind == :command and hook.async != nil
+      end)
+
+    Enum.each(background, fn {hook, _} -> Background.start(hook, event, input) end)
 
     case asked do
       [] ->
@@ -68,7 +82,22 @@ defmodule CMDC.Tool.Hooks.Dispatch do
       |> Enum.map(fn {hook, i} ->
         # Linked: a hook dies with its caller (and a command hook's program with it). Nothing
         # inside can exit abnormally, so the link never takes the caller down.
-        pid = spawn_link(fn -> send(parent, {ref, i, safely(hook, event, input)}) end)
+        # A command hook that goes to the background on its own (`{"async": true}` first)
+        # answers at once and unlinks: it no longer dies with its caller.
+        detach = fn ->
+          Background.used()
+          send(parent, {ref, i, %Verdict{hook: hook.label}})
+          Process.unlink(parent)
+        end
+
+        pid =
+          spawn_link(fn ->
+            case safely(hook, event, input, detach) do
+              :detached -> :ok
+              verdict -> send(parent, {ref, i, verdict})
+            end
+          end)
+
         margin = if hook.kind == :command, do: @command_margin, else: 0
         {i, hook, pid, System.monotonic_time(:millisecond) + hook.timeout_ms + margin}
       end)
@@ -107,13 +136,13 @@ defmodule CMDC.Tool.Hooks.Dispatch do
     Process.exit(pid, :kill)
   end
 
-  defp safely(%Hook{kind: :command} = hook, event, input) do
-    Command.run(hook, event, input)
+  defp safely(%Hook{kind: :command} = hook, event, input, detach) do
+    Command.run(hook, event, input, detach)
   rescue
     e -> failed(hook, event, "failed: " <> Exception.message(e))
   end
 
-  defp safely(hook, event, input) do
+  defp safely(hook, event, input, _detach) do
     CMDC.Tool.Hooks.Elixir.run(hook, event, input)
   rescue
     e -> failed(hook, event, "raised " <> Exception.format_banner(:error, e, __STACKTRACE__))

@@ -5,15 +5,20 @@ defmodule CMDC.Tool.Hooks.Hook do
 
     * `:kind` - `:elixir` or `:command`.
     * `:label` - names the hook (and its file) in every error and note.
-    * `:events` - the events it takes: `:pre_tool_use`, `:post_tool_use`,
-      `:post_tool_use_failure`, `:session_start`, `:session_end`.
+    * `:events` - the events it takes (`CMDC.Tool.Hooks.Events`: `:pre_tool_use`,
+      `:post_tool_use`, `:post_tool_use_failure`, `:session_start`, `:session_end`, and for
+      command hooks the agent events such as `:user_prompt_submit` and `:stop`).
     * `:matcher` - `CMDC.Tool.Hooks.Matcher` (tool names; source or reason for session events).
     * `:timeout_ms` - how long it may take (Elixir default 5,000; command default 60,000).
     * Elixir: `:funs` (`%{before_call: fun/2, after_call: fun/3, on_session: fun/2}`).
     * Command: `:command` (run by `sh -c`), `:dir` (the project directory), `:source` (the file),
       `:event_name` (as written), `:active` (`false` for an untrusted project's file),
       `:fail_closed` (its failures deny rather than let the call go on: `"cmdc": {"failClosed":
-      true}` in the settings file, see `CMDC.Tool.Hooks.Failure`).
+      true}` in the settings file, see `CMDC.Tool.Hooks.Failure`), `:condition` (its `if`,
+      `CMDC.Tool.Hooks.Condition`), `:async` (`nil`, `:async` or `:rewake`: run in the
+      background, `CMDC.Tool.Hooks.Background`), `:rewake` (its `rewakeMessage` and
+      `rewakeSummary`), `:plugin` (the Claude Code plugin it came from, `name@marketplace`) and
+      `:env` (more environment, `CLAUDE_PLUGIN_ROOT` for a plugin's).
 
   An Elixir hook is given as a module exporting any of `before_call/2`, `after_call/3`,
   `on_session/2` (and optionally `hook_options/0` with `:match`, `:timeout`, `:name`), as
@@ -24,7 +29,7 @@ defmodule CMDC.Tool.Hooks.Hook do
       {:elixir, [:pre_tool_use], true}
   """
 
-  alias CMDC.Tool.Hooks.Matcher
+  alias CMDC.Tool.Hooks.{Condition, Matcher}
 
   @elixir_timeout 5_000
 
@@ -39,10 +44,14 @@ defmodule CMDC.Tool.Hooks.Hook do
             source: nil,
             event_name: nil,
             active: true,
-            fail_closed: false
+            fail_closed: false,
+            condition: nil,
+            async: nil,
+            rewake: %{},
+            plugin: nil,
+            env: %{}
 
-  @type event ::
-          :pre_tool_use | :post_tool_use | :post_tool_use_failure | :session_start | :session_end
+  @type event :: CMDC.Tool.Hooks.Events.event()
   @type t :: %__MODULE__{}
 
   @callbacks [before_call: 2, after_call: 3, on_session: 2]
@@ -142,5 +151,16 @@ defmodule CMDC.Tool.Hooks.Hook do
     else
       false
     end
+  end
+
+  @doc """
+  Whether the hook's `if` condition holds for a call (`args` its arguments). Only tool events
+  read it (`CMDC.Tool.Hooks.Condition`); other events ignore it, as Claude Code does.
+  """
+  @spec condition?(t(), event(), [String.t()], map() | nil) :: boolean()
+  def condition?(%__MODULE__{condition: nil}, _event, _names, _args), do: true
+
+  def condition?(%__MODULE__{condition: condition}, event, names, args) do
+    CMDC.Tool.Hooks.Events.kind(event) != :tool or Condition.match?(condition, names, args || %{})
   end
 end

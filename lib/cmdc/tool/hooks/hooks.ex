@@ -65,13 +65,23 @@ defmodule CMDC.Tool.Hooks do
       iex> {result.reason, result.content}
       {:denied, "echo was denied by hook no_rm: not on my watch"}
 
+  ## Agent events (`UserPromptSubmit`, `Stop`, `SubagentStop`, `PreCompact`, `Notification`)
+
+  An agent loop offers the events of its own life to command hooks with `event/3`, and acts on
+  the outcome: a blocked `UserPromptSubmit` is a prompt not to send (the reason is for the
+  user); a blocked `Stop` means the agent goes on (the reason is for the model); context goes
+  to the model. Hooks marked `async`/`asyncRewake` run in the background
+  (`CMDC.Tool.Hooks.Background`): their reports come with the next result or event of the
+  session, or as messages to a subscriber.
+
   ## Errors
 
   `new/1` and `attach/2`: `{:error, message}` naming the bad hook. `load/1` never fails
-  (see `CMDC.Tool.Hooks.Config`).
+  (see `CMDC.Tool.Hooks.Config`). `event/3`: `{:error, message}` for an event it does not offer
+  or a missing field.
   """
 
-  alias CMDC.Tool.Hooks.{Config, Hook, Settings, Store}
+  alias CMDC.Tool.Hooks.{Background, Config, Dispatch, Events, Hook, Settings, Store, Verdict}
 
   @typedoc "A call as Elixir hooks see it."
   @type call :: %{tool: String.t(), args: map(), call_id: term(), module: module()}
@@ -134,6 +144,114 @@ defmodule CMDC.Tool.Hooks do
   @doc "Reads command hooks from the settings files (`CMDC.Tool.Hooks.Config.load/1`)."
   @spec load(keyword()) :: Config.t()
   defdelegate load(opts \\ []), to: Config
+
+  @typedoc "What the hooks of an agent event said (see `event/3`)."
+  @type outcome :: %{
+          blocked: String.t() | nil,
+          blocked_by: String.t() | nil,
+          stop: String.t() | nil,
+          context: [String.t()],
+          messages: [String.t()],
+          errors: [String.t()],
+          reports: [Background.report()]
+        }
+
+  @event_options [:hooks, :tools, :context, :settings_hooks]
+
+  @doc """
+  Offers an agent event to the command hooks that take it, and returns what they said.
+
+  `event`: `:user_prompt_submit` (fields: `prompt`), `:stop` and `:subagent_stop`
+  (`stop_hook_active`: `true` when the agent goes on because of a Stop hook), `:pre_compact`
+  (`trigger`: `"manual"` or `"auto"`, `custom_instructions`), `:notification` (`message`,
+  `notification_type`), `:session_start` (`source`) and `:session_end` (`reason`). The fields
+  (atom or string keys) are sent to each hook on stdin beside `session_id`, `cwd`,
+  `hook_event_name`, …; a matcher matches the field `CMDC.Tool.Hooks.Events.matcher_field/1`
+  names (`trigger`, `notification_type`, `source`, `reason`; the others match every hook).
+
+  The hooks are those a runner call would have: the settings files' and enabled plugins' (by
+  default, as `CMDC.Tool.Hooks.Settings` reads them; `settings_hooks: false` for none, or the
+  options of `CMDC.Tool.Hooks.Config.load/1`), hooks attached `:global`ly, to the registry and
+  to the session, then `:hooks`. Options: `:hooks` (more hooks), `:tools` (a registry),
+  `:context` (a `CMDC.Context`: its `session_id` and `working_dir`), `:settings_hooks`.
+
+  The outcome: `blocked` (and `blocked_by`) when a hook exited with status 2 or answered
+  `decision: "block"` (a `UserPromptSubmit`: do not send the prompt; a `Stop`: go on, the
+  reason is for the model), `stop` (`continue: false`), `context` (for the model), `messages`
+  (for the user), `errors` (hooks that failed: non-blocking), `reports` (what background hooks
+  of the session reported since).
+
+      iex> hook = %CMDC.Tool.Hooks.Hook{kind: :command, events: [:user_prompt_submit],
+      ...>   command: "echo 'the user is on call this week'", dir: "/tmp", label: "oncall"}
+      iex> opts = [hooks: [hook], settings_hooks: false]
+      iex> {:ok, outcome} = CMDC.Tool.Hooks.event(:user_prompt_submit, %{prompt: "hi"}, opts)
+      iex> {outcome.blocked, outcome.context}
+      {nil, ["the user is on call this week"]}
+      iex> CMDC.Tool.Hooks.event(:user_prompt_submit, %{}, opts)
+      {:error, ~s(the user_prompt_submit event needs the field "prompt")}
+  """
+  @spec event(Events.event(), map(), keyword()) :: {:ok, outcome()} | {:error, String.t()}
+  def event(event, fields \\ %{}, opts \\ []) when is_map(fields) and is_list(opts) do
+    CMDC.Tool.Options.check!(opts, @event_options, "CMDC.Tool.Hooks.event/3")
+    context = Keyword.get(opts, :context) || %CMDC.Context{}
+    fields = Map.new(fields, fn {k, v} -> {to_string(k), v} end)
+
+    with :ok <- offered(event),
+         :ok <- required(event, fields),
+         hooks when is_list(hooks) <-
+           for_call(
+             Keyword.get(opts, :tools),
+             context,
+             Keyword.take(opts, [:hooks, :settings_hooks])
+           ) do
+      # An event without a matcher field ignores matchers, as in Claude Code.
+      {names, commands} =
+        case Events.matcher_field(event) do
+          nil -> {[], for(h <- hooks, h.kind == :command, do: %{h | matcher: :all})}
+          field -> {[to_string(fields[field])], Enum.filter(hooks, &(&1.kind == :command))}
+        end
+
+      input = %{
+        context: context,
+        fields: fields,
+        session_event: fields["source"] || fields["reason"]
+      }
+
+      case Dispatch.run(commands, event, names, input) do
+        :cancelled -> {:error, "cancelled"}
+        verdicts -> {:ok, outcome(Verdict.combine(verdicts), context)}
+      end
+    end
+  end
+
+  defp offered(event) do
+    if event in Events.all() and Events.kind(event) != :tool,
+      do: :ok,
+      else:
+        {:error,
+         "#{inspect(event)} is not an event event/3 offers (it offers " <>
+           Enum.map_join(Events.of_kind(:agent) ++ Events.of_kind(:session), ", ", &inspect/1) <>
+           "; tool events run through CMDC.Tool.Runner)"}
+  end
+
+  defp required(event, fields) do
+    case Enum.find(Events.required(event), &(not Map.has_key?(fields, &1))) do
+      nil -> :ok
+      field -> {:error, "the #{event} event needs the field #{inspect(field)}"}
+    end
+  end
+
+  defp outcome(combined, context) do
+    %{
+      blocked: combined.block && elem(combined.block, 1),
+      blocked_by: combined.block && elem(combined.block, 0),
+      stop: combined.stop && elem(combined.stop, 1),
+      context: combined.context,
+      messages: combined.messages,
+      errors: combined.errors,
+      reports: Background.take(context.session_id)
+    }
+  end
 
   @doc false
   # The hooks of one call, in order: the settings files' (`CMDC.Tool.Hooks.Settings`), global,

@@ -1,8 +1,10 @@
 defmodule CMDC.Tool.Hooks.Listing do
   @moduledoc """
-  What `mix cmdc.tools hooks` prints: every command hook of the settings files (event, matcher,
-  command, time-out, what its failure does, file, active or why not), then the files read and
-  the problems found (a matcher that cannot be run is one: its hook fails on every call).
+  What `mix cmdc.tools hooks` prints: every command hook of the settings files and enabled
+  Claude Code plugins (event and whether it runs in the background, matcher and `if`
+  condition, command, time-out, what its failure does, file or plugin, active or why not),
+  then the files read and the problems found (a matcher that cannot be run is one: its hook
+  fails on every call).
 
       iex> CMDC.Tool.Hooks.Listing.render(%CMDC.Tool.Hooks.Config{}, "/tmp")
       "no command hooks configured"
@@ -16,12 +18,13 @@ defmodule CMDC.Tool.Hooks.Listing do
     rows =
       for hook <- config.hooks do
         [
-          hook.event_name,
-          Matcher.source(hook.matcher),
+          hook.event_name <> async(hook),
+          Matcher.source(hook.matcher) <>
+            if(hook.condition, do: " if " <> hook.condition.source, else: ""),
           hook.command,
           "#{div(hook.timeout_ms, 1000)}s",
           if(Failure.closed?(hook), do: "deny", else: "continue"),
-          relative(hook.source, cwd),
+          if(hook.plugin, do: "plugin #{hook.plugin}", else: relative(hook.source, cwd)),
           active(hook)
         ]
       end
@@ -32,8 +35,12 @@ defmodule CMDC.Tool.Hooks.Listing do
         else:
           table(["EVENT", "MATCHER", "COMMAND", "TIMEOUT", "ON FAILURE", "FILE", "ACTIVE"], rows)
       ),
-      section("settings files", config.files, fn f ->
-        "#{relative(f.path, cwd)} (#{f.source}#{if f.active, do: "", else: ", inactive: the project is not trusted; pass --trust or list it in ~/.cmdc/trusted.json"})"
+      section("settings files", config.files, fn
+        %{source: :plugin} = f ->
+          "#{relative(f.path, cwd)} (plugin #{f.plugin})"
+
+        f ->
+          "#{relative(f.path, cwd)} (#{f.source}#{if f.active, do: "", else: ", inactive: the project is not trusted; pass --trust or list it in ~/.cmdc/trusted.json"})"
       end),
       section("problems", config.errors, fn e ->
         "#{relative(e.path, cwd)}#{if e.hook, do: " " <> e.hook}: #{e.reason}"
@@ -46,6 +53,9 @@ defmodule CMDC.Tool.Hooks.Listing do
   defp active(%{active: false}), do: "no (project not trusted)"
   defp active(%{matcher: {:invalid, _, _}}), do: "fails (matcher cannot be run, see problems)"
   defp active(_hook), do: "yes"
+  defp async(%{async: :async}), do: " (async)"
+  defp async(%{async: :rewake}), do: " (asyncRewake)"
+  defp async(_), do: ""
 
   defp section(_title, [], _fun), do: ""
 

@@ -88,6 +88,15 @@ defmodule CMDC.Tool.MCP.Config do
   @spec parse(String.t(), String.t(), map()) :: {[server()], [error()]}
   def parse(text, path, env) do
     case JSON.decode(text) do
+      {:ok, json} -> parse_json(json, path, env)
+      {:error, message} -> {[], [error(path, nil, "invalid JSON: #{message}")]}
+    end
+  end
+
+  @doc "Reads a config already decoded (see `parse/3`)."
+  @spec parse_json(term(), String.t(), map()) :: {[server()], [error()]}
+  def parse_json(json, path, env) do
+    case {:ok, json} do
       {:ok, %{"mcpServers" => servers}} when is_map(servers) ->
         servers
         |> Enum.sort_by(&elem(&1, 0))
@@ -108,9 +117,6 @@ defmodule CMDC.Tool.MCP.Config do
 
       {:ok, _} ->
         {[], [error(path, nil, "expected an object with \"mcpServers\"")]}
-
-      {:error, message} ->
-        {[], [error(path, nil, "invalid JSON: #{message}")]}
     end
   end
 

@@ -22,10 +22,12 @@ defmodule CMDC.Tool.MCP.Server do
   `serve/2` can run in any process that owns stdio.
   """
 
+  @behaviour CMDC.Tool.MCP.Transport
+
   require Logger
 
   alias CMDC.Tool.{MCP, Pending, Runner}
-  alias CMDC.Tool.MCP.{Calls, Protocol}
+  alias CMDC.Tool.MCP.{Calls, Protocol, Transport}
 
   # How long shutdown waits for cancelled calls to end (their tools are killed, not asked).
   @shutdown_ms 800
@@ -166,7 +168,7 @@ defmodule CMDC.Tool.MCP.Server do
         {outgoing, mcp} =
           MCP.handle(msg, MCP.put_tools(state.mcp, Pending.Resolve.offer(tools, session)))
 
-        Enum.reduce(outgoing, %{state | mcp: %{mcp | tools: tools}}, &perform/2)
+        Transport.perform(outgoing, __MODULE__, %{state | mcp: %{mcp | tools: tools}})
 
       :empty ->
         state
@@ -176,19 +178,23 @@ defmodule CMDC.Tool.MCP.Server do
     end
   end
 
-  defp perform(%{} = msg, state), do: write(state, msg)
+  @impl Transport
+  def reply(msg, state), do: write(state, msg)
 
-  defp perform({:call, call}, state) do
+  @impl Transport
+  def call(call, state) do
     handle = Calls.start(state.mcp, call, state.context)
     mon = Process.monitor(handle.pid)
     entry = %{call: call, handle: handle, mon: mon, count: 0}
     put_in(state.calls[handle.ref], entry)
   end
 
-  defp perform({:listen, id, _filter}, state),
+  @impl Transport
+  def listen(id, _filter, state),
     do: %{state | subscriptions: MapSet.put(state.subscriptions, id)}
 
-  defp perform({:cancel, id}, state) do
+  @impl Transport
+  def cancel(id, state) do
     case Enum.find(state.calls, fn {_, entry} -> entry.call.id == id end) do
       nil ->
         # A subscription ends the same way; the client expects nothing more on it.

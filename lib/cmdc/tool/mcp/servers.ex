@@ -15,6 +15,12 @@ defmodule CMDC.Tool.MCP.Servers do
        Code's user file; its `mcpServers`). An empty or relative `$CMDC_HOME` (or home) is
        ignored with a warning and a `:bad_home` error (`CMDC.Tool.Home`). Run from the home
        folder, its `.mcp.json` and `.cmdc/mcp.json` are user files.
+    3. `:plugins` - the servers of enabled Claude Code plugins (`.mcp.json` at a plugin's root,
+       `mcpServers` in its `plugin.json`; `CMDC.Tool.Discovery.ClaudePlugins`), named as Claude
+       Code names them, `plugin:<plugin>:<server>` (so their tools are
+       `plugin_<plugin>_<server>__<tool>`), `${CLAUDE_PLUGIN_ROOT}` expanded and set, started
+       in the plugin's folder. A broken plugin starts nothing (`CMDC.Tool.Discovery` reports
+       it).
 
   Inside `cmdc-mcp` itself, a configured server that is `cmdc-mcp` again is not started (it
   would start itself again, and again): it is listed in `:ignored` with `type: :itself`
@@ -39,13 +45,14 @@ defmodule CMDC.Tool.MCP.Servers do
   `:cwd`, `:home`, `:cmdc_home`, `:trust_project`, `:trusted` (as for discovery), `:reserved`
   (names or modules taken), `:registry` (tools are registered there and kept in sync when a
   server's list changes), `:init_timeout` (ms, default 30_000), `:timeout` (per call),
-  `:sources` (default `[:project, :user]`), `:env` (for `${VAR}`, default the VM's).
+  `:sources` (default `[:project, :user, :plugins]`), `:env` (for `${VAR}`, default the VM's).
   """
 
+  alias CMDC.Tool.Discovery.ClaudePlugins
   alias CMDC.Tool.Home
   alias CMDC.Tool.MCP.{Client, Config, SelfGuard}
 
-  @sources [:project, :user]
+  @sources [:project, :user, :plugins]
 
   @options [:cwd, :home, :cmdc_home, :trust_project, :trusted, :reserved, :registry] ++
              [:init_timeout, :timeout, :sources, :env]
@@ -107,6 +114,9 @@ defmodule CMDC.Tool.MCP.Servers do
          errors ++ Enum.map(bad, &Map.put(&1, :source, source))}
       end)
 
+    {plugin_servers, plugin_errors} = plugin_servers(opts, env)
+    servers = servers ++ plugin_servers
+    errors = errors ++ plugin_errors
     {servers, dupes} = unique_servers(servers)
     {servers, itself} = SelfGuard.split(servers)
     clients = Enum.map(servers, &{&1, start(&1, opts)})
@@ -155,6 +165,43 @@ defmodule CMDC.Tool.MCP.Servers do
   def stop(%{clients: clients}) do
     Enum.each(clients, fn {_, pid} -> if Process.alive?(pid), do: Client.stop(pid) end)
   end
+
+  # The enabled Claude Code plugins' servers, named `plugin:<plugin>:<server>`.
+  defp plugin_servers(opts, env) do
+    if :plugins in Keyword.get(opts, :sources, @sources) and
+         match?({:ok, _}, Home.user_home(opts)) do
+      report =
+        ClaudePlugins.load(
+          Keyword.take(opts, [:cwd, :home, :cmdc_home, :trust_project, :trusted])
+        )
+
+      # A broken plugin is reported by discovery (the same scan), once.
+      report
+      |> ClaudePlugins.enabled()
+      |> Enum.flat_map(fn p -> Enum.map(p.mcp, &{p, &1}) end)
+      |> Enum.reduce({[], []}, fn {p, %{path: path, json: json}}, {ok, bad} ->
+        plugin_env = Map.put(env, "CLAUDE_PLUGIN_ROOT", p.root)
+        {found, errors} = Config.parse_json(json, path, plugin_env)
+
+        found =
+          for server <- found do
+            name = ClaudePlugins.server_name(p.name, server.name)
+
+            %{server | name: name, transport: in_plugin(server.transport, p.root)}
+            |> Map.put(:source, :plugins)
+          end
+
+        {ok ++ found, bad ++ Enum.map(errors, &Map.put(&1, :source, :plugins))}
+      end)
+    else
+      {[], []}
+    end
+  end
+
+  defp in_plugin({:stdio, spec}, root),
+    do: {:stdio, %{spec | cwd: root, env: Map.put(spec.env, "CLAUDE_PLUGIN_ROOT", root)}}
+
+  defp in_plugin(transport, _root), do: transport
 
   defp project_trusted?(opts) do
     CMDC.Tool.Discovery.project_trusted?(

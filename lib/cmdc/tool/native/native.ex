@@ -78,6 +78,7 @@ defmodule CMDC.Tool.Native do
 
   # discovery.rs
   def discovery_scan(_opts, _previous_digest), do: err()
+  def discovery_claude_plugins(_opts), do: err()
 
   # exec.rs
   def exec_start(_opts, _stdin), do: err()
@@ -88,6 +89,17 @@ defmodule CMDC.Tool.Native do
   def exec_close_stdin(_handle), do: err()
   def exec_ack(_handle, _n), do: err()
   def exec_kill_all, do: err()
+
+  # http_server.rs
+  def http_listen(_opts), do: err()
+  def http_close(_listener), do: err()
+  def http_watch(_exchange), do: err()
+  def http_reply(_exchange, _status, _headers, _body), do: err()
+  def http_reply_dirty(_exchange, _status, _headers, _body), do: err()
+  def http_stream(_exchange, _status, _headers), do: err()
+  def http_send(_stream, _event, _droppable), do: err()
+  def http_send_dirty(_stream, _event, _droppable), do: err()
+  def http_finish(_stream), do: err()
 
   # json.rs
   def json_decode(_text), do: err()

@@ -9,7 +9,7 @@ defmodule CMDC.Tool.Runner.Intercept do
 
   require Logger
 
-  alias CMDC.Tool.Hooks.{Dispatch, Verdict}
+  alias CMDC.Tool.Hooks.{Background, Dispatch, Verdict}
   alias CMDC.Tool.Result
   alias CMDC.Tool.Runner.Permit
 
@@ -105,8 +105,8 @@ defmodule CMDC.Tool.Runner.Intercept do
           {map(), map(), CMDC.Context.t()}
         ) ::
           Result.t()
-  def after_call(result, [], call, {pre, _settings, _context}),
-    do: finish(result, call, pre, @none)
+  def after_call(result, [], call, {pre, _settings, context}),
+    do: finish(result, call, pre, @none, context)
 
   def after_call(result, hooks, call, {pre, settings, context}) do
     event = if result.is_error, do: :post_tool_use_failure, else: :post_tool_use
@@ -114,11 +114,11 @@ defmodule CMDC.Tool.Runner.Intercept do
 
     case Dispatch.run(hooks, event, names(call, settings), input) do
       :cancelled -> Result.error("cancelled", :cancelled)
-      verdicts -> finish(result, call, pre, Verdict.combine(verdicts))
+      verdicts -> finish(result, call, pre, Verdict.combine(verdicts), context)
     end
   end
 
-  defp finish(result, call, pre, post) do
+  defp finish(result, call, pre, post, context) do
     result =
       case post do
         %{block: {hook, why}} ->
@@ -131,8 +131,13 @@ defmodule CMDC.Tool.Runner.Intercept do
           result
       end
 
-    result = with_context(result, pre.context ++ post.context)
-    result = %{result | notes: result.notes ++ notes(pre) ++ notes(post)}
+    # What background hooks of the session reported since its last result.
+    reports = Background.take(context.session_id)
+    later = for r <- reports, r.context, do: r.context
+    later_notes = for r <- reports, note <- [r.message, r.error], note, do: "#{r.hook}: #{note}"
+
+    result = with_context(result, pre.context ++ post.context ++ later)
+    result = %{result | notes: result.notes ++ notes(pre) ++ notes(post) ++ later_notes}
 
     case post[:stop] do
       {_hook, why} -> %{result | abort: why}
@@ -179,6 +184,8 @@ defmodule CMDC.Tool.Runner.Intercept do
         Logger.warning("cmdc_tool: session #{inspect(event)}: #{message}")
 
       hooks ->
+        # Background reports nobody took die with their session.
+        if event == :shutdown, do: Background.take(context.session_id)
         {hook_event, source} = Map.get(@session_events, event, {:session_start, nil})
         # Events without a command-hook name reach Elixir hooks only.
         hooks = if source, do: hooks, else: Enum.filter(hooks, &(&1.kind == :elixir))

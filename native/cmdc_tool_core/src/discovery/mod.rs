@@ -7,9 +7,11 @@
 //! what it found, in precedence order. The Elixir side (`CMDC.Tool.Discovery`) compiles.
 //!
 //! Layers, each file using only those above it: `model` (types, the walk's state) ←
-//! `metadata` ← `walk` ← `plugins`, `trust` ← `roots` (the entry point, [`scan`]) and `digest`.
+//! `metadata` ← `walk` ← `plugins`, `trust` ← `claude_plugins` (Claude Code's installed
+//! plugins) ← `roots` (the entry point, [`scan`]) and `digest`.
 //! File reads and path expansion are `crate::fs`.
 
+mod claude_plugins;
 mod digest;
 mod metadata;
 mod model;
@@ -18,6 +20,10 @@ mod roots;
 mod trust;
 mod walk;
 
+pub use claude_plugins::{
+    claude_plugins, ClaudePlugin, ClaudePlugins, Part, PluginStatus, CLAUDE_PLUGINS_DIR,
+    INSTALLED_FILE,
+};
 pub use digest::digest;
 pub use metadata::{markdown_body, markdown_display, parse_meta, valid_name};
 pub use model::{

@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
@@ -132,29 +132,64 @@ fn scan_plugin(cx: &mut Ctx, dir: &Path) {
     }
 }
 
-/// One tool path of a plugin's manifest, walked unless it leaves the plugin folder.
-fn scan_plugin_tool(cx: &mut Ctx, plugin: &Plugin, provider: &str, rel: &str) {
-    let dir = &plugin.dir;
-    let real_dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+/// Where a path a plugin names (relative to its folder) leads.
+pub(super) enum InPlugin {
+    /// Inside the plugin: the real path.
+    Inside(PathBuf),
+    /// Absolute, `~`, `..`, or resolving (through a symlink) outside the plugin: why.
+    Outside(String),
+    /// Nothing there (or a broken symlink).
+    Missing,
+    /// A symlink cycle.
+    Loops,
+    /// Another error reading it.
+    Unreadable(String),
+}
+
+/// The one rule for paths a plugin names (this library's plugins and Claude Code's): relative
+/// to the plugin folder (a leading `./` or `${CLAUDE_PLUGIN_ROOT}/` allowed), never absolute,
+/// `~…` or through `..`, and resolving inside the plugin folder's real path.
+pub(super) fn in_plugin(dir: &Path, rel: &str) -> InPlugin {
+    let rel = rel.strip_prefix("${CLAUDE_PLUGIN_ROOT}/").unwrap_or(rel);
     let rel_path = Path::new(rel);
-    let target = dir.join(rel_path);
-    cx.enter(Source::Plugin, provider, &target, Some(plugin.clone()));
-    let escapes = rel_path.is_absolute()
+    let real_dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let lexically_out = rel_path.is_absolute()
         || rel.starts_with('~')
         || rel_path
             .components()
-            .any(|c| matches!(c, Component::ParentDir))
-        || fs::canonicalize(&target).is_ok_and(|real| !real.starts_with(&real_dir));
-    if escapes {
+            .any(|c| matches!(c, Component::ParentDir));
+    if lexically_out {
+        return InPlugin::Outside(format!(
+            "{} leaves the plugin folder {}",
+            json_string(rel),
+            dir.display()
+        ));
+    }
+    let target = dir.join(rel_path);
+    match fs::canonicalize(&target) {
+        Ok(real) if real.starts_with(&real_dir) => InPlugin::Inside(real),
+        Ok(real) => InPlugin::Outside(format!(
+            "{} resolves to {}: it leaves the plugin folder {}",
+            json_string(rel),
+            real.display(),
+            dir.display()
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => InPlugin::Missing,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => InPlugin::Loops,
+        Err(e) => InPlugin::Unreadable(e.to_string()),
+    }
+}
+
+/// One tool path of a plugin's manifest, walked unless it leaves the plugin folder.
+pub(super) fn scan_plugin_tool(cx: &mut Ctx, plugin: &Plugin, provider: &str, rel: &str) {
+    let dir = &plugin.dir;
+    let target = dir.join(rel);
+    cx.enter(Source::Plugin, provider, &target, Some(plugin.clone()));
+    if let InPlugin::Outside(why) = in_plugin(dir, rel) {
         cx.note(
             &target,
             NoteKind::BadManifest,
-            format!(
-                "plugin {}: tool path {} leaves the plugin folder {}; refused",
-                plugin.name,
-                json_string(rel),
-                dir.display()
-            ),
+            format!("plugin {}: tool path {why}; refused", plugin.name),
         );
         return;
     }

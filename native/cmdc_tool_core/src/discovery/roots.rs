@@ -4,8 +4,11 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::model::{json_string, Config, Ctx, NoteKind, Scan, Source, PROVIDER_DIRS, TRUST_FILE};
-use super::plugins::scan_plugins;
+use super::claude_plugins::{claude_plugins, PluginStatus};
+use super::model::{
+    json_string, Config, Ctx, NoteKind, Plugin, Scan, Source, PROVIDER_DIRS, TRUST_FILE,
+};
+use super::plugins::{scan_plugin_tool, scan_plugins};
 use super::trust::project_trusted;
 use super::walk::visit_root;
 use crate::fs::expand;
@@ -71,6 +74,7 @@ pub fn scan(config: &Config) -> Scan {
         for dir in plugin_homes(config, &home) {
             scan_plugins(&mut cx, &dir);
         }
+        scan_claude_plugins(&mut cx, config);
     }
 
     cx.scan
@@ -120,4 +124,57 @@ fn plugin_homes(config: &Config, home: &Path) -> Vec<PathBuf> {
         .into_iter()
         .map(|h| h.join("plugins"))
         .collect()
+}
+
+/// Claude Code's enabled plugins: each one's tool paths walked as a plugin's (provider
+/// `claude-plugin:<name@marketplace>`); a broken one, and a bad installed list, noted.
+fn scan_claude_plugins(cx: &mut Ctx, config: &Config) {
+    let found = claude_plugins(config);
+    for (file, reason) in &found.problems {
+        cx.enter(Source::Plugin, "claude-plugin", file, None);
+        cx.note(
+            file,
+            NoteKind::BadManifest,
+            format!("{}: {reason}", file.display()),
+        );
+    }
+    for p in &found.plugins {
+        let provider = match p.id.strip_suffix("@cmdc") {
+            Some(name) if p.scope == "cmdc" => format!("plugin:{name}"),
+            _ => format!("claude-plugin:{}", p.id),
+        };
+        match p.status {
+            PluginStatus::Enabled => {
+                // The plain name: it is also the tools' namespace (no `@`).
+                let plugin = Plugin {
+                    name: p.name.clone(),
+                    version: p.version.clone(),
+                    dir: p.root.clone(),
+                };
+                for rel in &p.tools {
+                    scan_plugin_tool(cx, &plugin, &provider, rel);
+                }
+            }
+            PluginStatus::Broken | PluginStatus::NotInstalled => {
+                cx.enter(Source::Plugin, &provider, &p.root, None);
+                let kind = if p
+                    .problems
+                    .iter()
+                    .any(|w| w.contains("leaves the plugin folder"))
+                {
+                    NoteKind::OutsidePlugin
+                } else {
+                    NoteKind::BadManifest
+                };
+                let what = if p.scope == "cmdc" {
+                    "plugin (hooks and MCP servers)"
+                } else {
+                    "Claude Code plugin"
+                };
+                let reason = format!("{what} {} refused: {}", p.id, p.problems.join("; "));
+                cx.note(&p.root, kind, reason);
+            }
+            PluginStatus::Disabled => {}
+        }
+    }
 }

@@ -768,3 +768,304 @@ fn plugin_symlinks_resolve_inside_the_plugin_or_are_refused() {
         assert!(n.reason.contains("refused"));
     }
 }
+
+/// A Claude Code plugin installed as Claude Code lays it out: the cache folder, the installed
+/// list, and (when `enabled`) `enabledPlugins` in the user's settings.
+fn install_claude_plugin(
+    t: &Tmp,
+    id: &str,
+    files: &[(&str, &str)],
+    enabled: Option<bool>,
+) -> PathBuf {
+    let (name, market) = id.split_once('@').unwrap();
+    let root =
+        t.0.join(format!("home/.claude/plugins/cache/{market}/{name}/1.0.0"));
+    fs::create_dir_all(&root).unwrap();
+    for (rel, text) in files {
+        t.write(
+            &format!("home/.claude/plugins/cache/{market}/{name}/1.0.0/{rel}"),
+            text,
+        );
+    }
+    let list = t.0.join("home/.claude/plugins/installed_plugins.json");
+    let mut installed: serde_json::Value = fs::read(&list)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::json!({"version": 2, "plugins": {}}));
+    installed["plugins"][id] = serde_json::json!([{
+        "scope": "user", "installPath": root, "version": "1.0.0",
+        "installedAt": "2026-11-01T00:00:00.000Z", "lastUpdated": "2026-11-01T00:00:00.000Z"
+    }]);
+    t.write(
+        "home/.claude/plugins/installed_plugins.json",
+        &installed.to_string(),
+    );
+    if let Some(on) = enabled {
+        let settings = t.0.join("home/.claude/settings.json");
+        let mut s: serde_json::Value = fs::read(&settings)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::json!({}));
+        s["enabledPlugins"][id] = serde_json::Value::Bool(on);
+        t.write("home/.claude/settings.json", &s.to_string());
+    }
+    root
+}
+
+const HOOKS: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/h.sh"}]}]}}"#;
+
+#[test]
+fn claude_plugins_enabled_disabled_and_their_parts() {
+    let t = Tmp::new();
+    let root = install_claude_plugin(
+        &t,
+        "guard@market",
+        &[
+            (
+                ".claude-plugin/plugin.json",
+                r#"{"name": "guard", "version": "2.0.0", "description": "d", "mcpServers": {"inline": {"command": "srv"}}}"#,
+            ),
+            ("hooks/hooks.json", HOOKS),
+            (".mcp.json", r#"{"files": {"command": "fs"}}"#),
+            ("tools/t.ex", ""),
+        ],
+        Some(true),
+    );
+    install_claude_plugin(
+        &t,
+        "off@market",
+        &[("hooks/hooks.json", HOOKS), ("tools/u.ex", "")],
+        Some(false),
+    );
+    install_claude_plugin(&t, "quiet@market", &[("hooks/hooks.json", HOOKS)], None);
+    let found = claude_plugins(&t.config());
+    let status: Vec<_> = found
+        .plugins
+        .iter()
+        .map(|p| (p.id.as_str(), p.status))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("guard@market", PluginStatus::Enabled),
+            ("off@market", PluginStatus::Disabled),
+            ("quiet@market", PluginStatus::Disabled)
+        ]
+    );
+    let g = &found.plugins[0];
+    assert_eq!(
+        (g.name.as_str(), g.marketplace.as_str(), g.version.as_str()),
+        ("guard", "market", "2.0.0")
+    );
+    assert_eq!(g.hooks.len(), 1);
+    assert_eq!(g.hooks[0].path, root.join("hooks/hooks.json"));
+    // `.mcp.json`'s bare servers and the manifest's inline ones, both as `mcpServers`.
+    let servers: Vec<_> = g
+        .mcp
+        .iter()
+        .flat_map(|m| m.json["mcpServers"].as_object().unwrap().keys().cloned())
+        .collect();
+    assert_eq!(servers, ["files", "inline"]);
+    assert_eq!(g.tools, ["tools"]);
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    // The scan walks the enabled plugin's tools only.
+    let mut c = t.config();
+    c.user = false;
+    c.project = false;
+    assert_eq!(
+        names(&scan(&c)),
+        [("claude-plugin:guard@market".into(), "t.ex".into())]
+    );
+}
+
+#[test]
+fn claude_plugins_project_settings_count_only_when_trusted() {
+    let t = Tmp::new();
+    install_claude_plugin(&t, "p@m", &[("hooks/hooks.json", HOOKS)], Some(true));
+    t.write(
+        "proj/.claude/settings.local.json",
+        r#"{"enabledPlugins": {"p@m": false}}"#,
+    );
+    let mut c = t.config();
+    assert_eq!(claude_plugins(&c).plugins[0].status, PluginStatus::Disabled);
+    c.trust = Trust::Never;
+    let found = claude_plugins(&c);
+    assert_eq!(found.plugins[0].status, PluginStatus::Enabled);
+    assert_eq!(
+        found.plugins[0].decided_by,
+        Some(t.0.join("home/.claude/settings.json"))
+    );
+}
+
+#[test]
+fn claude_plugins_pointing_outside_missing_or_looping_are_refused() {
+    let t = Tmp::new();
+    t.write("outside/hooks.json", HOOKS);
+    let out = install_claude_plugin(
+        &t,
+        "out@m",
+        &[(
+            ".claude-plugin/plugin.json",
+            r#"{"name": "out", "hooks": "../../../../../../outside/hooks.json"}"#,
+        )],
+        Some(true),
+    );
+    let link = install_claude_plugin(&t, "link@m", &[], Some(true));
+    fs::create_dir_all(link.join("hooks")).unwrap();
+    std::os::unix::fs::symlink(
+        t.0.join("outside/hooks.json"),
+        link.join("hooks/hooks.json"),
+    )
+    .unwrap();
+    install_claude_plugin(
+        &t,
+        "gone@m",
+        &[(
+            ".claude-plugin/plugin.json",
+            r#"{"name": "gone", "mcpServers": "./servers.json"}"#,
+        )],
+        Some(true),
+    );
+    let looping = install_claude_plugin(
+        &t,
+        "loop@m",
+        &[(
+            ".claude-plugin/plugin.json",
+            r#"{"name": "loop", "hooks": ["./a.json"]}"#,
+        )],
+        Some(true),
+    );
+    std::os::unix::fs::symlink(looping.join("b.json"), looping.join("a.json")).unwrap();
+    std::os::unix::fs::symlink(looping.join("a.json"), looping.join("b.json")).unwrap();
+    let good = install_claude_plugin(&t, "good@m", &[("hooks/hooks.json", HOOKS)], Some(true));
+    t.write("home/.claude/settings.json", r#"{"enabledPlugins": {"out@m": true, "link@m": true, "gone@m": true, "loop@m": true, "good@m": true, "ghost@m": true}}"#);
+    let found = claude_plugins(&t.config());
+    let by = |id: &str| found.plugins.iter().find(|p| p.id == id).unwrap();
+    for id in ["out@m", "link@m", "gone@m", "loop@m"] {
+        let p = by(id);
+        assert_eq!(p.status, PluginStatus::Broken, "{id}");
+        assert!(p.hooks.is_empty() && p.mcp.is_empty() && p.tools.is_empty());
+    }
+    assert!(
+        by("out@m").problems[0].contains("leaves the plugin folder"),
+        "{:?}",
+        by("out@m").problems
+    );
+    assert!(
+        by("link@m").problems[0].contains("leaves the plugin folder"),
+        "{:?}",
+        by("link@m").problems
+    );
+    assert!(
+        by("gone@m").problems[0].contains("names a missing file"),
+        "{:?}",
+        by("gone@m").problems
+    );
+    assert!(
+        by("loop@m").problems[0].contains("loops"),
+        "{:?}",
+        by("loop@m").problems
+    );
+    assert_eq!(by("ghost@m").status, PluginStatus::NotInstalled);
+    // The others load.
+    assert_eq!(by("good@m").status, PluginStatus::Enabled);
+    assert_eq!(by("good@m").hooks[0].path, good.join("hooks/hooks.json"));
+    let _ = out;
+    // The scan reports each broken one; an outside path as `outside_plugin`.
+    let mut c = t.config();
+    c.user = false;
+    c.project = false;
+    let s = scan(&c);
+    let kinds: Vec<_> = s
+        .errors
+        .iter()
+        .map(|n| (n.provider.as_str(), n.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("claude-plugin:ghost@m", NoteKind::BadManifest),
+            ("claude-plugin:gone@m", NoteKind::BadManifest),
+            ("claude-plugin:link@m", NoteKind::OutsidePlugin),
+            ("claude-plugin:loop@m", NoteKind::BadManifest),
+            ("claude-plugin:out@m", NoteKind::OutsidePlugin),
+        ]
+    );
+}
+
+#[test]
+fn a_bad_installed_list_is_a_problem_not_a_failure() {
+    let t = Tmp::new();
+    t.write("home/.claude/plugins/installed_plugins.json", "{not json");
+    t.write("home/.claude/settings.json", r#"{"enabledPlugins": ["x"]}"#);
+    let found = claude_plugins(&t.config());
+    assert!(found.plugins.is_empty());
+    assert_eq!(found.problems.len(), 2);
+    assert!(found.problems[0]
+        .1
+        .contains("\"enabledPlugins\" must be an object"));
+    assert!(found.problems[1].1.contains("invalid JSON"));
+}
+
+#[test]
+fn this_librarys_own_plugins_bring_hooks_and_servers_too() {
+    let t = Tmp::new();
+    t.write(
+        "home/.cmdc/plugins/kit/cmdc-plugin.json",
+        r#"{"name": "kit", "version": "0.3.0"}"#,
+    );
+    t.write("home/.cmdc/plugins/kit/hooks/hooks.json", HOOKS);
+    t.write(
+        "home/.cmdc/plugins/kit/.mcp.json",
+        r#"{"mcpServers": {"db": {"command": "db"}}}"#,
+    );
+    t.write("home/.cmdc/plugins/kit/tools/k.ex", "");
+    t.write(
+        "home/.cmdc/plugins/off/cmdc-plugin.json",
+        r#"{"name": "off", "disabled": true}"#,
+    );
+    t.write("home/.cmdc/plugins/off/hooks/hooks.json", HOOKS);
+    t.write(
+        "home/.cmdc/plugins/bad/cmdc-plugin.json",
+        r#"{"name": "bad", "hooks": "/etc/hooks.json"}"#,
+    );
+    t.write("home/.cmdc/plugins/bad/tools/b.ex", "");
+    t.write(
+        "home/.cmdc/plugins/bad/.claude-plugin/plugin.json",
+        r#"{"name": "bad", "hooks": "/etc/hooks.json"}"#,
+    );
+    let found = claude_plugins(&t.config());
+    let status: Vec<_> = found
+        .plugins
+        .iter()
+        .map(|p| (p.id.as_str(), p.status, p.hooks.len(), p.mcp.len()))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("bad@cmdc", PluginStatus::Broken, 0, 0),
+            ("kit@cmdc", PluginStatus::Enabled, 1, 1),
+            ("off@cmdc", PluginStatus::Disabled, 1, 0)
+        ]
+    );
+    // Its tools are walked once, by the plugin pass; the broken one's hooks are an error.
+    let mut c = t.config();
+    c.user = false;
+    c.project = false;
+    let s = scan(&c);
+    // cmdc plugins' tools follow their own rule (the broken hooks do not stop them).
+    let tools: Vec<(String, String)> = vec![
+        ("plugin:bad".into(), "b.ex".into()),
+        ("plugin:kit".into(), "k.ex".into()),
+    ];
+    assert_eq!(names(&s), tools);
+    let errors: Vec<_> = s
+        .errors
+        .iter()
+        .map(|n| (n.provider.as_str(), n.kind))
+        .collect();
+    assert_eq!(errors, [("plugin:bad", NoteKind::OutsidePlugin)]);
+    assert!(s.errors[0]
+        .reason
+        .contains("plugin (hooks and MCP servers) bad@cmdc refused"));
+}

@@ -39,6 +39,19 @@ pub fn read_trust_list(text: &[u8], cwd: &Path, home: &Path) -> Result<Vec<PathB
 }
 
 pub(super) fn project_trusted(cx: &mut Ctx, config: &Config, cwd: &Path, home: &Path) -> bool {
+    trust_decision(config, cwd, home, &mut |file, reason| {
+        cx.note(file, NoteKind::BadTrustList, reason)
+    })
+}
+
+/// Whether the project is trusted (`config.trust`, `config.trusted`, the trust lists);
+/// `problem` hears of each trust list that cannot be used.
+pub(super) fn trust_decision(
+    config: &Config,
+    cwd: &Path,
+    home: &Path,
+    problem: &mut dyn FnMut(&Path, String),
+) -> bool {
     match config.trust {
         Trust::Always => return true,
         Trust::Never => return false,
@@ -54,16 +67,11 @@ pub(super) fn project_trusted(cx: &mut Ctx, config: &Config, cwd: &Path, home: &
         match read_regular(&file, MAX_METADATA_BYTES) {
             Ok(text) => match read_trust_list(&text, cwd, home) {
                 Ok(list) => folders.extend(list),
-                Err(e) => cx.note(
-                    &file,
-                    NoteKind::BadTrustList,
-                    format!("trust list {} ignored: {e}", file.display()),
-                ),
+                Err(e) => problem(&file, format!("trust list {} ignored: {e}", file.display())),
             },
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => cx.note(
+            Err(e) => problem(
                 &file,
-                NoteKind::BadTrustList,
                 format!("trust list {} unreadable: {e}", file.display()),
             ),
         }

@@ -40,40 +40,37 @@ pub(super) fn gemini_root(cx: &mut Cx, schema: &Value) -> Option<Value> {
         refs: Vec::new(),
     }
     .node(schema, "");
-    match &out {
-        Value::Object(m) => {
-            let props_empty = match m.get("properties") {
-                None => true,
-                Some(Value::Object(p)) => p.is_empty(),
-                _ => false,
-            };
-            let is_object = m.get("type").is_none_or(|t| t == "object");
-            if m.is_empty() || (is_object && props_empty && !m.contains_key("anyOf")) {
-                // Gemini refuses an object schema without properties: the declaration omits
-                // `parameters`, and the model then sends no arguments at all.
-                if takes_keys(schema) {
-                    cx.changed(
-                        "",
-                        "properties",
-                        "omitted with `parameters`",
-                        "an object without properties is refused, so the declaration has no \
-                         parameters and the model can send no arguments, while the original \
-                         takes any keys (a tool that takes none says `additionalProperties: \
-                         false`)",
-                        Effect::Less,
-                    );
-                }
-                return None;
-            }
-            if !is_object {
-                cx.warn(
+    if let Value::Object(m) = &out {
+        let props_empty = match m.get("properties") {
+            None => true,
+            Some(Value::Object(p)) => p.is_empty(),
+            _ => false,
+        };
+        let is_object = m.get("type").is_none_or(|t| t == "object");
+        if m.is_empty() || (is_object && props_empty && !m.contains_key("anyOf")) {
+            // Gemini refuses an object schema without properties: the declaration omits
+            // `parameters`, and the model then sends no arguments at all.
+            if takes_keys(schema) {
+                cx.changed(
                     "",
-                    "type",
-                    "Gemini function parameters must be an object schema; this root is not",
+                    "properties",
+                    "omitted with `parameters`",
+                    "an object without properties is refused, so the declaration has no \
+                     parameters and the model can send no arguments, while the original \
+                     takes any keys (a tool that takes none says `additionalProperties: \
+                     false`)",
+                    Effect::Less,
                 );
             }
+            return None;
         }
-        _ => {}
+        if !is_object {
+            cx.warn(
+                "",
+                "type",
+                "Gemini function parameters must be an object schema; this root is not",
+            );
+        }
     }
     let mut out = out;
     if let Value::Object(m) = &mut out {

@@ -42,6 +42,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
 
   setup_all do
     Code.require_file(Path.join(@root, "test/fixtures/mcp_tools/hold.ex"))
+    Code.require_file(Path.join(@root, "test/fixtures/mcp_tools/flood.ex"))
     :ok
   end
 
@@ -420,6 +421,42 @@ defmodule CMDC.Tool.MCP.HTTPTest do
     end
   end
 
+  defp initialize(url, profile \\ :default) do
+    init = %{"protocolVersion" => "2025-11-25", "capabilities" => %{}}
+
+    body =
+      JSON.encode!(%{"jsonrpc" => "2.0", "id" => 1, "method" => "initialize", "params" => init})
+
+    {200, %{"mcp-session-id" => session}, _} = post(url, body, [], profile)
+    {:ok, session}
+  end
+
+  # A tools/call of a tool that writes its `sleep`'s pid to `pid_file`, sent on a raw socket
+  # (SSE accepted): that pid once the file is there.
+  defp call_holding(socket, name, args, meta, pid_file) do
+    params = %{"name" => name, "arguments" => args, "_meta" => Map.merge(@meta, meta)}
+
+    body =
+      JSON.encode!(%{"jsonrpc" => "2.0", "id" => 1, "method" => "tools/call", "params" => params})
+
+    request =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" <>
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: #{@modern}\r\n" <>
+        "Mcp-Method: tools/call\r\nMcp-Name: #{name}\r\nContent-Length: #{byte_size(body)}\r\n\r\n" <>
+        body
+
+    :ok = :gen_tcp.send(socket, request)
+    eventually(fn -> File.exists?(pid_file) end, within: 30_000)
+    pid_file |> File.read!() |> String.trim() |> String.to_integer()
+  end
+
+  defp drain(socket) do
+    case :gen_tcp.recv(socket, 0, 10_000) do
+      {:ok, _} -> drain(socket)
+      {:error, reason} -> reason
+    end
+  end
+
   describe "limits and lifecycles" do
     test "a client vanishing mid-call cancels the call: the tool and its OS process die" do
       {_server, url} = start(tools: [Echo, CMDCTest.MCPTools.Hold])
@@ -431,18 +468,7 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       %URI{port: port} = URI.parse(url)
       {:ok, socket} = :gen_tcp.connect({127, 0, 0, 1}, port, [:binary, active: false])
 
-      body =
-        modern(1, "tools/call", %{"name" => "hold", "arguments" => %{"pid_file" => pid_file}})
-
-      request =
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" <>
-          "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: #{@modern}\r\n" <>
-          "Mcp-Method: tools/call\r\nMcp-Name: hold\r\nContent-Length: #{byte_size(body)}\r\n\r\n" <>
-          body
-
-      :ok = :gen_tcp.send(socket, request)
-      eventually(fn -> File.exists?(pid_file) end)
-      sleep_pid = pid_file |> File.read!() |> String.trim() |> String.to_integer()
+      sleep_pid = call_holding(socket, "hold", %{"pid_file" => pid_file}, %{}, pid_file)
       assert OsProc.running?(sleep_pid)
       :gen_tcp.close(socket)
       assert OsProc.wait_dead(sleep_pid), "sleep #{sleep_pid} outlived its cancelled call"
@@ -450,31 +476,88 @@ defmodule CMDC.Tool.MCP.HTTPTest do
       assert {200, _, _} = post(url, modern(2, "tools/list"), modern_headers("tools/list"))
     end
 
-    test "sessions unused for :session_idle_ms are dropped (the client then initializes again)" do
-      {server, url} = start(session_idle_ms: 1)
-      init = %{"protocolVersion" => "2025-11-25", "capabilities" => %{}}
-
-      body =
-        JSON.encode!(%{"jsonrpc" => "2.0", "id" => 1, "method" => "initialize", "params" => init})
-
-      {200, %{"mcp-session-id" => session}, _} = post(url, body)
+    test "sessions unused for :session_idle_ms are gone (the client then initializes again)" do
+      # The server's clock is the test's: nothing sleeps through an idle time or a sweep.
+      clock = :counters.new(1, [])
+      now = fn -> :counters.get(clock, 1) end
+      {server, url} = start(session_idle_ms: 60_000, clock: now)
+      {:ok, session} = initialize(url)
       list = JSON.encode!(%{"jsonrpc" => "2.0", "id" => 2, "method" => "tools/list"})
+      :counters.put(clock, 1, 59_999)
       assert {200, _, _} = post(url, list, [{"mcp-session-id", session}])
-
-      # The sweep runs every minute; here it is asked for now, until the session has been
-      # unused for over 1 ms when it runs (each request uses it).
-      {404, _, {:ok, reply}} =
-        eventually(fn ->
-          send(server, :sweep)
-          :sys.get_state(server)
-
-          case post(url, list, [{"mcp-session-id", session}]) do
-            {404, _, _} = gone -> gone
-            _ -> nil
-          end
-        end)
-
+      # Used at 59,999: gone at 119,999.
+      :counters.put(clock, 1, 119_998)
+      assert {200, _, _} = post(url, list, [{"mcp-session-id", session}])
+      :counters.put(clock, 1, 179_999)
+      {404, _, {:ok, reply}} = post(url, list, [{"mcp-session-id", session}])
       assert reply["error"]["message"] =~ "initialize again"
+      {:ok, _other} = initialize(url)
+      :counters.put(clock, 1, 240_000)
+      assert HTTP.sweep(server) == 1
+    end
+
+    # Issue 36 item 3: 12,000 initialize filled the table and every new client got 503 for an
+    # hour; ids were not tied to who opened them.
+    test "sessions are per principal: a flood evicts only the flooder's own, ids do not travel" do
+      {_server, url} = start(max_sessions_per_principal: 20, max_sessions: 100)
+      # Another client: another source address (all of 127/8 is this host).
+      profile = :"mcp_other_#{System.unique_integer([:positive])}"
+      {:ok, _} = :inets.start(:httpc, profile: profile)
+      on_exit(fn -> :inets.stop(:httpc, profile) end)
+      :ok = :httpc.set_options([socket_opts: [ip: {127, 0, 0, 2}]], profile)
+      {:ok, theirs} = initialize(url, profile)
+      {:ok, first_own} = initialize(url)
+      for _ <- 1..300, do: {:ok, _} = initialize(url)
+      list = JSON.encode!(%{"jsonrpc" => "2.0", "id" => 2, "method" => "tools/list"})
+
+      assert {200, _, {:ok, %{"result" => _}}} =
+               post(url, list, [{"mcp-session-id", theirs}], profile)
+
+      # The flooder's oldest went (least recently used); its newest work.
+      assert {404, _, _} = post(url, list, [{"mcp-session-id", first_own}])
+      # Their id from this address is unknown here, and cannot be ended from here.
+      assert {404, _, _} = post(url, list, [{"mcp-session-id", theirs}])
+
+      {:ok, {{_, 404, _}, _, _}} =
+        :httpc.request(
+          :delete,
+          {to_charlist(url), [{~c"mcp-session-id", to_charlist(theirs)}]},
+          [],
+          []
+        )
+
+      assert {200, _, _} = post(url, list, [{"mcp-session-id", theirs}], profile)
+    end
+
+    # Issue 36 item 2: a stream nobody read grew the VM by GBs; now progress is dropped, then
+    # the stream is closed and the call cancelled.
+    test "a call whose client never reads its stream is cancelled: the tool's OS process dies" do
+      {_server, url} =
+        start(
+          tools: [Echo, CMDCTest.MCPTools.Flood],
+          stream_soft_bytes: 16_384,
+          stream_hard_bytes: 65_536
+        )
+
+      pid_file =
+        Path.join(System.tmp_dir!(), "mcp_http_flood_#{System.unique_integer([:positive])}")
+
+      on_exit(fn -> File.rm(pid_file) end)
+      %URI{port: port} = URI.parse(url)
+      # A small receive buffer: the server's writes stall soon.
+      {:ok, socket} =
+        :gen_tcp.connect({127, 0, 0, 1}, port, [:binary, active: false, recbuf: 4096])
+
+      args = %{"pid_file" => pid_file, "size" => 4096}
+
+      meta = %{"progressToken" => "p1"}
+      sleep_pid = call_holding(socket, "flood", args, meta, pid_file)
+      # Never read: the stream is closed once the client is 64 kB behind, the call with it.
+      assert OsProc.wait_dead(sleep_pid, 30_000), "sleep #{sleep_pid} outlived its call"
+      # What the client finds when it reads at last: the start of the stream, then the end.
+      assert {:ok, "HTTP/1.1 200 OK" <> _} = :gen_tcp.recv(socket, 0, 10_000)
+      assert drain(socket) in [:closed, :econnreset]
+      assert {200, _, _} = post(url, modern(2, "tools/list"), modern_headers("tools/list"))
     end
 
     test "legacy sessions: initialize mints Mcp-Session-Id, unknown ids are 404, GET is 405" do

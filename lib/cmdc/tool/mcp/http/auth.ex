@@ -4,7 +4,9 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
 
     * `nil` - anyone who reaches it (the default: it listens on loopback only);
     * `{:bearer, token}` or `{:bearer_file, path}` - requests carry `Authorization: Bearer
-      token` (compared in constant time; at least 16 bytes);
+      token` (the scheme name in any case, RFC 9110; compared in constant time; at least 16
+      bytes). A token file others may read is refused, as ssh refuses such a key (`chmod 600`),
+      and one its group may read is accepted with a warning;
     * `{:oauth, opts}` - an OAuth 2.1 resource server as MCP's authorization spec describes:
       `GET /.well-known/oauth-protected-resource<path>` serves RFC 9728 metadata naming the
       `:authorization_servers`; every token is checked by RFC 7662 introspection at
@@ -18,6 +20,10 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   resource_metadata="…"` (OAuth) so the client can find its authorization server;
   `error="invalid_token"` when a token was sent but refused.
   """
+
+  import Bitwise, only: [band: 2]
+
+  require Logger
 
   alias CMDC.Tool.MCP.HTTP.IntrospectionCache
 
@@ -33,12 +39,16 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   def new({:bearer, _}), do: {:error, "a bearer token needs at least 16 bytes"}
 
   def new({:bearer_file, path}) do
-    case File.read(path) do
-      {:ok, text} ->
-        new({:bearer, String.trim(text)})
-
-      {:error, reason} ->
+    with {:ok, %File.Stat{mode: mode}} <- File.stat(path),
+         :ok <- private(path, mode),
+         {:ok, text} <- File.read(path) do
+      new({:bearer, String.trim(text)})
+    else
+      {:error, reason} when is_atom(reason) ->
         {:error, "cannot read the token file #{path}: #{:file.format_error(reason)}"}
+
+      {:error, message} ->
+        {:error, message}
     end
   end
 
@@ -67,6 +77,29 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   end
 
   def new(other), do: {:error, "unknown :auth setting #{inspect(other)}"}
+
+  # Like ssh with its keys: a secret others can read is not one.
+  defp private(path, mode) do
+    cond do
+      band(mode, 0o004) != 0 ->
+        {:error,
+         "the token file #{path} is readable by every user (mode #{mode_text(mode)}): " <>
+           "run chmod 600 #{path}"}
+
+      band(mode, 0o040) != 0 ->
+        Logger.warning(
+          "the token file #{path} is readable by its group (mode #{mode_text(mode)}): " <>
+            "chmod 600 #{path} keeps it to its owner"
+        )
+
+        :ok
+
+      true ->
+        :ok
+    end
+  end
+
+  defp mode_text(mode), do: "0" <> Integer.to_string(band(mode, 0o777), 8)
 
   defp cache(opts) do
     case {Map.get(opts, :cache_ms, 60_000), Map.get(opts, :cache_size, 10_000)} do
@@ -104,11 +137,14 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   end
 
   @doc """
-  Checks a request's `authorization` header. `:ok`, or `{:error, www_authenticate, message}`
-  for a 401. `metadata_url` is where the metadata document is served.
+  Checks a request's `authorization` header: `{:ok, principal}` (under OAuth the token's
+  subject, `"sub:…"`, else `nil`: the caller names the client by its address), or
+  `{:error, www_authenticate, message}` for a 401. `metadata_url` is where the metadata
+  document is served.
   """
-  @spec check(t(), map(), String.t() | nil) :: :ok | {:error, String.t(), String.t()}
-  def check(:none, _headers, _metadata_url), do: :ok
+  @spec check(t(), map(), String.t() | nil) ::
+          {:ok, String.t() | nil} | {:error, String.t(), String.t()}
+  def check(:none, _headers, _metadata_url), do: {:ok, nil}
 
   def check(auth, headers, metadata_url) do
     case bearer(headers["authorization"]) do
@@ -118,15 +154,29 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
 
       token ->
         case verify(auth, token) do
-          :ok -> :ok
+          :ok -> {:ok, nil}
+          {:ok, principal} -> {:ok, principal}
           {:error, why} -> {:error, challenge(auth, metadata_url, why), "invalid token: #{why}"}
         end
     end
   end
 
-  defp bearer("Bearer " <> token), do: String.trim(token)
-  defp bearer("bearer " <> token), do: String.trim(token)
+  # RFC 9110 §11.1: the scheme name is case-insensitive.
+  defp bearer(header) when is_binary(header) do
+    case String.split(String.trim_leading(header), " ", parts: 2) do
+      [scheme, token] -> if String.downcase(scheme) == "bearer", do: non_empty(token)
+      _ -> nil
+    end
+  end
+
   defp bearer(_), do: nil
+
+  defp non_empty(token) do
+    case String.trim(token) do
+      "" -> nil
+      token -> token
+    end
+  end
 
   defp challenge(auth, metadata_url, why) do
     base =
@@ -145,10 +195,21 @@ defmodule CMDC.Tool.MCP.HTTP.Auth do
   defp verify({:oauth, oauth}, token) do
     with {:ok, claims} <- claims(oauth, token),
          :ok <- active(claims),
-         :ok <- unexpired(claims) do
-      audience(claims, oauth.resource)
+         :ok <- unexpired(claims),
+         :ok <- audience(claims, oauth.resource) do
+      {:ok, principal(claims, token)}
     end
   end
+
+  # Who holds the token: its subject, else the client it was issued to, else the token itself
+  # (hashed: never kept in clear beside the sessions).
+  defp principal(%{"sub" => sub}, _token) when is_binary(sub) and sub != "", do: "sub:" <> sub
+
+  defp principal(%{"client_id" => id}, _token) when is_binary(id) and id != "",
+    do: "client:" <> id
+
+  defp principal(_claims, token),
+    do: "token:" <> Base.url_encode64(:crypto.hash(:sha256, token), padding: false)
 
   defp secure_equal?(a, b) when byte_size(a) == byte_size(b) do
     :crypto.hash_equals(a, b)

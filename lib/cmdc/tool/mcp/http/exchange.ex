@@ -1,49 +1,62 @@
 defmodule CMDC.Tool.MCP.HTTP.Exchange do
   @moduledoc """
-  The answers that take time on `CMDC.Tool.MCP.HTTP`, served in the httpd request process:
+  The answers of `CMDC.Tool.MCP.HTTP` that take time, served in the request's own process:
 
-    * a `tools/call`: run by `CMDC.Tool.MCP.Calls`; answered with one JSON response, or with
-      an SSE stream when the request has a `progressToken` and the client accepts
-      `text/event-stream` (progress notifications, then the result);
-    * a `subscriptions/listen`: an SSE stream with the acknowledgment first, then
-      `notifications/tools/list_changed` for each change, until the client goes away.
+    * a `tools/call`: run through `CMDC.Tool.MCP.Calls`; answered as JSON once done, or as an
+      SSE stream when the request has a `progressToken` and accepts `text/event-stream`
+      (progress notifications, then the result);
+    * a subscription (`subscriptions/listen`, or a 2025-era session's GET stream): an SSE
+      stream of `notifications/tools/list_changed` until the client leaves.
 
-  While it waits, the process watches its socket (`active: once`): a client that closes the
-  connection cancels its call, and the runner kills the tool and every OS process it started.
+  A stream is bounded (`CMDC.Tool.MCP.HTTP.Limits`, in `CMDC.Tool.MCP.HTTP.Wire`): while the
+  client lags, progress notifications and keep-alive comments are dropped; if it stops
+  reading, the stream is closed and the call cancelled (the tool and its OS processes killed).
+  The same happens when the client leaves (`{:cmdc_http_gone, id}`), cancels the call
+  (`notifications/cancelled`), or ends its session (DELETE).
   """
-
-  require Record
 
   alias CMDC.Tool.{MCP, Runner}
   alias CMDC.Tool.MCP.Calls
-  alias CMDC.Tool.MCP.HTTP.Body
-
-  Record.defrecordp(:mod, Record.extract(:mod, from_lib: "inets/include/httpd.hrl"))
+  alias CMDC.Tool.MCP.HTTP.{Sessions, Wire}
 
   # How long a cancelled call may take to die before the process moves on.
   @cancel_wait_ms 2_000
   # An SSE comment this often on a quiet subscription: proxies keep it, dead peers show.
   @keep_alive_ms 15_000
 
-  @doc "Runs a call and answers it (`:sent` when streamed, else a response for the handler)."
+  @doc "Runs a call and answers it (`:sent` when streamed or the client left, else a response)."
   @spec call(map(), MCP.call()) :: :sent | {pos_integer(), list(), iodata()}
   def call(req, call) do
     handle = Calls.start(req.mcp, call, context(req))
     mon = Process.monitor(handle.pid)
-    key = req.session && {:call, req.session, call.id}
-    if key, do: :ets.insert(req.table, {key, self()})
+    busy(req, {:call, call.id}, true)
     stream? = call.progress_token != nil and accepts_sse?(req.headers)
-    watch(req.mod, :once)
 
     try do
       if stream?,
         do: stream_call(req, call, handle, mon),
         else: await_call(req, call, handle, mon)
     after
-      watch(req.mod, false)
-      if key, do: :ets.delete(req.table, key)
+      busy(req, {:call, call.id}, false)
       Process.demonitor(mon, [:flush])
     end
+  end
+
+  # A call or stream in flight on a session: cancellable by id, and the session not idle.
+  defp busy(%{session: nil}, _what, _on?), do: :ok
+
+  defp busy(req, what, on?) do
+    key =
+      case what do
+        {:call, id} -> {:call, req.session, id}
+        :stream -> {:stream, req.session, self()}
+      end
+
+    if on?,
+      do: :ets.insert(req.table, {key, self()}),
+      else: :ets.delete(req.table, key)
+
+    Sessions.busy(req.config.sessions, req.session, if(on?, do: 1, else: -1))
   end
 
   defp context(%{config: %{context: %CMDC.Context{} = context}}), do: context
@@ -55,32 +68,40 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   defp accepts_sse?(headers), do: String.contains?(headers["accept"] || "", "text/event-stream")
 
   defp await_call(req, call, handle, mon) do
-    case next(handle, mon) do
+    case next(req, handle, mon) do
       {:update, _payload} -> await_call(req, call, handle, mon)
-      {:done, result} -> Body.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
-      :cancelled -> Body.json(200, req.extra, cancelled(call))
+      {:done, result} -> Wire.json(200, req.extra, MCP.call_reply(req.mcp, call, result))
+      :cancelled -> Wire.json(200, req.extra, cancelled(call))
       :gone -> :sent
     end
   end
 
   defp stream_call(req, call, handle, mon) do
-    open_stream(req)
-    stream_loop(req, call, handle, mon, 0)
+    case open_stream(req) do
+      {:ok, stream} -> stream_loop(req, call, handle, mon, stream, 0)
+      {:error, _} -> stop(handle, mon, :sent)
+    end
   end
 
-  defp stream_loop(req, call, handle, mon, count) do
-    case next(handle, mon) do
+  defp stream_loop(req, call, handle, mon, stream, count) do
+    case next(req, handle, mon) do
       {:update, payload} ->
-        if message = Calls.progress(call, count + 1, payload), do: event(req.mod, message)
-        stream_loop(req, call, handle, mon, count + 1)
+        message = Calls.progress(call, count + 1, payload)
+
+        # Progress may be dropped while the client lags; a client that stops reading closes
+        # the stream, and the call goes with it.
+        case message && event(stream, message, true) do
+          {:error, _} -> stop(handle, mon, :sent)
+          _ -> stream_loop(req, call, handle, mon, stream, count + 1)
+        end
 
       {:done, result} ->
-        event(req.mod, MCP.call_reply(req.mcp, call, result))
-        :httpd_response.send_final_chunk(req.mod, false)
+        event(stream, MCP.call_reply(req.mcp, call, result), false)
+        Wire.finish(stream)
         :sent
 
       :cancelled ->
-        :httpd_response.send_final_chunk(req.mod, false)
+        Wire.finish(stream)
         :sent
 
       :gone ->
@@ -95,10 +116,12 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
 
   # The call's next event; :gone once the client left, :cancelled once it cancelled (the call is
   # dead then, or given up on after @cancel_wait_ms).
-  defp next(%{ref: ref} = handle, mon) do
+  defp next(req, %{ref: ref} = handle, mon) do
+    rid = req.rid
+
     receive do
       {Runner, ^ref, {:update, payload}} ->
-        {:update, payload}
+        {:update, latest(ref, payload)}
 
       {Runner, ^ref, {:done, result}} ->
         {:done, result}
@@ -106,14 +129,21 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
       {:DOWN, ^mon, :process, _, reason} ->
         {:done, {:error, "the tool crashed: #{inspect(reason)}"}}
 
-      {closed, _socket} when closed in [:tcp_closed, :tcp_error] ->
-        stop(handle, mon, :gone)
-
-      {:tcp_error, _socket, _reason} ->
+      {:cmdc_http_gone, ^rid} ->
         stop(handle, mon, :gone)
 
       {__MODULE__, :cancel} ->
         stop(handle, mon, :cancelled)
+    end
+  end
+
+  # Progress coalesces: of the updates already waiting, only the newest is sent, so a tool
+  # reporting faster than this process can encode never grows its mailbox.
+  defp latest(ref, payload) do
+    receive do
+      {Runner, ^ref, {:update, newer}} -> latest(ref, newer)
+    after
+      0 -> payload
     end
   end
 
@@ -130,69 +160,67 @@ defmodule CMDC.Tool.MCP.HTTP.Exchange do
   @doc """
   Keeps a `subscriptions/listen` stream (`ack` first, notifications tagged with `id`), or a
   2025-era session's GET stream (`nil`, `nil`: plain notifications), open until the client
-  leaves.
+  leaves or stops reading.
   """
   @spec listen(map(), map() | nil, term()) :: :sent
   def listen(req, ack, id) do
     # Subscribed before the client hears the stream is open: a change it makes on hearing so
     # waits in the mailbox rather than going to no one.
     :ets.insert(req.table, {{:sub, self()}, id})
-    open_stream(req)
-    if ack, do: event(req.mod, ack)
-    watch(req.mod, :once)
+    busy(req, :stream, true)
 
     try do
-      listen_loop(req, id)
+      with {:ok, stream} <- open_stream(req),
+           :ok <- if(ack, do: ok(event(stream, ack, false)), else: :ok) do
+        listen_loop(req, id, stream)
+      end
     after
       :ets.delete(req.table, {:sub, self()})
+      busy(req, :stream, false)
     end
+
+    :sent
   end
 
-  defp listen_loop(req, id) do
+  defp ok({:error, _} = error), do: error
+  defp ok(_), do: :ok
+
+  defp listen_loop(req, id, stream) do
+    rid = req.rid
+
     receive do
       {:cmdc_mcp_http, :list_changed} ->
-        event(req.mod, MCP.list_changed(id))
-        listen_loop(req, id)
+        case event(stream, MCP.list_changed(id), false) do
+          {:error, _} -> :sent
+          _ -> listen_loop(req, id, stream)
+        end
 
-      {closed, _socket} when closed in [:tcp_closed, :tcp_error] ->
-        :sent
-
-      {:tcp_error, _socket, _reason} ->
+      {:cmdc_http_gone, ^rid} ->
         :sent
     after
       @keep_alive_ms ->
-        :httpd_response.send_chunk(req.mod, ": keep-alive\n\n", false)
-        listen_loop(req, id)
+        case Wire.send(stream, ": keep-alive\n\n", true) do
+          {:error, _} -> :sent
+          _ -> listen_loop(req, id, stream)
+        end
     end
   end
 
   defp open_stream(req) do
-    headers =
-      [
-        {:content_type, ~c"text/event-stream"},
-        {:cache_control, ~c"no-cache"},
-        {~c"x-accel-buffering", ~c"no"}
-      ] ++ Enum.map(req.extra, fn {k, v} -> {String.to_charlist(k), String.to_charlist(v)} end)
+    headers = [
+      {"content-type", "text/event-stream"},
+      {"cache-control", "no-cache"},
+      {"x-accel-buffering", "no"} | req.extra
+    ]
 
-    :httpd_response.send_header(req.mod, 200, headers)
+    Wire.stream(req.exchange, 200, headers)
   end
 
-  defp event(mod, message) do
-    data = CMDC.Tool.JSON.encode!(message)
-
-    :httpd_response.send_chunk(
-      mod,
-      IO.iodata_to_binary(["event: message\ndata: ", data, "\n\n"]),
-      false
+  defp event(stream, message, droppable) do
+    Wire.send(
+      stream,
+      ["event: message\ndata: ", CMDC.Tool.JSON.encode!(message), "\n\n"],
+      droppable
     )
-  end
-
-  # `active: :once` turns the peer closing the connection into a {:tcp_closed, socket} message
-  # while this process waits; set back to passive before httpd reads the next request.
-  defp watch(mod, mode) do
-    case mod(mod, :socket_type) do
-      :ip_comm -> :inet.setopts(mod(mod, :socket), active: mode)
-      _ -> :ok
-    end
   end
 end

@@ -24,9 +24,10 @@ defmodule CMDC.Tool.MCP.HTTP.AuthTest do
   test "a token file is read and trimmed" do
     file = Path.join(System.tmp_dir!(), "mcp_token_#{System.unique_integer([:positive])}")
     File.write!(file, "0123456789abcdef0123\n")
+    File.chmod!(file, 0o600)
     on_exit(fn -> File.rm(file) end)
     assert {:ok, {:bearer, "0123456789abcdef0123"} = auth} = Auth.new({:bearer_file, file})
-    assert :ok = Auth.check(auth, %{"authorization" => "Bearer 0123456789abcdef0123"}, nil)
+    assert {:ok, nil} = Auth.check(auth, %{"authorization" => "Bearer 0123456789abcdef0123"}, nil)
 
     assert {:error, challenge, _} =
              Auth.check(auth, %{"authorization" => "Bearer 0123456789abcdef0124"}, nil)
@@ -36,6 +37,38 @@ defmodule CMDC.Tool.MCP.HTTP.AuthTest do
 
     assert {:error, ~s(Bearer realm="mcp"), "authentication required" <> _} =
              Auth.check(auth, %{}, nil)
+  end
+
+  test "a token file every user may read is refused, as ssh refuses such a key" do
+    file = Path.join(System.tmp_dir!(), "mcp_token_#{System.unique_integer([:positive])}")
+    File.write!(file, "0123456789abcdef0123\n")
+    on_exit(fn -> File.rm(file) end)
+    File.chmod!(file, 0o644)
+    assert {:error, message} = Auth.new({:bearer_file, file})
+    assert message =~ "readable by every user (mode 0644): run chmod 600"
+
+    File.chmod!(file, 0o640)
+
+    log =
+      ExUnit.CaptureLog.capture_log(fn ->
+        assert {:ok, {:bearer, _}} = Auth.new({:bearer_file, file})
+      end)
+
+    assert log =~ "readable by its group"
+  end
+
+  test "the scheme name is case-insensitive (RFC 9110), an empty token is none" do
+    {:ok, auth} = Auth.new({:bearer, "0123456789abcdef0123"})
+
+    for scheme <- ["Bearer", "bearer", "BEARER", "bEaReR"] do
+      header = %{"authorization" => scheme <> " 0123456789abcdef0123"}
+      assert {:ok, nil} = Auth.check(auth, header, nil), scheme
+    end
+
+    for header <- ["Basic 0123456789abcdef0123", "Bearer ", "Bearer", "0123456789abcdef0123"] do
+      assert {:error, _, "authentication required" <> _} =
+               Auth.check(auth, %{"authorization" => header}, nil)
+    end
   end
 
   test "OAuth: the resource defaults to the endpoint's URL; metadata names the servers" do

@@ -33,8 +33,13 @@ defmodule CMDC.Tool.MCP.HTTP.IntrospectionCacheTest do
     auth
   end
 
-  defp check(auth, token),
-    do: Auth.check(auth, %{"authorization" => "Bearer " <> token}, "http://x/meta")
+  # :ok for an accepted token (whoever it names), else the refusal.
+  defp check(auth, token) do
+    case Auth.check(auth, %{"authorization" => "Bearer " <> token}, "http://x/meta") do
+      {:ok, _principal} -> :ok
+      refused -> refused
+    end
+  end
 
   # How many times the endpoint was asked about each token.
   defp asked(base) do

@@ -119,7 +119,7 @@ defmodule CMDC.Tool.Deferred.NamespacedCallsTest do
     # Without a namespace the name is the whole name, as MCP defines it.
     assert [%{"text" => "admin__wipe"}] = by_id[5]["result"]["content"]
     MCPIO.eof(input)
-    assert_receive :stopped, 10_000
+    assert_receive :stopped
   end
 
   describe "one rule for a tool's namespace (issue 40 item 10)" do

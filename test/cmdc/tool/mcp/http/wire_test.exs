@@ -1,6 +1,7 @@
-defmodule CMDC.Tool.MCP.HTTP.BodyTest do
-  # The request body's limits on the Streamable HTTP server (CMDC.Tool.MCP.HTTP.Body): 413 and
-  # 408 as JSON-RPC errors, over raw TCP (what no SDK client sends) and OTP's httpc.
+defmodule CMDC.Tool.MCP.HTTP.WireTest do
+  # The Streamable HTTP server's transport (CMDC.Tool.MCP.HTTP.Wire, hyper in the NIF) against
+  # what no SDK client sends, over raw TCP: limits answered as JSON-RPC errors (413, 408),
+  # pipelined requests, slow bodies, duplicate Host/Origin headers.
   use ExUnit.Case, async: true
 
   alias CMDC.Tool.Examples.Echo
@@ -126,8 +127,7 @@ defmodule CMDC.Tool.MCP.HTTP.BodyTest do
     assert served?(url)
   end
 
-  test "a chunked body over :max_body: httpd's own 413 (it reads chunked bodies whole, " <>
-         "bounded by the limit); the server serves the next request" do
+  test "a chunked body over :max_body: a JSON 413, then the next request is served" do
     {port, url} = start(max_body: 100_000)
     socket = connect(port)
 
@@ -139,15 +139,9 @@ defmodule CMDC.Tool.MCP.HTTP.BodyTest do
     pieces = for _ <- 1..5, do: [Integer.to_string(byte_size(chunk), 16), "\r\n", chunk, "\r\n"]
     :ok = :gen_tcp.send(socket, [head | pieces])
 
-    case :gen_tcp.recv(socket, 0, 30_000) do
-      {:ok, answer} ->
-        assert "HTTP/1.1 413 " <> _ = answer
-        assert closed?(socket)
-
-      {:error, reason} ->
-        assert reason in [:closed, :econnreset]
-    end
-
+    {status, headers, body} = response(socket)
+    assert_json_error(status, headers, body, 413, "over 100000 bytes")
+    assert closed?(socket)
     assert served?(url)
   end
 
@@ -190,12 +184,77 @@ defmodule CMDC.Tool.MCP.HTTP.BodyTest do
     assert String.starts_with?(text, String.slice(echoed, 0, 40_000))
   end
 
-  test "headers that never finish: httpd's own 408 (before any module runs), others served" do
-    {port, url} = start(idle_timeout_ms: 1_000, min_bytes_per_second: 50)
+  test "headers that never finish: the connection is closed after :header_timeout_ms" do
+    {port, url} = start(header_timeout_ms: 1_000)
     socket = connect(port)
     :ok = :gen_tcp.send(socket, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     assert served?(url)
-    assert {:ok, "HTTP/1.1 408 " <> _} = :gen_tcp.recv(socket, 0, 30_000)
-    assert closed?(socket)
+    assert {:error, reason} = :gen_tcp.recv(socket, 0, 30_000)
+    assert reason in [:closed, :econnreset]
+  end
+
+  # Issue 36 item 5: the body timer ran only after the first 16 kB, so sockets trickling small
+  # bodies held their connections; now every one gets its 408 and is closed.
+  test "slow bodies of a few bytes each get their 408: the timer starts with the body" do
+    {port, url} = start(body_timeout_ms: 1_000)
+    sockets = for _ <- 1..40, do: connect(port)
+    # 200 bytes declared, 10 sent, then a byte now and then: never complete.
+    for s <- sockets, do: :ok = :gen_tcp.send(s, [head(200), String.duplicate(" ", 10)])
+
+    trickle =
+      Task.async(fn ->
+        for _ <- 1..5, s <- sockets do
+          :gen_tcp.send(s, " ")
+          Process.sleep(20)
+        end
+      end)
+
+    for s <- sockets do
+      {status, headers, body} = response(s)
+      assert_json_error(status, headers, body, 408, "not complete after 1000 ms")
+      assert closed?(s)
+    end
+
+    Task.await(trickle, 30_000)
+    assert served?(url)
+  end
+
+  # Issue 36 item 4: pipelined requests got no answer at all.
+  test "pipelined requests are answered, in order, on one connection" do
+    {port, _url} = start()
+    socket = connect(port)
+    bodies = for id <- 1..3, do: request(id, "tools/list", %{})
+    :ok = :gen_tcp.send(socket, Enum.map(bodies, &[head(byte_size(&1)), &1]))
+
+    for id <- 1..3 do
+      {200, headers, body} = response(socket)
+      assert headers["content-type"] == "application/json"
+      assert %{"id" => ^id, "result" => %{"tools" => [_]}} = JSON.decode!(body)
+    end
+
+    # Still open for more.
+    body = request(4, "tools/list", %{})
+    :ok = :gen_tcp.send(socket, [head(byte_size(body)), body])
+    assert {200, _, reply} = response(socket)
+    assert %{"id" => 4} = JSON.decode!(reply)
+  end
+
+  # Issue 36 item 5: two Host or Origin headers are ambiguous (a proxy may read one, the server
+  # the other): 400, whatever their values.
+  test "two Host or two Origin headers are a 400" do
+    {port, url} = start()
+
+    for extra <- [
+          "Host: 127.0.0.1\r\n",
+          "Origin: http://localhost\r\nOrigin: http://localhost\r\n"
+        ] do
+      socket = connect(port)
+      body = request(1, "tools/list", %{})
+      :ok = :gen_tcp.send(socket, [head(byte_size(body), extra), body])
+      {status, headers, reply} = response(socket)
+      assert_json_error(status, headers, reply, 400, "more than one")
+    end
+
+    assert served?(url)
   end
 end

@@ -1,0 +1,3 @@
+//! HTTP on hyper: the MCP server's transport (`server/`).
+
+pub mod server;
