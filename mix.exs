@@ -64,13 +64,20 @@ defmodule Mix.Tasks.Compile.CmdcNative do
   end
 
   @doc """
-  The cargo features of the library this build makes: `["testing"]` for `MIX_ENV=test` and
-  `MIX_ENV=bench` or with `CMDC_NIF_TESTING=1`, else `[]`.
+  The cargo features of the library this build makes: `embedder` (the native sentence
+  embedder of tool search, `CMDC.Tool.Search.Embedder.Native`: candle + tokenizers, a few
+  minutes of cold compile) unless `CMDC_TOOL_EMBEDDER=0`, then `testing` for `MIX_ENV=test`
+  and `MIX_ENV=bench` or with `CMDC_NIF_TESTING=1`.
   """
   def features do
-    if Mix.env() in [:test, :bench] or System.get_env("CMDC_NIF_TESTING") == "1",
-      do: ["testing"],
-      else: []
+    embedder = if System.get_env("CMDC_TOOL_EMBEDDER") == "0", do: [], else: ["embedder"]
+
+    testing =
+      if Mix.env() in [:test, :bench] or System.get_env("CMDC_NIF_TESTING") == "1",
+        do: ["testing"],
+        else: []
+
+    embedder ++ testing
   end
 
   @doc "The installed library's name (no extension) for a set of `features/0`."
@@ -105,7 +112,9 @@ defmodule Mix.Tasks.Compile.CmdcNative do
 
   @impl true
   def clean do
-    for features <- [[], ["testing"]],
+    for embedder <- [[], ["embedder"]],
+        testing <- [[], ["testing"]],
+        features = embedder ++ testing,
         path <- [target(features), manifest(target(features))],
         do: File.rm(path)
 

@@ -7,6 +7,8 @@ pub mod atoms;
 pub mod beam;
 pub mod compiled;
 pub mod discovery;
+#[cfg(feature = "embedder")]
+pub mod embed;
 pub mod encode;
 pub mod error;
 pub mod exec;

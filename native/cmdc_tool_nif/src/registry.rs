@@ -287,6 +287,32 @@ twin_nifs! {
     |dirty| { search::search(&reg.search, text.as_slice(), opts, dirty) }
 }
 
+twin_nifs! {
+    /// `{:ok, tools_with_a_vector}` after setting `[{name, f32_bytes}]` (`clear`: every vector
+    /// forgotten first); `{:error, :yield}` for a long list or while a registration writes.
+    fn registry_set_vectors / registry_set_vectors_dirty<'a>(
+        reg: ResourceArc<Registry>,
+        vectors: Vec<(Binary<'a>, Binary<'a>)>,
+        clear: bool,
+    ) -> (Result<usize>),
+    |dirty| { search::set_vectors(&reg.search, vectors, clear, dirty) }
+}
+
+twin_nifs! {
+    /// `{:ok, [{name, passage}]}`: at most `max` tools without a vector, with the text to embed.
+    fn registry_missing_vectors / registry_missing_vectors_dirty(
+        reg: ResourceArc<Registry>,
+        max: usize,
+    ) -> (Result<Vec<(String, String)>>),
+    |dirty| { search::missing(&reg.search, max, dirty) }
+}
+
+/// `{tools, tools_with_a_vector, dimension, vector_bytes}` of the search index.
+#[rustler::nif]
+fn registry_vector_info(reg: ResourceArc<Registry>) -> (usize, usize, usize, usize) {
+    search::vector_info(&reg.search)
+}
+
 /// Lists of more tools than this are built on a dirty scheduler: a normal scheduler then spends
 /// at most some tens of µs on one (the switch costs a few µs, small beside a longer list).
 const LIST_ON_NORMAL: usize = 2_000;

@@ -8,8 +8,8 @@
 
 use std::sync::{RwLock, RwLockWriteGuard, TryLockError};
 
-use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
-use rustler::NifMap;
+use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Probe, Query};
+use rustler::{Binary, NifMap, Term};
 
 use crate::error::{Error, Result};
 use crate::schema::Schema;
@@ -53,17 +53,47 @@ pub fn build(prepared: Vec<Prepared>) -> Index {
 }
 
 #[derive(NifMap)]
-pub struct SearchOptions {
-    regex: bool,
+pub struct SearchOptions<'a> {
+    mode: Term<'a>,
     limit: usize,
     namespaces: Vec<String>,
     annotations: Vec<String>,
+    /// The query's embedding (`f32`s, little-endian), or `nil`.
+    vector: Option<Binary<'a>>,
 }
 
-impl crate::options::Options<'_> for SearchOptions {
+impl<'a> crate::options::Options<'a> for SearchOptions<'a> {
     const NIF: &'static str = "registry_search";
-    const EXPECTED: &'static str =
-        "regex: boolean, limit: integer, namespaces: [string], annotations: [string]";
+    const EXPECTED: &'static str = "mode: :bm25 | :regex | :dense | :hybrid, limit: integer, \
+         namespaces: [string], annotations: [string], vector: binary | nil";
+}
+
+/// A mode atom.
+fn mode(term: Term) -> Result<Mode> {
+    match term.atom_to_string().as_deref() {
+        Ok("bm25") => Ok(Mode::Bm25),
+        Ok("regex") => Ok(Mode::Regex),
+        Ok("dense") => Ok(Mode::Dense),
+        Ok("hybrid") => Ok(Mode::Hybrid),
+        _ => Err(Error::Message(format!(
+            "mode: expects :bm25, :regex, :dense or :hybrid, got {}",
+            crate::term::shown(term)
+        ))),
+    }
+}
+
+/// `f32`s from their little-endian bytes (how `CMDC.Tool.Search` passes vectors).
+pub fn floats(bytes: &[u8]) -> Result<Vec<f32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err(Error::Message(format!(
+            "a vector is {} bytes, not a whole number of 32-bit floats",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
 
 /// One search of `live`: `{generation, [{name, score}]}`, best first; `Error::Yield` when it
@@ -77,23 +107,19 @@ pub fn search(
     let opts: SearchOptions = crate::options::decode(opts)?;
     let text = std::str::from_utf8(text)
         .map_err(|_| Error::Message("the search query is not UTF-8 text".into()))?;
+    let probe = match &opts.vector {
+        Some(bytes) => Some(Probe::new(&floats(bytes.as_slice())?)?),
+        None => None,
+    };
     let query = Query {
         text,
-        mode: if opts.regex { Mode::Regex } else { Mode::Bm25 },
+        mode: mode(opts.mode)?,
         limit: opts.limit,
         namespaces: &opts.namespaces,
         annotations: &opts.annotations,
+        vector: probe.as_ref(),
     };
-    let index = if dirty {
-        live.0.read().unwrap_or_else(|e| e.into_inner())
-    } else {
-        match live.0.try_read() {
-            Ok(index) => index,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            // A writer holds it (a big registration): wait on a dirty scheduler.
-            Err(TryLockError::WouldBlock) => return Err(Error::Yield),
-        }
-    };
+    let index = read(live, dirty)?;
     if !dirty && index.cost(&query) > NORMAL_BUDGET {
         return Err(Error::Yield);
     }
@@ -102,6 +128,87 @@ pub fn search(
         index.generation,
         hits.into_iter().map(|h| (h.name, h.score)).collect(),
     ))
+}
+
+/// The index for reading: waits only on a dirty scheduler.
+fn read(live: &Live, dirty: bool) -> Result<std::sync::RwLockReadGuard<'_, Index>> {
+    if dirty {
+        return Ok(live.0.read().unwrap_or_else(|e| e.into_inner()));
+    }
+    match live.0.try_read() {
+        Ok(index) => Ok(index),
+        Err(TryLockError::Poisoned(e)) => Ok(e.into_inner()),
+        // A writer holds it (a big registration): wait on a dirty scheduler.
+        Err(TryLockError::WouldBlock) => Err(Error::Yield),
+    }
+}
+
+/// Vectors set on a normal scheduler at most (each is checked, normalized and quantized: about
+/// a µs for 384 dimensions).
+const VECTORS_ON_NORMAL: usize = 64;
+
+/// Sets tools' vectors (`[{name, f32 bytes}]`); `clear` first forgets every vector (another
+/// model's). Answers how many tools hold a vector. A tool that left the registry meanwhile is
+/// skipped (its vector has nothing to describe); any other bad vector fails the whole call
+/// before any is set.
+pub fn set_vectors(
+    live: &Live,
+    vectors: Vec<(Binary, Binary)>,
+    clear: bool,
+    dirty: bool,
+) -> Result<usize> {
+    if !dirty && vectors.len() > VECTORS_ON_NORMAL {
+        return Err(Error::Yield);
+    }
+    let parsed = vectors
+        .iter()
+        .map(|(name, v)| {
+            let name = std::str::from_utf8(name.as_slice())
+                .map_err(|_| Error::Message("a tool name is not UTF-8 text".into()))?;
+            Ok((name, floats(v.as_slice())?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut index = if dirty {
+        live.write()
+    } else {
+        match live.0.try_write() {
+            Ok(index) => index,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(Error::Yield),
+        }
+    };
+    if clear {
+        index.clear_vectors();
+    }
+    for (name, v) in parsed {
+        if index.contains(name) {
+            index.set_vector(name, &v)?;
+        }
+    }
+    Ok(index.vector_count())
+}
+
+/// Slots scanned on a normal scheduler at most by [`missing`].
+const SCAN_ON_NORMAL: usize = 20_000;
+
+/// `[{name, passage}]` of at most `max` tools without a vector (none: `[]`, found in O(1)).
+pub fn missing(live: &Live, max: usize, dirty: bool) -> Result<Vec<(String, String)>> {
+    let index = read(live, dirty)?;
+    if !dirty && index.vector_count() < index.len() && index.len() > SCAN_ON_NORMAL {
+        return Err(Error::Yield);
+    }
+    Ok(index.missing_vectors(max))
+}
+
+/// `{tools, tools with a vector, dimension, vector bytes}`.
+pub fn vector_info(live: &Live) -> (usize, usize, usize, usize) {
+    let index = live.0.read().unwrap_or_else(|e| e.into_inner());
+    (
+        index.len(),
+        index.vector_count(),
+        index.vector_dim(),
+        index.vector_bytes(),
+    )
 }
 
 /// After a registration, with the registry's write lock held: takes the index's write lock
@@ -133,8 +240,8 @@ mod bench {
 
     use std::sync::RwLock;
 
-    use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Query};
-    use rustler::ResourceArc;
+    use cmdc_tool_core::search::{Doc, Index, Mode, Prepared, Probe, Query};
+    use rustler::{Binary, ResourceArc, Term};
     use serde_json::Value;
 
     pub struct BenchIndex(RwLock<Index>);
@@ -210,6 +317,7 @@ mod bench {
             limit,
             namespaces: &[],
             annotations: &[],
+            vector: None,
         }
     }
 
@@ -256,5 +364,89 @@ mod bench {
             .search(&query(&text, Mode::Bm25, limit))
             .map(|h| h.len())
             .unwrap_or(0)
+    }
+
+    /// `[{name, passage}]` of every document: what an embedder reads (`Index::missing_vectors`).
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_passages(index: ResourceArc<BenchIndex>) -> Vec<(String, String)> {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        index.missing_vectors(usize::MAX)
+    }
+
+    /// CPU ns of setting each vector (`[{name, f32 bytes}]`), in order: what adding a tool
+    /// whose vector came from the disk cache costs the index.
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_set_vectors(
+        index: ResourceArc<BenchIndex>,
+        vectors: Vec<(String, Binary)>,
+    ) -> Result<Vec<f64>, String> {
+        let mut index = index.0.write().unwrap_or_else(|e| e.into_inner());
+        let mut times = Vec::with_capacity(vectors.len());
+        for (name, bytes) in &vectors {
+            let v = super::floats(bytes.as_slice()).map_err(|e| format!("{e:?}"))?;
+            let start = cpu_ns();
+            index.set_vector(name, &v).map_err(|e| e.to_string())?;
+            times.push(cpu_ns() - start);
+        }
+        Ok(times)
+    }
+
+    /// `{tools with a vector, vector bytes}`.
+    #[rustler::nif]
+    fn search_bench_vector_info(index: ResourceArc<BenchIndex>) -> (usize, usize) {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        (index.vector_count(), index.vector_bytes())
+    }
+
+    /// [`search_bench_query`] in any mode (an atom), each query with its vector (`f32` bytes,
+    /// or `nil`): `{ns per query, top names per query}`.
+    #[rustler::nif(schedule = "DirtyCpu")]
+    fn search_bench_query_mode<'a>(
+        index: ResourceArc<BenchIndex>,
+        queries: Vec<(String, Option<Binary<'a>>)>,
+        mode: Term<'a>,
+        limit: usize,
+        rounds: usize,
+    ) -> Result<(Vec<f64>, Vec<Vec<String>>), String> {
+        let index = index.0.read().unwrap_or_else(|e| e.into_inner());
+        let mode = super::mode(mode).map_err(|e| format!("{e:?}"))?;
+        let probes = queries
+            .iter()
+            .map(|(_, v)| match v {
+                Some(b) => super::floats(b.as_slice())
+                    .map_err(|e| format!("{e:?}"))
+                    .and_then(|f| Probe::new(&f).map_err(|e| e.to_string()))
+                    .map(Some),
+                None => Ok(None),
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let q = |text: &'_ str, probe: Option<&Probe>| -> Vec<String> {
+            let query = Query {
+                vector: None,
+                ..query(text, mode, limit)
+            };
+            let query = Query {
+                vector: probe,
+                ..query
+            };
+            index
+                .search(&query)
+                .map(|hits| hits.into_iter().map(|h| h.name).collect())
+                .unwrap_or_default()
+        };
+        let mut times = Vec::with_capacity(queries.len());
+        let mut tops = Vec::with_capacity(queries.len());
+        for ((text, _), probe) in queries.iter().zip(&probes) {
+            let best = (0..rounds.max(1))
+                .map(|_| {
+                    let start = cpu_ns();
+                    let _ = std::hint::black_box(q(text, probe.as_ref()));
+                    cpu_ns() - start
+                })
+                .fold(f64::INFINITY, f64::min);
+            times.push(best);
+            tops.push(q(text, probe.as_ref()));
+        }
+        Ok((times, tops))
     }
 }

@@ -283,8 +283,10 @@ defmodule CMDC.Tool.Registry do
   Searches the registry's tools (a native index kept current with every registration):
   `{:ok, [{name, score}]}` best first, or `{:error, message}` for a query that cannot be run
   (empty, over 4,096 bytes, a regex over 200 characters or that does not compile, a bad
-  option value; an unknown option raises `ArgumentError`, with "did you mean"). See `CMDC.Tool.Search` for the modes (`mode: :bm25 | :regex`) and the `namespace:` /
-  `annotations:` filters; `limit:` defaults to 5 (at most 1,000).
+  option value; an unknown option raises `ArgumentError`, with "did you mean"). See
+  `CMDC.Tool.Search` for the modes (`mode: :bm25 | :dense | :hybrid | :regex`; `:hybrid` by
+  default once an embedder is attached with `CMDC.Tool.Search.attach/3`), the `namespace:` /
+  `annotations:` filters and `rerank:`; `limit:` defaults to 5 (at most 1,000).
 
       iex> reg = CMDC.Tool.Registry.new()
       iex> :ok = CMDC.Tool.Registry.register(reg, [CMDC.Tool.Examples.Echo, CMDC.Tool.Examples.ReadFile])
@@ -293,8 +295,8 @@ defmodule CMDC.Tool.Registry do
   """
   @spec search(t(), String.t(), keyword()) ::
           {:ok, [CMDC.Tool.Search.hit()]} | {:error, String.t()}
-  def search(%__MODULE__{ref: ref}, query, opts \\ []) when is_binary(query),
-    do: CMDC.Tool.Search.run(ref, query, opts)
+  def search(%__MODULE__{} = reg, query, opts \\ []) when is_binary(query),
+    do: CMDC.Tool.Search.run(reg, query, opts)
 
   @doc false
   # Used by CMDC.Tool: {:ok, module} | :error, a plain hash lookup.

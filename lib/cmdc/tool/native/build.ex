@@ -19,7 +19,7 @@ defmodule CMDC.Tool.Native.Build do
   def library, do: Mix.Tasks.Compile.CmdcNative.library(@features)
 
   @doc false
-  # Recompiled (and `CMDC.Tool.Native` with it) when CMDC_NIF_TESTING changes what the native
-  # compiler builds.
+  # Recompiled (and `CMDC.Tool.Native` with it) when CMDC_NIF_TESTING or CMDC_TOOL_EMBEDDER
+  # changes what the native compiler builds.
   def __mix_recompile__?, do: Mix.Tasks.Compile.CmdcNative.features() != @features
 end

@@ -168,6 +168,21 @@ defmodule CMDC.Tool.Native do
   # the search itself is search.rs
   def registry_search(_registry, _query, _opts), do: err()
   def registry_search_dirty(_registry, _query, _opts), do: err()
+  def registry_set_vectors(_registry, _vectors, _clear), do: err()
+  def registry_set_vectors_dirty(_registry, _vectors, _clear), do: err()
+  def registry_missing_vectors(_registry, _max), do: err()
+  def registry_missing_vectors_dirty(_registry, _max), do: err()
+  def registry_vector_info(_registry), do: err()
+  # embed.rs (the `embedder` feature, see `embedder?/0`)
+  if "embedder" in @features do
+    def embedder_load(_dir), do: err()
+    def embedder_embed(_model, _texts), do: err()
+  end
+
+  @doc false
+  # Whether this build has the native sentence embedder (not with CMDC_TOOL_EMBEDDER=0).
+  @embedder "embedder" in @features
+  def embedder?, do: @embedder
 
   def registry_build(_registry, _format, _strict, _context_key, _generation, _overrides),
     do: err()

@@ -32,6 +32,10 @@ defmodule CMDC.Tool.Native.Testing do
       def search_bench_add(_index, _docs), do: err()
       def search_bench_query(_index, _queries, _regex, _limit, _rounds), do: err()
       def search_bench_one(_index, _text, _limit), do: err()
+      def search_bench_passages(_index), do: err()
+      def search_bench_set_vectors(_index, _vectors), do: err()
+      def search_bench_vector_info(_index), do: err()
+      def search_bench_query_mode(_index, _queries, _mode, _limit, _rounds), do: err()
 
       # Memory after big inputs (issue 16).
       def memory_kept_after(_args), do: err()

@@ -63,10 +63,11 @@ defmodule CMDC.Tool.Search.Tool do
   """
   @spec find(Registry.t(), map()) :: {:ok, map()} | {:error, String.t()}
   def find(reg, args) do
-    mode = if args["mode"] == "regex", do: :regex, else: :bm25
+    # Words (the default) rank as the registry ranks: by meaning too when it has an embedder.
+    mode = if args["mode"] == "regex", do: [mode: :regex], else: []
     limit = Map.get(args, "limit", 5)
 
-    with {:ok, hits} <- Registry.search(reg, args["query"], mode: mode, limit: limit + 1) do
+    with {:ok, hits} <- Registry.search(reg, args["query"], [limit: limit + 1] ++ mode) do
       tools =
         for {name, _score} <- hits,
             name != @name,

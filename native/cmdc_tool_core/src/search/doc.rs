@@ -135,3 +135,50 @@ fn collect_params<'v>(schema: &'v Value, depth: usize, out: &mut Vec<(&'v str, O
         collect_params(items, depth + 1, out);
     }
 }
+
+/// The passage a sentence-embedding model reads for a tool, from the text `Doc::prepare` keeps
+/// (name, title, description, then a line per parameter): the name as words (`server__read_file`
+/// is "server read file", `getUser` "get user"), then the rest as one paragraph. Models
+/// trained on sentences place "read file" near "show me what's inside", not `read_file`.
+pub fn passage(text: &str) -> String {
+    let (name, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut prev: Option<char> = None;
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            if prev.is_some_and(|p| p.is_lowercase() && c.is_uppercase()) {
+                out.push(' ');
+            }
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with(' ') && !out.is_empty() {
+            out.push(' ');
+        }
+        prev = Some(c);
+    }
+    let out_len = out.trim_end().len();
+    out.truncate(out_len);
+    for line in rest.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        out.push_str(if out.ends_with(['.', ':', '!', '?']) {
+            " "
+        } else {
+            ". "
+        });
+        out.push_str(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod passage_tests {
+    use super::passage;
+
+    #[test]
+    fn names_become_words_and_lines_one_paragraph() {
+        assert_eq!(
+            passage("filesystem__read_text_file\n\nRead a file.\npath: Where it is\n"),
+            "filesystem read text file. Read a file. path: Where it is"
+        );
+        assert_eq!(passage("getUserById"), "get user by id");
+        assert_eq!(passage("a.b-c\nTitle\nDo it"), "a b c. Title. Do it");
+    }
+}

@@ -254,6 +254,7 @@ fn compare_with_reference(fillers: usize) {
                 limit,
                 namespaces,
                 annotations: &[],
+                vector: None,
             })
             .unwrap()
     };

@@ -123,6 +123,7 @@ fn compare(rng: &mut Rng, index: &Index, queries: usize) {
             limit: [1, 3, 10, 10, 25, 1_000][rng.below(6)],
             namespaces: &namespaces,
             annotations: &annotations,
+            vector: None,
         };
         let got = index.search(&query).expect("a valid query");
         let want = bm25::exhaustive(index, &query);

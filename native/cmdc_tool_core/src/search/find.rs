@@ -3,7 +3,7 @@
 
 use super::index::{Hit, Index, Mode, Query, MAX_LIMIT, MAX_PATTERN, MAX_QUERY};
 use super::top::Top;
-use super::{bm25, regex};
+use super::{bm25, dense, fuse, regex};
 use crate::error::{Error, Result};
 
 impl Index {
@@ -15,6 +15,8 @@ impl Index {
         match query.mode {
             Mode::Bm25 => bm25::search(self, query, &mut top),
             Mode::Regex => regex::search(self, query, &mut top)?,
+            Mode::Dense => dense::search(self, query, &mut top),
+            Mode::Hybrid => fuse::search(self, query, &mut top),
         }
         Ok(top.into_hits())
     }
@@ -27,16 +29,21 @@ fn check(query: &Query) -> Result<()> {
         return invalid("limit: must be at least 1".into());
     }
     match query.mode {
-        Mode::Bm25 if query.text.trim().is_empty() => invalid(
+        Mode::Bm25 | Mode::Hybrid if query.text.trim().is_empty() => invalid(
             "the search query is empty: describe the tool you need in a few words, e.g. \
              \"read a file\""
                 .into(),
         ),
-        Mode::Bm25 if query.text.len() > MAX_QUERY => invalid(format!(
-            "the search query is {} bytes; at most {MAX_QUERY} are accepted: describe the \
+        Mode::Bm25 | Mode::Hybrid | Mode::Dense if query.text.len() > MAX_QUERY => {
+            invalid(format!(
+                "the search query is {} bytes; at most {MAX_QUERY} are accepted: describe the \
              tool you need in a few words",
-            query.text.len()
-        )),
+                query.text.len()
+            ))
+        }
+        Mode::Dense if query.vector.is_none() => invalid(
+            "a dense search needs the query's vector: give an embedder, or search by words".into(),
+        ),
         Mode::Regex if query.text.is_empty() => {
             invalid("the regex is empty: give a pattern such as \"file|dir\"".into())
         }

@@ -6,9 +6,11 @@ use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
-use super::doc::{annotation_key, Doc, Prepared};
+use super::doc::{annotation_key, passage, Doc, Prepared};
 use super::hash::{Keyed, Map};
 use super::tokenize;
+use super::vectors::{Probe, Vectors};
+use crate::error::{Error, Result};
 
 /// Longest query accepted: longer text is a document, not a query.
 pub const MAX_QUERY: usize = 4_096;
@@ -25,6 +27,12 @@ pub enum Mode {
     /// A regular expression (case-insensitive, linear time) over name, title, description and
     /// parameters; tools whose name matches rank first.
     Regex,
+    /// The query's vector ([`Query::vector`]) against the tools' ([`Index::set_vector`]), by
+    /// cosine; tools without a vector are not found.
+    Dense,
+    /// BM25 and dense rankings fused by reciprocal rank (`fuse.rs`); without a query vector,
+    /// BM25 alone.
+    Hybrid,
 }
 
 /// One search.
@@ -37,6 +45,8 @@ pub struct Query<'q> {
     pub namespaces: &'q [String],
     /// Keep only tools with every one of these annotations true (`read_only`, `readOnlyHint`).
     pub annotations: &'q [String],
+    /// The query's embedding, for [`Mode::Dense`] and [`Mode::Hybrid`].
+    pub vector: Option<&'q Probe>,
 }
 
 /// A found tool.
@@ -162,6 +172,8 @@ pub struct Index {
     pub(super) total_len: f64,
     /// Bytes of `Slot::text` over live tools (the regex mode's cost).
     pub(super) text_bytes: usize,
+    /// Dense vectors by slot (`vectors.rs`).
+    pub(super) vectors: Vectors,
     /// The registry generation this index reflects (set by the owner).
     pub generation: u64,
 }
@@ -297,8 +309,61 @@ impl Index {
         }
         self.total_len -= f64::from(s.len);
         self.text_bytes -= s.text.len();
+        self.vectors.clear(slot);
         self.free.push(slot);
         true
+    }
+
+    /// Sets the vector of the tool `name` (its embedding, any length; stored unit length).
+    /// Every vector of an index has one dimension, fixed by the first.
+    pub fn set_vector(&mut self, name: &str, vector: &[f32]) -> Result<()> {
+        let Some(&slot) = self.by_name.get(name) else {
+            return Err(Error::Invalid(format!(
+                "no tool named {name:?} is indexed: register it before giving its vector"
+            )));
+        };
+        self.vectors.set(slot, vector)
+    }
+
+    /// Forgets every tool's vector (before another model's are set).
+    pub fn clear_vectors(&mut self) {
+        self.vectors.clear_all();
+    }
+
+    /// Tools holding a vector.
+    pub fn vector_count(&self) -> usize {
+        self.vectors.count()
+    }
+
+    /// The dimension of the vectors held (0: none).
+    pub fn vector_dim(&self) -> usize {
+        self.vectors.dim()
+    }
+
+    /// Bytes the vectors hold (the postings' bytes are not counted).
+    pub fn vector_bytes(&self) -> usize {
+        self.vectors.bytes()
+    }
+
+    /// The tools without a vector, at most `max`, each with the passage to embed for it
+    /// ([`passage`]: its name's words, title, description and parameter names).
+    pub fn missing_vectors(&self, max: usize) -> Vec<(String, String)> {
+        if self.vectors.count() == self.len() {
+            return Vec::new();
+        }
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().filter(|_| !self.vectors.has(i as u32)))
+            .take(max)
+            .map(|s| (s.name.clone(), passage(&s.text)))
+            .collect()
+    }
+
+    /// The passage embedded for the tool `name` (see [`Index::missing_vectors`]).
+    pub fn passage(&self, name: &str) -> Option<String> {
+        let slot = *self.by_name.get(name)?;
+        self.slots[slot as usize].as_ref().map(|s| passage(&s.text))
     }
 
     /// `word`'s term id, a new one (with empty postings) when the word is new; `hash` is its
@@ -339,6 +404,23 @@ impl Index {
                 units
             }
             Mode::Regex => self.text_bytes + 64 * self.len(),
+            Mode::Dense => self.dense_cost(query),
+            Mode::Hybrid => {
+                self.dense_cost(query)
+                    + self.cost(&Query {
+                        mode: Mode::Bm25,
+                        ..query.clone()
+                    })
+            }
+        }
+    }
+
+    /// A dense scan reads every stored vector: a unit per 16 components (an `i8` multiply-add
+    /// runs 16 lanes wide), plus the top-k's per-tool work.
+    fn dense_cost(&self, query: &Query) -> usize {
+        match query.vector {
+            Some(_) => self.vectors.count() * (self.vectors.dim() / 16 + 4),
+            None => 0,
         }
     }
 

@@ -87,6 +87,7 @@ fn q(text: &str) -> Query<'_> {
         limit: 5,
         namespaces: &[],
         annotations: &[],
+        vector: None,
     }
 }
 

@@ -101,6 +101,18 @@ impl<'i> Top<'i> {
         }
     }
 
+    /// The best `k` as `(score, slot)`, best first, ties by name: a ranking to fuse with
+    /// another (`fuse.rs`) before any name is copied.
+    pub(super) fn into_ranked(self) -> Vec<(f32, u32)> {
+        let index = self.index;
+        let name = |slot: u32| index.slots[slot as usize].as_ref().map_or("", |s| &s.name);
+        let mut kept = self.kept;
+        kept.retain(|&(score, _)| score >= self.floor);
+        kept.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))));
+        kept.truncate(self.k);
+        kept
+    }
+
     /// The best `k` as hits, best first, ties by name. Those above the floor are fewer than
     /// `k`; the floor's ties (copies of one tool: hundreds) fill the rest, by name, through a
     /// bounded heap: one name comparison per tie for most of them.

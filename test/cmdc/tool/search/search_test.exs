@@ -132,7 +132,7 @@ defmodule CMDC.Tool.SearchTest do
 
     :ok = Registry.register(reg, tools)
     # A regex reads every tool's text: over a normal scheduler's budget at this size.
-    opts = %{regex: true, limit: 5, namespaces: [], annotations: []}
+    opts = %{mode: :regex, limit: 5, namespaces: [], annotations: [], vector: nil}
     assert CMDC.Tool.Native.registry_search(reg.ref, "record", opts) == {:error, :yield}
     assert {:ok, [{"tool_1234", _}]} = Registry.search(reg, "record 1234 ", mode: :regex)
     assert {:ok, hits} = Registry.search(reg, "file", limit: 3)
