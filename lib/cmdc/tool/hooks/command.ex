@@ -34,7 +34,7 @@ defmodule CMDC.Tool.Hooks.Command do
   (`CMDC.Tool.Hooks.Failure`).
   """
 
-  alias CMDC.Tool.Hooks.{Background, Events, Failure, Verdict}
+  alias CMDC.Tool.Hooks.{Events, Failure, Verdict}
   alias CMDC.Tool.JSON
 
   @max_output 1_000_000
@@ -44,10 +44,11 @@ defmodule CMDC.Tool.Hooks.Command do
   is called (once, in this process) if the hook says on its first stdout line that it goes on
   in the background (`{"async": true}`, as Claude Code's hooks may): the caller takes that as
   the hook's (empty) answer, and what the hook says when it ends becomes a background report
-  (`CMDC.Tool.Hooks.Background`); `run/4` then returns `:detached`.
+  (`CMDC.Tool.Hooks.Background`, which the caller hands it to); `run/4` then returns
+  `{:detached, verdict}`.
   """
   @spec run(CMDC.Tool.Hooks.Hook.t(), atom(), map(), (() -> any()) | nil) ::
-          Verdict.t() | :detached
+          Verdict.t() | {:detached, Verdict.t()}
   def run(hook, event, input, detach \\ nil) do
     opts = [
       stdin: JSON.encode!(stdin(hook, event, input)),
@@ -69,12 +70,7 @@ defmodule CMDC.Tool.Hooks.Command do
 
     Process.delete({__MODULE__, :lines})
 
-    if Process.delete({__MODULE__, :detached}) do
-      Background.finish(input, Background.report(hook, event, verdict))
-      :detached
-    else
-      verdict
-    end
+    if Process.delete({__MODULE__, :detached}), do: {:detached, verdict}, else: verdict
   end
 
   # The first stdout line may say the hook goes on in the background.

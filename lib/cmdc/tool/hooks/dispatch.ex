@@ -93,8 +93,11 @@ defmodule CMDC.Tool.Hooks.Dispatch do
         pid =
           spawn_link(fn ->
             case safely(hook, event, input, detach) do
-              :detached -> :ok
-              verdict -> send(parent, {ref, i, verdict})
+              {:detached, verdict} ->
+                Background.finish(input, Background.report(hook, event, verdict))
+
+              verdict ->
+                send(parent, {ref, i, verdict})
             end
           end)
 
