@@ -12,7 +12,7 @@ defmodule CMDC.Tool.DependencyTest do
   # another feature set (the build without it is checked by `cargo clippy --workspace` and run
   # by `make demo`). What is tested is the user's side: a path dependency compiles, loads and
   # answers.
-  @so "_build/dev/lib/cmdc_tool/priv/native/libcmdc_tool_nif_testing.so"
+  @so "_build/dev/lib/cmdc_tool/priv/native/" <> CMDC.Tool.Native.Build.library() <> ".so"
   # The production build, where the test stops before cargo compiles anything.
   @default [{"CMDC_NIF_TESTING", nil}]
 

@@ -10,13 +10,15 @@ defmodule CMDC.Tool.TestCheckout do
   # compiler itself is tested, a tiny checkout (`tiny!/2`) stands for the real one.
 
   @root Path.expand("../..", __DIR__)
-  @lib "priv/native/libcmdc_tool_nif_testing.so"
+  # The testing library this environment builds (its name carries the features: `embedder`
+  # unless CMDC_TOOL_EMBEDDER=0, then `testing`).
+  defp lib, do: "priv/native/" <> CMDC.Tool.Native.Build.library() <> ".so"
 
   @doc "The checkout the suite runs in."
   def root, do: @root
 
   @doc "The testing library's path, relative to a checkout."
-  def testing_library, do: @lib
+  def testing_library, do: lib()
 
   @doc """
   Copies the sources into `dir/cmdc_tool` and returns that path. Options: `library: true`
@@ -31,7 +33,7 @@ defmodule CMDC.Tool.TestCheckout do
     File.mkdir_p!(Path.join(copy, "priv/native"))
 
     if Keyword.get(opts, :library, true) do
-      for file <- [@lib, @lib <> ".sources"] do
+      for file <- [lib(), lib() <> ".sources"] do
         unless File.exists?(Path.join(@root, file)),
           do: raise("#{file} is missing: run `MIX_ENV=test mix compile` first")
 
@@ -125,7 +127,7 @@ defmodule CMDC.Tool.TestCheckout do
     File.mkdir_p!(Path.join(tiny, "priv/native"))
 
     if from = opts[:from] do
-      for file <- [@lib, @lib <> ".sources"],
+      for file <- [lib(), lib() <> ".sources"],
           do: copy_keeping_times!(Path.join(from, file), Path.join(tiny, file))
     end
 
@@ -244,6 +246,7 @@ defmodule CMDC.Tool.TestCheckout do
 
     [features]
     testing = []
+    embedder = []
 
     [dependencies]
     #{rustler}

@@ -61,7 +61,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
       Task.async(fn -> mix(copy, ["compile.cmdc_native"], failing, into: File.stream!(log)) end)
 
     waiting =
-      "waiting for another build of libcmdc_tool_nif_testing.so (OS process #{String.trim(holder_pid)};"
+      "waiting for another build of #{Path.basename(CMDC.Tool.TestCheckout.testing_library())} (OS process #{String.trim(holder_pid)};"
 
     wait_until!(fn -> File.exists?(log) and File.read!(log) =~ waiting end, build)
     refute File.read!(log) =~ @rebuild
@@ -122,7 +122,7 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
     assert status == 0, out_c
 
     assert out_c =~
-             "waiting for another build of libcmdc_tool_nif_testing.so (OS process #{holder};",
+             "waiting for another build of #{Path.basename(CMDC.Tool.TestCheckout.testing_library())} (OS process #{holder};",
            out_c
 
     refute out_c =~ "cargo build", out_c
