@@ -10,7 +10,8 @@ defmodule Mix.Tasks.Compile.CmdcNativeLockingTest do
   alias CMDC.Tool.TestCheckout
 
   @lib TestCheckout.testing_library()
-  @rebuild "==> cmdc_tool: cargo build --release --features testing"
+  @rebuild "==> cmdc_tool: cargo build --release --features " <>
+             Enum.join(CMDC.Tool.Native.Build.features(), ",")
 
   # A lock left by a build that is gone (killed, or a zombie nobody reaped) is taken over; one
   # held by a running process is waited for, and taken when that process ends. The build runs

@@ -14,7 +14,8 @@ defmodule Mix.Tasks.Compile.CmdcNativeTest do
   alias CMDC.Tool.TestCheckout
 
   @lib TestCheckout.testing_library()
-  @rebuild "==> cmdc_tool: cargo build --release --features testing"
+  @rebuild "==> cmdc_tool: cargo build --release --features " <>
+             Enum.join(CMDC.Tool.Native.Build.features(), ",")
 
   # Cargo compiles the tiny crate against the registry crates this checkout built.
   @moduletag timeout: 600_000
