@@ -345,7 +345,11 @@ async fn kill_strays_ends_daemons_the_program_left_after_a_normal_exit() {
 
     // Without the option a daemon is the program's own business (a service it starts).
     // (Its output goes elsewhere: a daemon holding the pipes would keep the run draining.)
-    let s = spec("sh", &["-c", "setsid sleep 1000 >/dev/null 2>&1 & echo $!"]);
+    // The program ends only once the daemon leads its own session: before `setsid` has run it
+    // is still in the program's group, which the run kills when the program ends.
+    let script = "setsid sleep 1000 >/dev/null 2>&1 & p=$!; \
+                  until [ \"$(cut -d' ' -f6 /proc/$p/stat)\" = \"$p\" ]; do sleep 0.01; done; echo $p";
+    let s = spec("sh", &["-c", script]);
     let o = run_simple(s).await.unwrap();
     let pid: u32 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
     assert!(alive(pid));
