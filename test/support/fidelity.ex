@@ -22,14 +22,13 @@ defmodule CMDC.Tool.Fidelity do
   @tighter ~r/accepts less|refuses some|refused|can send no|takes none/
 
   @doc "The venv's python: `{:ok, path}` or `{:skip, reason}` (PyPI unreachable)."
-  def python do
-    venv = CMDC.Tool.TestCache.dir("fidelity_venv")
-    py = Path.join([venv, "bin", "python"])
-
-    if ready?(py),
-      do: {:ok, py},
-      else: CMDC.Tool.TestCache.with_lock("fidelity_venv", fn -> create(venv, py) end)
-  end
+  def python,
+    do:
+      CMDC.Tool.TestCache.venv(
+        "fidelity_venv",
+        @packages,
+        "import hypothesis_jsonschema, jsonschema"
+      )
 
   @doc """
   Checks `entries` (`%{"name", "schema", "args"}`) in every `{format, strict}` of `modes`;
@@ -230,38 +229,5 @@ defmodule CMDC.Tool.Fidelity do
     end
 
     module
-  end
-
-  defp ready?(py) do
-    File.exists?(py) and
-      match?(
-        {_, 0},
-        System.cmd(py, ["-c", "import hypothesis_jsonschema, jsonschema"],
-          stderr_to_stdout: true,
-          cd: System.tmp_dir!()
-        )
-      )
-  end
-
-  defp create(venv, py) do
-    if ready?(py) do
-      {:ok, py}
-    else
-      python3 = System.find_executable("python3") || raise "python3 is needed for this check"
-
-      with {_, 0} <- System.cmd(python3, ["-m", "venv", venv], stderr_to_stdout: true),
-           {_, 0} <-
-             System.cmd(py, ["-m", "pip", "install", "--quiet" | @packages],
-               stderr_to_stdout: true
-             ) do
-        {:ok, py}
-      else
-        {out, _} ->
-          if out =~
-               ~r/(Could not find a version|Failed to establish|Temporary failure|Network is unreachable|No matching distribution)/i,
-             do: {:skip, String.slice(out, -300, 300)},
-             else: raise("creating #{venv} failed: #{out}")
-      end
-    end
   end
 end

@@ -11,14 +11,13 @@ defmodule CMDC.Tool.ProviderCheck do
   @packages ~w(openai==3.54.0 anthropic==2.12.0 google-genai==3.4.0 mcp==2.3.0 jsonschema==4.26.0)
 
   @doc "The venv's python, made once: `{:ok, path}` or `{:skip, reason}` (registry unreachable)."
-  def python do
-    venv = CMDC.Tool.TestCache.dir("provider_check_venv")
-    py = Path.join([venv, "bin", "python"])
-
-    if ready?(py),
-      do: {:ok, py},
-      else: CMDC.Tool.TestCache.with_lock("provider_check_venv", fn -> create(venv, py) end)
-  end
+  def python,
+    do:
+      CMDC.Tool.TestCache.venv(
+        "provider_check_venv",
+        @packages,
+        "import openai, anthropic, google.genai, mcp, jsonschema, pydantic"
+      )
 
   @doc """
   Runs provider_check.py over `cases` (see its docstring): the decoded report
@@ -78,33 +77,6 @@ defmodule CMDC.Tool.ProviderCheck do
     case Schema.compile(Map.merge(defs, schema), draft: "2020-12") do
       {:ok, compiled} -> match?({:ok, _}, Schema.validate(compiled, value))
       {:error, _} -> false
-    end
-  end
-
-  defp ready?(py) do
-    probe = "import openai, anthropic, google.genai, mcp, jsonschema, pydantic"
-    File.exists?(py) and match?({_, 0}, System.cmd(py, ["-c", probe], stderr_to_stdout: true))
-  end
-
-  defp create(venv, py) do
-    if ready?(py) do
-      {:ok, py}
-    else
-      python3 = System.find_executable("python3") || raise "python3 is needed for this test"
-
-      with {_, 0} <- System.cmd(python3, ["-m", "venv", venv], stderr_to_stdout: true),
-           {_, 0} <-
-             System.cmd(py, ["-m", "pip", "install", "--quiet" | @packages],
-               stderr_to_stdout: true
-             ) do
-        {:ok, py}
-      else
-        {out, _} ->
-          if out =~
-               ~r/(Could not find a version|Failed to establish|Temporary failure|Network is unreachable|No matching distribution)/i,
-             do: {:skip, String.slice(out, -300, 300)},
-             else: raise("creating #{venv} failed: #{out}")
-      end
     end
   end
 end

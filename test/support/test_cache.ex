@@ -32,6 +32,49 @@ defmodule CMDC.Tool.TestCache do
     end
   end
 
+  @doc """
+  A virtualenv of the entry `name` with `packages` from PyPI, made once: `{:ok, python}` when
+  `probe` (Python source, e.g. `"import jsonschema"`) runs in it, else `{:skip, reason}` when
+  PyPI cannot be reached. Python runs outside the checkout (some packages write caches in their
+  working directory).
+  """
+  def venv(name, packages, probe) do
+    venv = dir(name)
+    py = Path.join([venv, "bin", "python"])
+
+    if venv_ready?(py, probe),
+      do: {:ok, py},
+      else: with_lock(name, fn -> create_venv(venv, py, packages, probe) end)
+  end
+
+  defp venv_ready?(py, probe) do
+    File.exists?(py) and
+      match?(
+        {_, 0},
+        System.cmd(py, ["-c", probe], stderr_to_stdout: true, cd: System.tmp_dir!())
+      )
+  end
+
+  defp create_venv(venv, py, packages, probe) do
+    if venv_ready?(py, probe) do
+      {:ok, py}
+    else
+      python3 = System.find_executable("python3") || raise "python3 is needed for this check"
+
+      with {_, 0} <- System.cmd(python3, ["-m", "venv", venv], stderr_to_stdout: true),
+           {_, 0} <-
+             System.cmd(py, ["-m", "pip", "install", "--quiet" | packages], stderr_to_stdout: true) do
+        {:ok, py}
+      else
+        {out, _} ->
+          if out =~
+               ~r/(Could not find a version|Failed to establish|Temporary failure|Network is unreachable|No matching distribution)/i,
+             do: {:skip, String.slice(out, -300, 300)},
+             else: raise("creating #{venv} failed: #{out}")
+      end
+    end
+  end
+
   # Another run installing may hold it for minutes: the deadline is the age that makes a lock
   # stale, after which it is taken as left by a killed run.
   defp acquire(lock) do
